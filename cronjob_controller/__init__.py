@@ -1,0 +1,1 @@
+"""A CronJob operator for batch.pyctrl.io/v1 CronJobs, built on pyctrl."""

@@ -1,0 +1,188 @@
+"""Typed errors for Kubernetes API failures.
+
+Contract: every failed API call made through :mod:`pyctrl.kube` raises an :class:`ApiError`
+subclass chosen by HTTP status code and, where the code is ambiguous, the ``reason`` of the
+``metav1.Status`` body the server sent. Each error carries that Status' ``reason``,
+``message``, ``code`` and ``details`` so callers never parse strings. ``from_status`` is the
+single mapping function; ``pyctrl.kube`` and the fakes in ``pyctrl.testing`` both use it, so a
+fake can never disagree with the real client about which error a Status means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AlreadyExists",
+    "ApiError",
+    "BadRequest",
+    "Conflict",
+    "FieldCause",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "MethodNotAllowed",
+    "NotFound",
+    "ServerError",
+    "ServerTimeout",
+    "TerminalError",
+    "Timeout",
+    "TooManyRequests",
+    "Unauthorized",
+    "from_status",
+    "is_not_found",
+]
+
+
+@dataclass(frozen=True)
+class FieldCause:
+    """One entry of ``Status.details.causes``: which field is wrong and why."""
+
+    field: str
+    reason: str
+    message: str
+
+
+@dataclass
+class ApiError(Exception):
+    """A non-2xx answer from the API server (or a failure to get one)."""
+
+    message: str
+    code: int = 0
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        parts = [f"{type(self).__name__}"]
+        if self.code:
+            parts.append(f"({self.code}{' ' + self.reason if self.reason else ''})")
+        return f"{' '.join(parts)}: {self.message}"
+
+    @property
+    def causes(self) -> list[FieldCause]:
+        """Field-level causes from ``details.causes`` (empty when the server gave none)."""
+        out: list[FieldCause] = []
+        for cause in self.details.get("causes") or []:
+            if isinstance(cause, dict):
+                out.append(
+                    FieldCause(
+                        field=str(cause.get("field", "")),
+                        reason=str(cause.get("reason", "")),
+                        message=str(cause.get("message", "")),
+                    )
+                )
+        return out
+
+
+class BadRequest(ApiError):
+    """400: the request was malformed."""
+
+
+class Unauthorized(ApiError):
+    """401: no or bad credentials."""
+
+
+class Forbidden(ApiError):
+    """403: authenticated but not allowed (RBAC, admission)."""
+
+
+class NotFound(ApiError):
+    """404: the object (or the resource type) does not exist."""
+
+
+class MethodNotAllowed(ApiError):
+    """405: the verb is not supported on this resource."""
+
+
+class AlreadyExists(ApiError):
+    """409 with reason AlreadyExists: a create hit an existing name."""
+
+
+class Conflict(ApiError):
+    """409: an optimistic-concurrency (resourceVersion) or precondition conflict."""
+
+
+class Gone(ApiError):
+    """410: the requested resourceVersion is too old (compacted); relist."""
+
+
+class Invalid(ApiError):
+    """422: the object failed validation; see :attr:`causes`."""
+
+
+@dataclass
+class TooManyRequests(ApiError):
+    """429: throttled by API priority and fairness or max-in-flight."""
+
+    retry_after: float | None = None
+
+
+class ServerError(ApiError):
+    """5xx (other than 504): the server failed."""
+
+
+class ServerTimeout(ApiError):
+    """504 or reason ServerTimeout/Timeout from the server."""
+
+
+class Timeout(ApiError):
+    """The client gave up: connect or read timeout, no answer from the server."""
+
+
+class TerminalError(Exception):
+    """Raised by a reconciler to say retrying will not help: logged and counted, not requeued."""
+
+
+def is_not_found(err: BaseException) -> bool:
+    """True when ``err`` is a :class:`NotFound`."""
+    return isinstance(err, NotFound)
+
+
+def _retry_after(details: dict[str, Any], header: str | None) -> float | None:
+    if header:
+        try:
+            return max(0.0, float(header))
+        except ValueError:
+            pass
+    seconds = details.get("retryAfterSeconds")
+    if isinstance(seconds, int | float):
+        return float(seconds)
+    return None
+
+
+def from_status(
+    code: int, status: dict[str, Any] | None, *, retry_after_header: str | None = None
+) -> ApiError:
+    """Build the right :class:`ApiError` for an HTTP ``code`` and a decoded Status body.
+
+    ``status`` may be None or not a Status (e.g. an HTML error page); the error then carries
+    a generic message with the code.
+    """
+    body = status if isinstance(status, dict) else {}
+    reason = str(body.get("reason") or "")
+    message = str(body.get("message") or f"the server answered HTTP {code}")
+    raw_details = body.get("details")
+    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
+    if code == 429 or reason == "TooManyRequests":
+        return TooManyRequests(
+            message, code, reason, details, retry_after=_retry_after(details, retry_after_header)
+        )
+    kind: type[ApiError]
+    if code == 409:
+        kind = AlreadyExists if reason == "AlreadyExists" else Conflict
+    elif reason == "Expired" or code == 410:
+        kind = Gone
+    else:
+        kind = {
+            400: BadRequest,
+            401: Unauthorized,
+            403: Forbidden,
+            404: NotFound,
+            405: MethodNotAllowed,
+            422: Invalid,
+            504: ServerTimeout,
+        }.get(code, ServerError if code >= 500 else ApiError)
+        if reason in ("ServerTimeout", "Timeout") and code >= 500:
+            kind = ServerTimeout
+    return kind(message, code, reason, details)
