@@ -1,1 +1,60 @@
-"""(being built)"""
+"""pyctrl.kube: the only pyctrl package that talks HTTP or imports ``kubernetes``.
+
+It holds config loading (:func:`load_config`: kubeconfig or in-cluster), the raw-dict
+:class:`RESTClient` implementing :class:`Client`, its client-side
+:class:`TokenBucketRateLimiter`, request metrics, and the :class:`Resource` constants.
+"""
+
+from pyctrl.kube.client import RESTClient
+from pyctrl.kube.config import ConfigError, KubeConfig, in_cluster, load_config
+from pyctrl.kube.interface import (
+    Client,
+    Object,
+    PatchType,
+    PropagationPolicy,
+    WatchEvent,
+    WatchStream,
+)
+from pyctrl.kube.ratelimit import TokenBucketRateLimiter
+from pyctrl.kube.resource import (
+    CONFIGMAPS,
+    CUSTOM_RESOURCE_DEFINITIONS,
+    DEPLOYMENTS,
+    EVENTS,
+    JOBS,
+    LEASES,
+    NAMESPACES,
+    PODS,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    Resource,
+)
+from pyctrl.kube.watch import HTTPWatchStream, WatchDecoder
+
+__all__ = [
+    "CONFIGMAPS",
+    "CUSTOM_RESOURCE_DEFINITIONS",
+    "DEPLOYMENTS",
+    "EVENTS",
+    "JOBS",
+    "LEASES",
+    "NAMESPACES",
+    "PODS",
+    "SECRETS",
+    "SERVICE_ACCOUNTS",
+    "Client",
+    "ConfigError",
+    "HTTPWatchStream",
+    "KubeConfig",
+    "Object",
+    "PatchType",
+    "PropagationPolicy",
+    "RESTClient",
+    "Resource",
+    "TokenBucketRateLimiter",
+    "WatchDecoder",
+    "WatchEvent",
+    "WatchStream",
+    "in_cluster",
+    "load_config",
+]

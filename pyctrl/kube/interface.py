@@ -17,6 +17,7 @@ dicts (``dict[str, Any]``) exactly as the server sends them; no generated model 
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from typing import Any, Literal, Protocol
 
@@ -80,7 +81,7 @@ class Client(Protocol):
         self,
         resource: Resource,
         name: str,
-        patch: Object | list[Object],
+        patch: Object | builtins.list[Object],
         namespace: str | None = None,
         *,
         patch_type: PatchType = "merge",

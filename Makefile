@@ -1,0 +1,44 @@
+# The two commands a newcomer needs are `make run` and `make test` (see README.md).
+# Everything else here is what those two depend on.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: run test setup controlplane lint typecheck unit integration bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $@
+
+# Builds etcd, kube-apiserver, kube-controller-manager and kubectl from the Go module proxy
+# once (cached under ~/.cache/pyctrl/controlplane), or uses $KUBEBUILDER_ASSETS.
+controlplane:
+	bash hack/controlplane/build.sh >/dev/null
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+typecheck: setup
+	$(VENV)/bin/mypy --strict
+
+unit: setup
+	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
+
+integration: setup controlplane
+	$(VENV)/bin/pytest -q tests/integration $(PYTEST_ARGS)
+
+test: setup controlplane lint typecheck
+	$(VENV)/bin/pytest -q tests $(PYTEST_ARGS)
+
+run: setup controlplane
+	$(PY) hack/run.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,272 @@
+"""DeltaFIFO: the queue between a Reflector and an informer (client-go ``DeltaFIFO``).
+
+Contract:
+
+* Each key has an ordered list of :class:`Delta` (``Added``, ``Updated``, ``Deleted``,
+  ``Replaced``, ``Sync``). A key appears in the queue at most once; new deltas for a queued
+  key are appended to its list, so a consumer sees every change, in order, in one pop.
+* Two consecutive deletions of a key collapse into one (a real deletion beats a tombstone).
+* ``replace(objs, rv)`` queues ``Replaced`` for every listed object and a ``Deleted``
+  :class:`DeletedFinalStateUnknown` tombstone for every key known (queued or in
+  ``known_objects``, the informer's indexer) that the relist no longer contains.
+* ``pop(process)`` blocks for the oldest key, removes it and calls ``process(deltas,
+  is_in_initial_list)`` while holding the queue lock, so ``known_objects`` (updated by
+  ``process``) and the queue never disagree during a ``replace``. ``process`` must not block.
+* ``has_synced()`` is True once the first ``replace`` (or any add) happened and every key
+  queued by that first ``replace`` has been popped.
+* ``resync()`` queues ``Sync`` for every known object that has no pending deltas.
+* ``close()`` makes blocked and future ``pop`` calls raise :class:`FIFOClosedError`.
+* A ``transformer`` (e.g. drop managedFields) is applied to objects as they are queued, except
+  tombstones and ``Sync`` deltas (those come from the cache and are already transformed).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Literal, NamedTuple, Protocol
+
+from pyctrl.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
+from pyctrl.cache.store import KeyFunc
+from pyctrl.kube.interface import Object
+
+__all__ = [
+    "ADDED",
+    "DELETED",
+    "REPLACED",
+    "SYNC",
+    "UPDATED",
+    "Delta",
+    "DeltaFIFO",
+    "DeltaType",
+    "FIFOClosedError",
+    "KeyListerGetter",
+    "PopProcessFunc",
+    "TransformFunc",
+]
+
+DeltaType = Literal["Added", "Updated", "Deleted", "Replaced", "Sync"]
+ADDED: DeltaType = "Added"
+UPDATED: DeltaType = "Updated"
+DELETED: DeltaType = "Deleted"
+REPLACED: DeltaType = "Replaced"
+SYNC: DeltaType = "Sync"
+
+TransformFunc = Callable[[Object], Object]
+
+
+class Delta(NamedTuple):
+    """One change to one object: what happened and the object (or tombstone) after it."""
+
+    type: DeltaType
+    object: Object | DeletedFinalStateUnknown
+
+
+PopProcessFunc = Callable[[list[Delta], bool], None]
+
+
+class KeyListerGetter(Protocol):
+    """What the FIFO needs from the informer's cache to detect deletions and resync."""
+
+    def list_keys(self) -> list[str]: ...
+
+    def get_by_key(self, key: str) -> Object | None: ...
+
+
+class FIFOClosedError(Exception):
+    """Raised by :meth:`DeltaFIFO.pop` once the queue is closed."""
+
+
+class DeltaFIFO:
+    """A per-key queue of deltas (see module docstring)."""
+
+    def __init__(self, *, key_func: KeyFunc = deletion_handling_meta_namespace_key,
+                 known_objects: KeyListerGetter | None = None,
+                 transformer: TransformFunc | None = None,
+                 emit_delta_type_replaced: bool = True) -> None:
+        self._key_func = key_func
+        self._known = known_objects
+        self._transformer = transformer
+        self._replace_type: DeltaType = REPLACED if emit_delta_type_replaced else SYNC
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._items: dict[str, list[Delta]] = {}
+        self._queue: deque[str] = deque()
+        self._populated = False
+        self._initial_population_count = 0
+        self._closed = False
+
+    # -- producers (the Reflector) --------------------------------------------------------
+    def add(self, obj: Object) -> None:
+        with self._lock:
+            self._populated = True
+            self._queue_action(ADDED, obj)
+
+    def update(self, obj: Object) -> None:
+        with self._lock:
+            self._populated = True
+            self._queue_action(UPDATED, obj)
+
+    def delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+        key = self._key_func(obj)
+        with self._lock:
+            self._populated = True
+            if key not in self._items and (
+                self._known is None or self._known.get_by_key(key) is None
+            ):
+                return  # never heard of it: nothing to tell consumers
+            self._queue_action(DELETED, obj)
+
+    def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
+        key_func = self._key_func
+        with self._lock:
+            keys: set[str] = set()
+            fast = not self._items and not self._queue
+            if fast:
+                # Batch fast path (always taken for the initial list): nothing is queued, so
+                # a key gets a fresh one-element delta list and no dedup is needed.
+                transform = self._transformer
+                rtype = self._replace_type
+                items = self._items
+                queue = self._queue
+                for obj in objs:
+                    if transform is not None:
+                        obj = transform(obj)
+                    key = key_func(obj)
+                    if key not in items:
+                        queue.append(key)
+                        items[key] = [Delta(rtype, obj)]
+                    else:
+                        items[key].append(Delta(rtype, obj))
+                    keys.add(key)
+            else:
+                for obj in objs:
+                    key = self._queue_action(self._replace_type, obj)
+                    keys.add(key)
+            queued_deletions = 0
+            for key, deltas in list(self._items.items()):
+                if key in keys:
+                    continue
+                last = deltas[-1].object
+                if isinstance(last, DeletedFinalStateUnknown):
+                    last = last.obj  # type: ignore[assignment]
+                queued_deletions += 1
+                self._queue_action(DELETED, DeletedFinalStateUnknown(key, last))  # type: ignore[arg-type]
+            if self._known is not None:
+                for key in self._known.list_keys():
+                    if key in keys or self._items.get(key):
+                        continue
+                    queued_deletions += 1
+                    self._queue_action(
+                        DELETED, DeletedFinalStateUnknown(key, self._known.get_by_key(key))
+                    )
+            if not self._populated:
+                self._populated = True
+                self._initial_population_count = len(keys) + queued_deletions
+            self._cond.notify_all()
+
+    def resync(self) -> None:
+        """Queue ``Sync`` for every known object without pending deltas."""
+        if self._known is None:
+            return
+        with self._lock:
+            for key in self._known.list_keys():
+                if self._items.get(key):
+                    continue
+                obj = self._known.get_by_key(key)
+                if obj is not None:
+                    self._queue_action(SYNC, obj)
+
+    # -- consumer (the informer) -----------------------------------------------------------
+    def pop(self, process: PopProcessFunc) -> None:
+        """Block for the oldest key and hand its deltas to ``process`` (lock held)."""
+        with self._cond:
+            while not self._queue:
+                if self._closed:
+                    raise FIFOClosedError
+                self._cond.wait()
+            in_initial = not (self._populated and self._initial_population_count == 0)
+            key = self._queue.popleft()
+            if self._initial_population_count > 0:
+                self._initial_population_count -= 1
+            deltas = self._items.pop(key)
+            process(deltas, in_initial)
+
+    def pop_batch(self, process: PopProcessFunc, max_items: int = 256) -> int:
+        """Like :meth:`pop`, but drains up to ``max_items`` ready keys in one lock hold.
+
+        Each key still gets its own ``process`` call, in queue order. Returns the count.
+        """
+        with self._cond:
+            while not self._queue:
+                if self._closed:
+                    raise FIFOClosedError
+                self._cond.wait()
+            queue = self._queue
+            items = self._items
+            n = 0
+            while queue and n < max_items:
+                in_initial = not (self._populated and self._initial_population_count == 0)
+                key = queue.popleft()
+                if self._initial_population_count > 0:
+                    self._initial_population_count -= 1
+                process(items.pop(key), in_initial)
+                n += 1
+            return n
+
+    def has_synced(self) -> bool:
+        with self._lock:
+            return self._populated and self._initial_population_count == 0
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._cond.notify_all()
+
+    def is_closed(self) -> bool:
+        with self._lock:
+            return self._closed
+
+    # -- inspection (tests, debugging) ---------------------------------------------------
+    def list_keys(self) -> list[str]:
+        with self._lock:
+            return list(self._queue)
+
+    def get_by_key(self, key: str) -> list[Delta] | None:
+        with self._lock:
+            deltas = self._items.get(key)
+            return list(deltas) if deltas else None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    # -- internals -------------------------------------------------------------------------
+    def _queue_action(self, action: DeltaType, obj: Object | DeletedFinalStateUnknown) -> str:
+        # Lock held.
+        if (self._transformer is not None and action != SYNC
+                and not isinstance(obj, DeletedFinalStateUnknown)):
+            obj = self._transformer(obj)
+        key = self._key_func(obj)
+        deltas = self._items.get(key)
+        delta = Delta(action, obj)
+        if deltas is None:
+            self._items[key] = [delta]
+            self._queue.append(key)
+            self._cond.notify()
+            return key
+        deltas.append(delta)
+        _dedup_deltas(deltas)
+        return key
+
+
+def _dedup_deltas(deltas: list[Delta]) -> None:
+    # Two deletions in a row say the same thing; keep the one with more information
+    # (a real deletion over a relist tombstone).
+    if len(deltas) < 2:
+        return
+    newest, older = deltas[-1], deltas[-2]
+    if newest.type == DELETED and older.type == DELETED:
+        keep = newest if isinstance(older.object, DeletedFinalStateUnknown) else older
+        deltas[-2:] = [keep]

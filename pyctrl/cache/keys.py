@@ -1,0 +1,68 @@
+"""Object keys: how the cache names an object.
+
+Contract (mirrors client-go ``MetaNamespaceKeyFunc``):
+
+* A namespaced object's key is ``"<namespace>/<name>"``; a cluster-scoped object's key is
+  ``"<name>"``. Keys are what handlers enqueue and what listers look up.
+* :class:`DeletedFinalStateUnknown` is the tombstone the DeltaFIFO emits when a relist shows an
+  object vanished while the watch was down: its ``obj`` is the last state the cache knew (it
+  may be stale, or None when even that was unknown). Its key is the key it was stored under.
+* :func:`deletion_handling_meta_namespace_key` accepts either an object or a tombstone, which
+  is what every delete handler needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyctrl.kube.interface import Object
+
+__all__ = [
+    "DeletedFinalStateUnknown",
+    "deletion_handling_meta_namespace_key",
+    "meta_namespace_key",
+    "split_meta_namespace_key",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedFinalStateUnknown:
+    """A deletion seen only through a relist: ``obj`` is the last known state (maybe None)."""
+
+    key: str
+    obj: Object | None
+
+
+def meta_namespace_key(obj: Object | DeletedFinalStateUnknown) -> str:
+    """``"ns/name"`` for namespaced objects, ``"name"`` for cluster-scoped ones.
+
+    A tombstone yields the key it carries. Raises KeyError when ``metadata.name`` is missing.
+    """
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    md = obj["metadata"]
+    ns = md.get("namespace")
+    name: str = md["name"]
+    return f"{ns}/{name}" if ns else name
+
+
+def deletion_handling_meta_namespace_key(obj: Object | DeletedFinalStateUnknown) -> str:
+    """Like :func:`meta_namespace_key`; kept as its own name so call sites read as client-go's."""
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    return meta_namespace_key(obj)
+
+
+def split_meta_namespace_key(key: str) -> tuple[str, str]:
+    """Split a key into ``(namespace, name)``; namespace is ``""`` for cluster-scoped keys.
+
+    Raises ValueError for keys with more than one ``/`` or an empty name.
+    """
+    parts = key.split("/")
+    if len(parts) == 1:
+        if not parts[0]:
+            raise ValueError(f"invalid object key {key!r}")
+        return "", parts[0]
+    if len(parts) == 2 and parts[1]:
+        return parts[0], parts[1]
+    raise ValueError(f"unexpected key format: {key!r}")

@@ -1,0 +1,303 @@
+"""Reflector: keep a store in step with the API server by LIST then WATCH (client-go's).
+
+Contract:
+
+* ``run(stop)`` loops until ``stop`` is set: a (paged) LIST whose items go to
+  ``store.replace(items, rv)``, then WATCHes from the last seen resourceVersion with
+  bookmarks on, feeding ``store.add/update/delete``. Every event and bookmark advances
+  ``last_sync_resource_version()``.
+* LIST resourceVersion follows client-go: "0" (any cached state) for the first list, the
+  last synced version for a relist, and "" (a consistent read) when that version is known
+  to be unavailable (410/Expired). A 410 while following ``continue`` tokens restarts the
+  list as one consistent, unpaged read (RV ""), since pages of different snapshots can't mix.
+* A watch that ends cleanly is reopened at once from the last version. 410 Gone (on open
+  or as an in-stream ERROR event, or a "too old resource version" message) means the version
+  was compacted: LIST again. 429/5xx/transport errors back off (0.8 s doubling to 30 s,
+  jittered, reset after 2 healthy minutes) and re-WATCH from the last version; other API
+  errors (403, 404, ...) back off and LIST again.
+* Each watch asks the server to end it after a random ``[min_watch_timeout,
+  max_watch_timeout]`` seconds so clients spread out. A watchdog closes a watch that has
+  delivered nothing (not even a bookmark) for ``watch_silence_timeout`` seconds (default
+  ``max_watch_timeout + 60``: a healthy server either sends bookmarks about every minute or
+  closes the watch at its timeout, so that much silence means a dead connection).
+* ``stop`` closes the open watch promptly; the reflector's threads exit before ``run``
+  returns. An in-flight LIST is not interruptible: ``run`` returns once it finishes.
+* Time comes only from the injected clock.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterable
+from typing import Protocol
+
+import structlog
+
+from pyctrl.cache.backoff import Backoff
+from pyctrl.cache.keys import DeletedFinalStateUnknown
+from pyctrl.cache.listwatch import ListerWatcher
+from pyctrl.clock import Clock, RealClock
+from pyctrl.errors import (
+    ApiError,
+    Gone,
+    ServerError,
+    ServerTimeout,
+    Timeout,
+    TooManyRequests,
+    from_status,
+)
+from pyctrl.kube.interface import Object, WatchStream
+
+__all__ = ["Reflector", "ReflectorStore"]
+
+log = structlog.get_logger(__name__)
+
+# A watch that ends cleanly this fast with no events is treated as a failure (back off).
+_SHORT_WATCH_SECONDS = 1.0
+
+
+class ReflectorStore(Protocol):
+    """The writes a Reflector makes (a DeltaFIFO or a plain Indexer)."""
+
+    def add(self, obj: Object) -> None: ...
+
+    def update(self, obj: Object) -> None: ...
+
+    def delete(self, obj: Object | DeletedFinalStateUnknown) -> None: ...
+
+    def replace(self, objs: Iterable[Object], resource_version: str = "") -> None: ...
+
+
+class _Stopped(Exception):
+    pass
+
+
+class _Relist(Exception):
+    pass
+
+
+def _is_expired(err: BaseException) -> bool:
+    if isinstance(err, Gone):
+        return True
+    return isinstance(err, ApiError) and "too old resource version" in err.message
+
+
+def _retryable(err: BaseException) -> bool:
+    # Worth re-watching from the same version after a backoff.
+    if isinstance(err, TooManyRequests | ServerError | ServerTimeout | Timeout | OSError):
+        return True
+    return not isinstance(err, ApiError)  # transport-level failures of the REST client
+
+
+class Reflector:
+    """LIST+WATCH one resource into a store (see module docstring)."""
+
+    def __init__(self, lw: ListerWatcher, store: ReflectorStore, *, name: str = "",
+                 clock: Clock | None = None, page_size: int = 500,
+                 min_watch_timeout: float = 300.0, max_watch_timeout: float = 600.0,
+                 watch_silence_timeout: float | None = None,
+                 backoff_initial: float = 0.8, backoff_max: float = 30.0,
+                 backoff_reset: float = 120.0, backoff_jitter: float = 1.0,
+                 rand: random.Random | None = None) -> None:
+        if min_watch_timeout <= 0 or max_watch_timeout < min_watch_timeout:
+            raise ValueError("need 0 < min_watch_timeout <= max_watch_timeout")
+        self.name = name or "reflector"
+        self._lw = lw
+        self._store = store
+        self._clock: Clock = clock or RealClock()
+        self._page_size = page_size
+        self._min_watch = min_watch_timeout
+        self._max_watch = max_watch_timeout
+        self._silence = (watch_silence_timeout if watch_silence_timeout is not None
+                         else max_watch_timeout + 60.0)
+        if self._silence <= 0:
+            raise ValueError("watch_silence_timeout must be positive")
+        self._rand = rand or random.Random()
+        self._backoff = Backoff(self._clock, initial=backoff_initial, maximum=backoff_max,
+                                jitter=backoff_jitter, reset_after=backoff_reset,
+                                rand=self._rand.random)
+        self._lock = threading.Lock()
+        self._last_rv = ""
+        self._rv_unavailable = False
+        self._stream: WatchStream | None = None
+        self._last_activity = 0.0
+        self._silenced = False
+
+    # -- public ---------------------------------------------------------------------------
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion of the last LIST, event or bookmark applied."""
+        return self._last_rv
+
+    def run(self, stop: threading.Event) -> None:
+        """LIST and WATCH until ``stop`` is set (see module docstring)."""
+        watchdog = threading.Thread(target=self._watchdog, args=(stop,),
+                                    name=f"{self.name}-watchdog", daemon=True)
+        watchdog.start()
+        try:
+            while not stop.is_set():
+                try:
+                    self.list_and_watch(stop)
+                except _Stopped:
+                    break
+                except Exception as err:
+                    log.warning("list and watch failed", reflector=self.name, error=str(err))
+                if stop.is_set():
+                    break
+                self._clock.sleep(self._backoff.next(), stop)
+        finally:
+            watchdog.join()
+
+    def list_and_watch(self, stop: threading.Event) -> None:
+        """One LIST, then WATCHes until a relist is needed (returns) or a hard error."""
+        self._list(stop)
+        while not stop.is_set():
+            try:
+                self._watch_once(stop)
+            except _Relist:
+                return
+            except _Stopped:
+                raise
+            except Exception as err:
+                if _is_expired(err):
+                    log.info("watch expired, relisting", reflector=self.name, error=str(err))
+                    return
+                if not _retryable(err):
+                    raise
+                delay = self._backoff.next()
+                if isinstance(err, TooManyRequests) and err.retry_after:
+                    delay = max(delay, err.retry_after)
+                log.info("watch failed, backing off", reflector=self.name, error=str(err),
+                         delay=round(delay, 3))
+                if self._clock.sleep(delay, stop):
+                    raise _Stopped from None
+
+    # -- LIST -------------------------------------------------------------------------------
+    def _relist_resource_version(self) -> str:
+        if self._rv_unavailable:
+            return ""
+        return self._last_rv or "0"
+
+    def _list(self, stop: threading.Event) -> None:
+        rv = self._relist_resource_version()
+        try:
+            items, list_rv = self._paged_list(rv, stop)
+        except Exception as err:
+            if rv == "" or not _is_expired(err):
+                raise
+            # The version we asked for is gone: fall back to a consistent read.
+            self._rv_unavailable = True
+            items, list_rv = self._paged_list("", stop)
+        self._rv_unavailable = False
+        self._store.replace(items, list_rv)
+        self._last_rv = list_rv
+        log.debug("listed", reflector=self.name, items=len(items), resource_version=list_rv)
+
+    def _paged_list(self, rv: str, stop: threading.Event) -> tuple[list[Object], str]:
+        items: list[Object] = []
+        cont: str | None = None
+        limit = self._page_size if self._page_size > 0 else None
+        while True:
+            if stop.is_set():
+                raise _Stopped
+            try:
+                page = self._lw.list(limit=limit, continue_=cont,
+                                     resource_version=None if cont else rv)
+            except Exception as err:
+                if cont is None or not _is_expired(err):
+                    raise
+                log.info("list continue expired, restarting unpaged", reflector=self.name)
+                page = self._lw.list(limit=None, continue_=None, resource_version="")
+                md = page.get("metadata") or {}
+                return list(page.get("items") or ()), md.get("resourceVersion", "")
+            items.extend(page.get("items") or ())
+            md = page.get("metadata") or {}
+            cont = md.get("continue") or None
+            if not cont:
+                return items, md.get("resourceVersion", "")
+
+    # -- WATCH ------------------------------------------------------------------------------
+    def _watch_once(self, stop: threading.Event) -> None:
+        timeout = int(self._min_watch + self._rand.random() * (self._max_watch - self._min_watch))
+        started = self._clock.monotonic()
+        stream = self._lw.watch(resource_version=self._last_rv, timeout_seconds=timeout,
+                                allow_watch_bookmarks=True)
+        with self._lock:
+            self._stream = stream
+            self._last_activity = started
+            self._silenced = False
+        if stop.is_set():
+            stream.close()
+        try:
+            count = self._handle_stream(stream, stop)
+        except Exception:
+            with self._lock:
+                silenced = self._silenced
+            if not silenced:
+                raise
+            count = -1
+        finally:
+            with self._lock:
+                self._stream = None
+            stream.close()
+        if stop.is_set():
+            raise _Stopped
+        with self._lock:
+            silenced = self._silenced
+        if silenced:
+            log.warning("watch was silent too long, restarting", reflector=self.name,
+                        silence_seconds=self._silence)
+            return
+        if count == 0 and self._clock.monotonic() - started < _SHORT_WATCH_SECONDS:
+            raise ServerError("very short watch: ended with no events", 0, "ShortWatch")
+
+    def _handle_stream(self, stream: WatchStream, stop: threading.Event) -> int:
+        store = self._store
+        clock = self._clock
+        count = 0
+        for event in stream:
+            self._last_activity = clock.monotonic()
+            if stop.is_set():
+                break
+            etype = event.get("type")
+            obj = event.get("object") or {}
+            if etype == "ERROR":
+                code = obj.get("code") or 500
+                raise from_status(int(code), obj)
+            if etype == "ADDED":
+                store.add(obj)
+            elif etype == "MODIFIED":
+                store.update(obj)
+            elif etype == "DELETED":
+                store.delete(obj)
+            elif etype != "BOOKMARK":
+                log.warning("unknown watch event type", reflector=self.name, type=etype)
+                continue
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                self._last_rv = rv
+            count += 1
+        return count
+
+    def _watchdog(self, stop: threading.Event) -> None:
+        # Closes a silent watch, and the open watch on stop.
+        clock = self._clock
+        while True:
+            if stop.is_set():
+                with self._lock:
+                    stream, self._stream = self._stream, None
+                if stream is not None:
+                    stream.close()
+                return
+            with self._lock:
+                stream = self._stream
+                wait = self._silence
+                if stream is not None:
+                    wait = self._last_activity + self._silence - clock.monotonic()
+                    if wait <= 0:
+                        self._silenced = True
+                        self._stream = None
+            if stream is not None and wait <= 0:
+                stream.close()
+                continue
+            clock.sleep(max(wait, 0.001), stop)

@@ -1,0 +1,195 @@
+"""Store and Indexer: the thread-safe in-memory cache behind informers and listers.
+
+Contract (mirrors client-go ``cache.Indexer`` / ``threadSafeMap``):
+
+* Objects are stored under ``key_func(obj)`` (default: ``"ns/name"``), exactly as given:
+  no copies are made on write or read. Callers MUST treat returned objects as read-only;
+  copy (``copy.deepcopy``) before changing anything. The informer's mutation detector
+  (``PYCTRL_CACHE_MUTATION_DETECTOR=1``) catches violations in tests.
+* Every method is atomic with respect to the others (one lock). ``list``/``list_keys``/
+  ``by_index`` return fresh lists, so iterating them never races a writer.
+* Indexes are kept current on every write: ``indices[name][value]`` is the set of keys whose
+  object the index function files under ``value``. Empty value sets are dropped so deleted
+  values do not leak memory.
+* ``add_indexers`` may be called on a non-empty store: existing objects are indexed at once.
+* ``replace`` swaps the whole content in one step and rebuilds the indexes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+from pyctrl.cache.index import IndexFunc, Indexers
+from pyctrl.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
+from pyctrl.kube.interface import Object
+
+__all__ = ["Indexer", "KeyFunc", "Store"]
+
+KeyFunc = Callable[[Object | DeletedFinalStateUnknown], str]
+
+
+class Indexer:
+    """A thread-safe keyed store with secondary indexes (see module docstring)."""
+
+    __slots__ = ("_indexers", "_indices", "_items", "_key_func", "_lock")
+
+    def __init__(self, key_func: KeyFunc = deletion_handling_meta_namespace_key,
+                 indexers: Indexers | None = None) -> None:
+        self._key_func = key_func
+        self._lock = threading.Lock()
+        self._items: dict[str, Object] = {}
+        self._indexers: Indexers = {}
+        self._indices: dict[str, dict[str, set[str]]] = {}
+        if indexers:
+            self.add_indexers(indexers)
+
+    # -- writes -------------------------------------------------------------------------
+    def add(self, obj: Object) -> None:
+        """Insert or overwrite ``obj`` under its key."""
+        self.update(obj)
+
+    def update(self, obj: Object) -> None:
+        """Insert or overwrite ``obj`` under its key, re-filing it in every index."""
+        key = self._key_func(obj)
+        with self._lock:
+            old = self._items.get(key)
+            self._items[key] = obj
+            if self._indexers:
+                self._update_indices(old, obj, key)
+
+    def delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+        """Remove the object stored under ``obj``'s key (a tombstone works too)."""
+        key = self._key_func(obj)
+        self.delete_by_key(key)
+
+    def delete_by_key(self, key: str) -> None:
+        """Remove whatever is stored under ``key``; a missing key is not an error."""
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None and self._indexers:
+                self._update_indices(old, None, key)
+
+    def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
+        """Make the store hold exactly ``objs``; indexes are rebuilt from scratch."""
+        key_func = self._key_func
+        items = {key_func(o): o for o in objs}
+        with self._lock:
+            self._items = items
+            self._indices = {name: {} for name in self._indexers}
+            for key, obj in items.items():
+                self._update_indices(None, obj, key)
+
+    def resync(self) -> None:
+        """No-op: a plain store has nothing to resync (present for the Store protocol)."""
+
+    # -- reads --------------------------------------------------------------------------
+    def get(self, obj: Object | DeletedFinalStateUnknown) -> Object | None:
+        """The stored object with ``obj``'s key, or None."""
+        return self.get_by_key(self._key_func(obj))
+
+    def get_by_key(self, key: str) -> Object | None:
+        """The stored object under ``key``, or None."""
+        with self._lock:
+            return self._items.get(key)
+
+    def list(self) -> list[Object]:
+        """All stored objects (a new list; the objects themselves are shared, read-only)."""
+        with self._lock:
+            return list(self._items.values())
+
+    def list_keys(self) -> list[str]:
+        """All keys."""
+        with self._lock:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    # -- indexes ------------------------------------------------------------------------
+    def add_indexers(self, indexers: Indexers) -> None:
+        """Register more index functions; existing objects are indexed immediately.
+
+        Raises ValueError when a name is already registered.
+        """
+        with self._lock:
+            clash = set(indexers) & set(self._indexers)
+            if clash:
+                raise ValueError(f"indexer conflict: {sorted(clash)}")
+            for name, fn in indexers.items():
+                self._indexers[name] = fn
+                index: dict[str, set[str]] = {}
+                self._indices[name] = index
+                for key, obj in self._items.items():
+                    for value in fn(obj):
+                        index.setdefault(value, set()).add(key)
+
+    def get_indexers(self) -> Indexers:
+        """A copy of the registered index functions."""
+        with self._lock:
+            return dict(self._indexers)
+
+    def index(self, name: str, obj: Object) -> list[Object]:
+        """Objects sharing any of ``obj``'s values in index ``name``."""
+        fn = self._indexer(name)
+        values = fn(obj)
+        with self._lock:
+            index = self._indices[name]
+            keys: set[str] = set()
+            for value in values:
+                keys |= index.get(value, set())
+            return [self._items[k] for k in keys]
+
+    def by_index(self, name: str, value: str) -> list[Object]:
+        """Objects filed under ``value`` in index ``name`` (KeyError: unknown index)."""
+        self._indexer(name)
+        with self._lock:
+            keys = self._indices[name].get(value)
+            if not keys:
+                return []
+            items = self._items
+            return [items[k] for k in keys]
+
+    def index_keys(self, name: str, value: str) -> list[str]:
+        """Keys filed under ``value`` in index ``name``."""
+        self._indexer(name)
+        with self._lock:
+            return list(self._indices[name].get(value, ()))
+
+    def list_index_func_values(self, name: str) -> list[str]:
+        """Every value index ``name`` currently has entries for."""
+        self._indexer(name)
+        with self._lock:
+            return list(self._indices[name])
+
+    def _indexer(self, name: str) -> IndexFunc:
+        fn = self._indexers.get(name)
+        if fn is None:
+            raise KeyError(f"index {name!r} does not exist")
+        return fn
+
+    def _update_indices(self, old: Object | None, new: Object | None, key: str) -> None:
+        # Called with the lock held.
+        for name, fn in self._indexers.items():
+            old_values = fn(old) if old is not None else []
+            new_values = fn(new) if new is not None else []
+            if old_values == new_values and old is not None and new is not None:
+                continue  # the common update: same namespace, same owner
+            index = self._indices[name]
+            for value in old_values:
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
+            for value in new_values:
+                keys = index.get(value)
+                if keys is None:
+                    index[value] = {key}
+                else:
+                    keys.add(key)
+
+
+# A Store is an Indexer that happens to have no indexes; one class serves both roles.
+Store = Indexer

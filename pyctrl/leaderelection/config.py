@@ -1,0 +1,79 @@
+"""LeaderElectionConfig and LeaderCallbacks: the settings of one elector.
+
+Contract: a config is immutable and valid once built. ``__post_init__`` enforces, as client-go
+does, ``lease_duration > renew_deadline > jitter_factor * retry_period`` with every duration
+> 0 and ``jitter_factor >= 1``, so the holder always gives up (at ``renew_deadline`` after its
+last successful renew) before anyone else may take over (``lease_duration`` after they saw that
+renew), and an acquire attempt happens at least once per ``jitter_factor * retry_period``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyctrl.leaderelection.lock import ResourceLock
+
+__all__ = ["LeaderCallbacks", "LeaderElectionConfig"]
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    """Timing and lock for a :class:`pyctrl.leaderelection.LeaderElector` (seconds).
+
+    * ``lease_duration`` (15): how long non-leaders wait after last seeing the record change
+      before they may take the lock.
+    * ``renew_deadline`` (10): how long the leader keeps trying to renew before it steps down.
+    * ``retry_period`` (2): the pause between attempts (acquire and renew).
+    * ``jitter_factor`` (1.2): acquire attempts wait a random time in
+      ``[retry_period, jitter_factor * retry_period]`` so candidates do not fire in lockstep.
+    * ``name``: the label value of the ``leader_election_master_status`` metric.
+    * ``release_on_cancel`` (True): on a clean stop, write an empty holder so a standby takes
+      over within one retry period instead of waiting for the lease to expire.
+    """
+
+    lock: ResourceLock
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    jitter_factor: float = 1.2
+    name: str = ""
+    release_on_cancel: bool = True
+
+    def __post_init__(self) -> None:
+        for field_name in ("lease_duration", "renew_deadline", "retry_period"):
+            if getattr(self, field_name) <= 0:
+                raise ValueError(f"{field_name} must be greater than zero")
+        if self.jitter_factor < 1.0:
+            raise ValueError("jitter_factor must be at least 1.0")
+        if self.lease_duration <= self.renew_deadline:
+            raise ValueError("lease_duration must be greater than renew_deadline")
+        if self.renew_deadline <= self.jitter_factor * self.retry_period:
+            raise ValueError("renew_deadline must be greater than jitter_factor * retry_period")
+        if not self.lock.identity():
+            raise ValueError("the lock's identity must not be empty")
+
+
+def _noop_stopped() -> None:
+    return None
+
+
+def _noop_new_leader(identity: str) -> None:
+    del identity
+
+
+@dataclass(frozen=True)
+class LeaderCallbacks:
+    """What the elector calls.
+
+    * ``on_started_leading(stop)`` runs in its own thread once the lock is held; it must
+      return soon after ``stop`` is set (the elector keeps renewing until it does, on a clean
+      stop).
+    * ``on_stopped_leading()`` is called once when leadership ends (lost or stopped).
+    * ``on_new_leader(identity)`` is called whenever the observed holder changes.
+    """
+
+    on_started_leading: Callable[[threading.Event], None]
+    on_stopped_leading: Callable[[], None] = _noop_stopped
+    on_new_leader: Callable[[str], None] = _noop_new_leader

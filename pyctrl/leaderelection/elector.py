@@ -1,0 +1,360 @@
+"""LeaderElector: campaign for a lock, renew it, and fence ourselves when renewing fails.
+
+Contract and invariants:
+
+* Expiry is judged only by locally observed time. A candidate records, with its own monotonic
+  clock, when it *saw* the record change; it may take the lock once the holder is empty or
+  ``leaseDurationSeconds`` passed since that observation. renewTime written by another host is
+  never compared with our clock.
+* Fencing: the leader notes the monotonic time each successful acquire/renew request was *sent*
+  (the server stored it no earlier, so others saw it no earlier). A watchdog thread steps down
+  as soon as ``renew_deadline`` passes since then without a new success, even if a renew call
+  hangs: it sets the leading stop event and calls ``on_stopped_leading``. Since
+  ``renew_deadline < lease_duration``, that happens before any other replica may acquire.
+* Clean stop (``stop`` set while leading): the leading stop event is set, the elector keeps
+  renewing until ``on_started_leading`` returns (so in-flight work still runs under a valid
+  lease), then, with ``release_on_cancel``, writes an empty holder with
+  ``leaseDurationSeconds=1`` and finally calls ``on_stopped_leading``.
+* ``run`` campaigns once: after leadership ends it returns; callers restart the process (as
+  controller-runtime does) rather than re-campaign.
+* Metric ``leader_election_master_status{name}`` is 1 while leading, else 0.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import weakref
+from dataclasses import replace
+
+import structlog
+from prometheus_client import CollectorRegistry, Gauge
+
+from pyctrl.clock import Clock, RealClock
+from pyctrl.errors import ApiError, NotFound
+from pyctrl.leaderelection.config import LeaderCallbacks, LeaderElectionConfig
+from pyctrl.leaderelection.lock import LeaderElectionRecord
+
+__all__ = ["LeaderElector"]
+
+log = structlog.get_logger(__name__)
+
+_gauge_lock = threading.Lock()
+_gauges: weakref.WeakKeyDictionary[CollectorRegistry, Gauge] = weakref.WeakKeyDictionary()
+
+
+def _master_status(registry: CollectorRegistry | None) -> Gauge:
+    """The gauge family for ``registry`` (registered once per registry), or a private one."""
+    if registry is None:
+        return Gauge("leader_election_master_status", "1 if leading", ["name"], registry=None)
+    with _gauge_lock:
+        gauge = _gauges.get(registry)
+        if gauge is None:
+            gauge = Gauge(
+                "leader_election_master_status",
+                "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+                "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+                ["name"],
+                registry=registry,
+            )
+            _gauges[registry] = gauge
+        return gauge
+
+
+class LeaderElector:
+    """Runs one leader-election campaign over ``config.lock`` (see module docstring)."""
+
+    def __init__(
+        self,
+        config: LeaderElectionConfig,
+        callbacks: LeaderCallbacks,
+        *,
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
+        health_tolerance: float = 20.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self._callbacks = callbacks
+        self._clock: Clock = clock or RealClock()
+        self._lock = config.lock
+        self._identity = config.lock.identity()
+        self._rng = rng or random.Random()
+        self._health_tolerance = health_tolerance
+        self._gauge = _master_status(registry).labels(name=config.name)
+        self._gauge.set(0)
+        # Guarded by _cond: observation state, renew bookkeeping and leading flags.
+        self._cond = threading.Condition(threading.Lock())
+        self._observed: LeaderElectionRecord | None = None
+        self._observed_at = 0.0
+        self._reported_leader = ""
+        self._last_renew = 0.0
+        self._leading = False  # we hold the lock and have not been fenced
+        self._in_leading_phase = False  # between acquire and the end of _lead
+        self._fenced = False
+        self._watchdog_stop = False
+
+    # -- queries ------------------------------------------------------------------------
+    def is_leader(self) -> bool:
+        """True while this elector holds the lock and has not stepped down."""
+        with self._cond:
+            return self._leading
+
+    def get_leader(self) -> str:
+        """The holder identity last observed ("" when none or unknown)."""
+        with self._cond:
+            return self._observed.holder_identity if self._observed else ""
+
+    def check(self) -> str | None:
+        """Health check: an error message when we are (or were, and are stuck) leading and
+        the last successful renew is older than renew deadline + tolerance; else None."""
+        with self._cond:
+            if not self._in_leading_phase:
+                return None
+            overdue = self._clock.monotonic() - (
+                self._last_renew + self.config.renew_deadline + self._health_tolerance
+            )
+        if overdue > 0:
+            return (
+                f"failed election to renew leadership on lease {self._lock.describe()}: "
+                f"overdue by {overdue:.1f}s"
+            )
+        return None
+
+    # -- the campaign -------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        """Acquire, lead until ``stop`` or a failed renew, then return (see docstring)."""
+        bound = log.bind(lock=self._lock.describe(), identity=self._identity)
+        try:
+            if not self._acquire(stop):
+                return
+            bound.info("acquired lease")
+            self._lead(stop)
+        finally:
+            self._gauge.set(0)
+
+    def _acquire(self, stop: threading.Event) -> bool:
+        log.info("attempting to acquire leader lease", lock=self._lock.describe())
+        while not stop.is_set():
+            ok = self._try_acquire_or_renew()
+            self._maybe_report_transition()
+            if ok:
+                return True
+            low = self.config.retry_period
+            wait = low + self._rng.random() * (self.config.jitter_factor - 1.0) * low
+            if self._clock.sleep(wait, stop):
+                break
+        return False
+
+    def _lead(self, stop: threading.Event) -> None:
+        leading_stop = threading.Event()
+        callback_done = threading.Event()
+        with self._cond:
+            self._leading = True
+            self._in_leading_phase = True
+            self._fenced = False
+            self._watchdog_stop = False
+        self._gauge.set(1)
+        name = self.config.name or self._lock.describe()
+        callback = threading.Thread(
+            target=self._run_started, args=(leading_stop, callback_done),
+            name=f"leader-{name}-leading", daemon=True,
+        )
+        watchdog = threading.Thread(
+            target=self._watchdog, args=(leading_stop,), name=f"leader-{name}-watchdog",
+            daemon=True,
+        )
+        callback.start()
+        watchdog.start()
+        try:
+            # Leading: renew every retry period until asked to stop or fenced.
+            while not self._is_fenced():
+                if self._clock.sleep(self.config.retry_period, stop) or self._is_fenced():
+                    break
+                self._renew_once()
+            # Clean stop: let the workers finish while the lease is still ours.
+            if not self._is_fenced():
+                leading_stop.set()
+                while not self._is_fenced() and not callback_done.is_set():
+                    if self._clock.sleep(self.config.retry_period, callback_done):
+                        break
+                    if not self._is_fenced():
+                        self._renew_once()
+        finally:
+            with self._cond:
+                self._watchdog_stop = True
+                self._cond.notify_all()
+            watchdog.join()
+            leading_stop.set()
+            fenced = self._is_fenced()
+            if not fenced:
+                callback.join()
+                if self.config.release_on_cancel:
+                    self._release()
+                with self._cond:
+                    self._leading = False
+                self._gauge.set(0)
+                self._call_stopped()
+            else:
+                callback.join()
+            with self._cond:
+                self._in_leading_phase = False
+
+    def _renew_once(self) -> None:
+        ok = self._try_acquire_or_renew()
+        self._maybe_report_transition()
+        if not ok:
+            log.warning("failed to renew lease", lock=self._lock.describe())
+
+    def _is_fenced(self) -> bool:
+        with self._cond:
+            return self._fenced
+
+    def _run_started(self, leading_stop: threading.Event, done: threading.Event) -> None:
+        try:
+            self._callbacks.on_started_leading(leading_stop)
+        except Exception:
+            log.exception("on_started_leading failed", lock=self._lock.describe())
+        finally:
+            done.set()
+
+    def _call_stopped(self) -> None:
+        log.info("stopped leading", lock=self._lock.describe(), identity=self._identity)
+        try:
+            self._callbacks.on_stopped_leading()
+        except Exception:
+            log.exception("on_stopped_leading failed", lock=self._lock.describe())
+
+    def _watchdog(self, leading_stop: threading.Event) -> None:
+        with self._cond:
+            while not self._watchdog_stop:
+                remaining = self._last_renew + self.config.renew_deadline - self._clock.monotonic()
+                if remaining <= 0:
+                    self._fenced = True
+                    self._leading = False
+                    break
+                self._clock.wait(self._cond, remaining)
+            fenced = self._fenced
+        if fenced:
+            log.error(
+                "leader lease not renewed within the renew deadline; stepping down",
+                lock=self._lock.describe(), renew_deadline=self.config.renew_deadline,
+            )
+            leading_stop.set()
+            self._gauge.set(0)
+            self._call_stopped()
+
+    # -- one attempt --------------------------------------------------------------------
+    def _set_observed(self, record: LeaderElectionRecord, at: float, *, renewed: bool) -> None:
+        with self._cond:
+            self._observed = record
+            self._observed_at = at
+            if renewed and not self._fenced:
+                self._last_renew = at
+                self._cond.notify_all()
+
+    def _try_acquire_or_renew(self) -> bool:
+        sent = self._clock.monotonic()
+        now = self._clock.now()
+        desired = LeaderElectionRecord(
+            holder_identity=self._identity,
+            lease_duration_seconds=math.ceil(self.config.lease_duration),
+            acquire_time=now,
+            renew_time=now,
+        )
+        with self._cond:
+            observed, observed_at, leading = self._observed, self._observed_at, self._leading
+        # Fast path: we lead and our lease is valid; update straight from the cached copy.
+        if (
+            leading
+            and observed is not None
+            and observed.holder_identity == self._identity
+            and observed_at + observed.lease_duration_seconds > sent
+        ):
+            renewal = replace(
+                desired,
+                acquire_time=observed.acquire_time,
+                leader_transitions=observed.leader_transitions,
+            )
+            try:
+                self._lock.update(renewal)
+            except ApiError as err:
+                log.debug("fast-path renew failed; re-reading the lock", error=str(err))
+            else:
+                self._set_observed(renewal, sent, renewed=True)
+                return True
+        try:
+            old = self._lock.get()
+        except NotFound:
+            try:
+                self._lock.create(desired)
+            except ApiError as err:
+                log.info("failed to create leader lock", error=str(err))
+                return False
+            self._set_observed(desired, sent, renewed=True)
+            return True
+        except ApiError as err:
+            log.info("failed to read leader lock", lock=self._lock.describe(), error=str(err))
+            return False
+        seen = self._clock.monotonic()
+        with self._cond:
+            if old != self._observed:
+                self._observed = old
+                self._observed_at = seen
+            observed_at = self._observed_at
+        if (
+            old.holder_identity
+            and old.holder_identity != self._identity
+            and observed_at + old.lease_duration_seconds > seen
+        ):
+            return False  # held by someone else and not expired by our observation
+        if old.holder_identity == self._identity:
+            desired = replace(
+                desired,
+                acquire_time=old.acquire_time,
+                leader_transitions=old.leader_transitions,
+            )
+        else:
+            desired = replace(desired, leader_transitions=old.leader_transitions + 1)
+        try:
+            self._lock.update(desired)
+        except ApiError as err:
+            log.info("failed to update leader lock", lock=self._lock.describe(), error=str(err))
+            return False
+        self._set_observed(desired, sent, renewed=True)
+        return True
+
+    def _release(self) -> None:
+        with self._cond:
+            observed = self._observed
+        if observed is None or observed.holder_identity != self._identity:
+            return
+        now = self._clock.now()
+        released = LeaderElectionRecord(
+            holder_identity="",
+            lease_duration_seconds=1,
+            acquire_time=now,
+            renew_time=now,
+            leader_transitions=observed.leader_transitions,
+        )
+        try:
+            self._lock.update(released)
+        except ApiError as err:
+            log.warning("failed to release leader lease", lock=self._lock.describe(),
+                        error=str(err))
+            return
+        self._set_observed(released, self._clock.monotonic(), renewed=False)
+        log.info("released leader lease", lock=self._lock.describe())
+
+    def _maybe_report_transition(self) -> None:
+        with self._cond:
+            holder = self._observed.holder_identity if self._observed else ""
+            if not holder or holder == self._reported_leader:
+                return
+            self._reported_leader = holder
+        log.info("new leader observed", lock=self._lock.describe(), leader=holder)
+        try:
+            self._callbacks.on_new_leader(holder)
+        except Exception:
+            log.exception("on_new_leader failed", lock=self._lock.describe())

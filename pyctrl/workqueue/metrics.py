@@ -1,0 +1,122 @@
+"""Prometheus metrics for work queues, with client-go's metric names.
+
+Contract:
+
+* Every metric family carries one label, ``name`` (the queue's name), and is registered at
+  most once per ``CollectorRegistry``: queues that share a registry share the families and
+  get their own labelled children. Families are cached per registry (weakly), so creating
+  many queues does not re-register anything.
+* Families (client-go names, same meaning):
+
+  - ``workqueue_depth`` (gauge): items waiting to be handed out (client-go counts an item
+    re-added while it is being processed here too).
+  - ``workqueue_adds_total`` (counter): adds that were not collapsed into a pending duplicate.
+  - ``workqueue_queue_duration_seconds`` (histogram): first add -> handed out by ``get``.
+  - ``workqueue_work_duration_seconds`` (histogram): ``get`` -> ``done``.
+  - ``workqueue_unfinished_work_seconds`` (gauge): sum of the ages of in-flight items.
+  - ``workqueue_longest_running_processor_seconds`` (gauge): age of the oldest in-flight item.
+  - ``workqueue_retries_total`` (counter): ``add_rate_limited`` calls.
+
+* This module is only touched when a queue is built with a registry; a queue without one
+  never calls into it (the queue picks a metric-free code path at construction).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["QueueMetrics", "queue_metrics"]
+
+# client-go (component-base) buckets: 10ns .. 1000s, factor 10.
+_BUCKETS = tuple(1e-8 * 10**i for i in range(12))
+
+
+@dataclass(frozen=True, slots=True)
+class _Families:
+    depth: Gauge
+    adds: Counter
+    queue_duration: Histogram
+    work_duration: Histogram
+    unfinished_work: Gauge
+    longest_running: Gauge
+    retries: Counter
+
+
+def _new_families(registry: CollectorRegistry) -> _Families:
+    label = ("name",)
+    return _Families(
+        depth=Gauge(
+            "workqueue_depth", "Current depth of workqueue", label, registry=registry
+        ),
+        adds=Counter(
+            "workqueue_adds", "Total number of adds handled by workqueue", label,
+            registry=registry,
+        ),
+        queue_duration=Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested.",
+            label, registry=registry, buckets=_BUCKETS,
+        ),
+        work_duration=Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            label, registry=registry, buckets=_BUCKETS,
+        ),
+        unfinished_work=Gauge(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by work_duration. Large values indicate stuck threads.",
+            label, registry=registry,
+        ),
+        longest_running=Gauge(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            label, registry=registry,
+        ),
+        retries=Counter(
+            "workqueue_retries", "Total number of retries handled by workqueue", label,
+            registry=registry,
+        ),
+    )
+
+
+_lock = threading.Lock()
+_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueMetrics:
+    """The labelled children one queue updates (all for the same ``name``)."""
+
+    depth: Gauge
+    adds: Counter
+    queue_duration: Histogram
+    work_duration: Histogram
+    unfinished_work: Gauge
+    longest_running: Gauge
+    retries: Counter
+
+
+def queue_metrics(registry: CollectorRegistry, name: str) -> QueueMetrics:
+    """Return the metric children for queue ``name`` on ``registry`` (registering the
+    families on first use of that registry)."""
+    with _lock:
+        fam = _by_registry.get(registry)
+        if fam is None:
+            fam = _new_families(registry)
+            _by_registry[registry] = fam
+    return QueueMetrics(
+        depth=fam.depth.labels(name),
+        adds=fam.adds.labels(name),
+        queue_duration=fam.queue_duration.labels(name),
+        work_duration=fam.work_duration.labels(name),
+        unfinished_work=fam.unfinished_work.labels(name),
+        longest_running=fam.longest_running.labels(name),
+        retries=fam.retries.labels(name),
+    )

@@ -1,0 +1,1 @@
+"""Unit tests for the pyctrl runtime: leader election, recorder, controller, handlers."""
