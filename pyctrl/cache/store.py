@@ -58,6 +58,29 @@ class Indexer:
             if self._indexers:
                 self._update_indices(old, obj, key)
 
+    def add_or_update(self, obj: Object) -> Object | None:
+        """Store ``obj`` and return what was stored under its key before (None if new).
+
+        One lock hold for the informer's get-then-write, so the pair is atomic.
+        """
+        key = self._key_func(obj)
+        with self._lock:
+            items = self._items
+            old = items.get(key)
+            items[key] = obj
+            if self._indexers:
+                self._update_indices(old, obj, key)
+            return old
+
+    def pop(self, obj: Object | DeletedFinalStateUnknown) -> Object | None:
+        """Delete the object under ``obj``'s key and return it (None if absent)."""
+        key = self._key_func(obj)
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None and self._indexers:
+                self._update_indices(old, None, key)
+            return old
+
     def delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
         """Remove the object stored under ``obj``'s key (a tombstone works too)."""
         key = self._key_func(obj)

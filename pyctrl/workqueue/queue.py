@@ -52,7 +52,7 @@ UNFINISHED_WORK_UPDATE_PERIOD = 0.5
 _allocate_lock = threading.Lock
 
 
-class ShutDown(Exception):  # noqa: N818 - client-go's noun
+class ShutDown(Exception):
     """Raised by ``get`` once the queue is shut down and has nothing left to hand out."""
 
 

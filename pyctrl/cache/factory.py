@@ -1,0 +1,162 @@
+"""SharedInformerFactory: one informer per (resource, namespace, selectors), shared.
+
+Contract (client-go ``SharedInformerFactory``):
+
+* ``informer_for`` returns the same :class:`SharedIndexInformer` for the same resource,
+  namespace and selectors, creating it on first use with the factory's defaults (resync,
+  transform, clock) and a namespace index. Extra ``indexers`` are added to it (before start).
+* ``start(stop)`` starts every informer not started yet, each in its own named thread; call it
+  again after requesting more informers. ``wait_for_cache_sync`` waits for the started ones.
+* ``shutdown()`` sets the factory's own stop signal for all informers and joins every thread
+  it started; ``stop`` passed to ``start`` also stops them.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from pyctrl.cache.delta_fifo import TransformFunc
+from pyctrl.cache.index import NAMESPACE_INDEX, Indexers, meta_namespace_index_func
+from pyctrl.cache.informer import SharedIndexInformer
+from pyctrl.cache.lister import Lister
+from pyctrl.cache.listwatch import ListWatch
+from pyctrl.cache.mutation import drop_managed_fields
+from pyctrl.clock import Clock, RealClock
+from pyctrl.kube.interface import Client
+from pyctrl.kube.resource import Resource
+
+__all__ = ["SharedInformerFactory"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    resource: Resource
+    namespace: str | None
+    label_selector: str | None
+    field_selector: str | None
+
+
+class SharedInformerFactory:
+    """Creates, shares, starts and stops informers (see module docstring)."""
+
+    def __init__(self, client: Client, *, default_resync: float = 0.0,
+                 namespace: str | None = None, clock: Clock | None = None,
+                 transform: TransformFunc | None = drop_managed_fields,
+                 page_size: int = 500) -> None:
+        self._client = client
+        self._default_resync = default_resync
+        self._namespace = namespace
+        self._clock: Clock = clock or RealClock()
+        self._transform = transform
+        self._page_size = page_size
+        self._lock = threading.Lock()
+        self._informers: dict[_Key, SharedIndexInformer] = {}
+        self._started: dict[_Key, threading.Thread] = {}
+        self._stop = threading.Event()
+        self._shutting_down = False
+
+    def informer_for(self, resource: Resource, *, namespace: str | None = None,
+                     label_selector: str | None = None, field_selector: str | None = None,
+                     resync: float | None = None, indexers: Indexers | None = None,
+                     ) -> SharedIndexInformer:
+        """The shared informer for this resource/scope/selectors (created on first use)."""
+        ns = namespace if namespace is not None else self._namespace
+        if not resource.namespaced:
+            ns = None
+        key = _Key(resource, ns or None, label_selector or None, field_selector or None)
+        with self._lock:
+            informer = self._informers.get(key)
+            if informer is None:
+                lw = ListWatch(self._client, resource, key.namespace, key.label_selector,
+                               key.field_selector)
+                informer = SharedIndexInformer(
+                    lw,
+                    resync_period=self._default_resync if resync is None else resync,
+                    indexers={NAMESPACE_INDEX: meta_namespace_index_func},
+                    transform=self._transform, clock=self._clock,
+                    name=_informer_name(key), page_size=self._page_size,
+                )
+                self._informers[key] = informer
+            if indexers:
+                existing = informer.get_indexer().get_indexers()
+                new = {n: f for n, f in indexers.items() if n not in existing}
+                if new:
+                    informer.add_indexers(new)
+            return informer
+
+    def lister_for(self, resource: Resource, *, namespace: str | None = None,
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   indexers: Indexers | None = None) -> Lister:
+        """A Lister over the shared informer for these arguments."""
+        informer = self.informer_for(resource, namespace=namespace,
+                                     label_selector=label_selector,
+                                     field_selector=field_selector, indexers=indexers)
+        return Lister(informer.get_indexer(), resource)
+
+    def start(self, stop: threading.Event) -> None:
+        """Start every informer not started yet, each in a named thread."""
+        with self._lock:
+            if self._shutting_down:
+                raise RuntimeError("informer factory is shut down")
+            for key, informer in self._informers.items():
+                if key in self._started:
+                    continue
+                t = threading.Thread(target=self._run_informer, args=(informer, stop),
+                                     name=f"informer-{informer.name}", daemon=True)
+                self._started[key] = t
+                t.start()
+
+    def _run_informer(self, informer: SharedIndexInformer, stop: threading.Event) -> None:
+        # The informer stops on either the caller's stop or shutdown().
+        both = threading.Event()
+        watcher = threading.Thread(target=_any_of, args=(stop, self._stop, both),
+                                   name=f"{informer.name}-stopper", daemon=True)
+        watcher.start()
+        try:
+            informer.run(both)
+        finally:
+            both.set()
+            watcher.join()
+
+    def wait_for_cache_sync(self, stop: threading.Event, timeout: float | None = None) -> bool:
+        """Wait for every started informer to sync; False on stop, shutdown or timeout."""
+        with self._lock:
+            informers = [self._informers[k] for k in self._started]
+        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        for informer in informers:
+            remaining = None
+            if deadline is not None:
+                remaining = max(0.0, deadline - self._clock.monotonic())
+            if not informer.wait_for_sync(stop, remaining):
+                return False
+        return True
+
+    def informers(self) -> list[SharedIndexInformer]:
+        with self._lock:
+            return list(self._informers.values())
+
+    def shutdown(self) -> None:
+        """Stop all informers started by this factory and join their threads."""
+        with self._lock:
+            self._shutting_down = True
+            threads = list(self._started.values())
+        self._stop.set()
+        for t in threads:
+            t.join()
+
+
+def _any_of(a: threading.Event, b: threading.Event, out: threading.Event) -> None:
+    # Event has no select(); poll both at a coarse real-time interval (stop latency only).
+    while not out.is_set():
+        if a.wait(0.05) or b.is_set():
+            out.set()
+
+
+def _informer_name(key: _Key) -> str:
+    name = key.resource.plural
+    if key.namespace:
+        name += f"@{key.namespace}"
+    if key.label_selector:
+        name += f"[{key.label_selector}]"
+    return name
