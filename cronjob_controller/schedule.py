@@ -47,12 +47,12 @@ from croniter import CroniterBadDateError, croniter
 
 __all__ = [
     "TOO_MANY_MISSED",
-    "check",
     "CronFields",
     "CronSchedule",
     "EverySchedule",
     "Schedule",
     "ScheduleError",
+    "check",
     "parse",
     "parse_go_duration",
     "within_starting_deadline",
@@ -350,6 +350,8 @@ class CronSchedule(Schedule):
         self._lock = threading.Lock()
 
     def _next_wall(self, wall: datetime) -> datetime | None:
+        if self._cron is None:
+            return None
         with self._lock:
             try:
                 result: datetime = self._cron.get_next(datetime, start_time=wall)
@@ -358,6 +360,8 @@ class CronSchedule(Schedule):
         return result
 
     def _prev_wall_at_or_before(self, wall: datetime) -> datetime | None:
+        if self._cron is None:
+            return None
         start = wall.replace(second=0, microsecond=0) + timedelta(seconds=1)
         with self._lock:
             try:
@@ -467,9 +471,9 @@ def _croniter_expr(fields: CronFields) -> str:
 
     dom = listing(fields.days_of_month, _FIELDS[2])
     dow = listing(fields.days_of_week, _FIELDS[4])
-    if fields.dom_star:
-        dom = "*"  # AND with a star: weekdays alone decide
-    elif fields.dow_star:
+    if fields.dom_star or not fields.days_of_month:
+        dom = "*"  # AND with a star (or OR with nothing): weekdays alone decide
+    elif fields.dow_star or not fields.days_of_week:
         dow = "*"
     elif "*" in (dom, dow):
         dom = dow = "*"  # OR with a field that matches every day: every day

@@ -130,9 +130,8 @@ class DeltaFIFO:
                 rtype = self._replace_type
                 items = self._items
                 queue = self._queue
-                for obj in objs:
-                    if transform is not None:
-                        obj = transform(obj)
+                for raw in objs:
+                    obj = transform(raw) if transform is not None else raw
                     key = key_func(obj)
                     if key not in items:
                         queue.append(key)

@@ -22,6 +22,7 @@ Contract (client-go ``sharedIndexInformer``):
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import structlog
@@ -286,10 +287,9 @@ class SharedIndexInformer:
 
     @staticmethod
     def _release(detector: CacheMutationDetector, old: Object) -> None:
-        try:
+        # Already logged and recorded in detector.mutations; never raise into the informer.
+        with contextlib.suppress(CacheMutationError):
             detector.release_object(old)
-        except CacheMutationError:
-            pass  # already logged and recorded in detector.mutations
 
     def _resync_loop(self, fifo: DeltaFIFO, stop: threading.Event) -> None:
         clock = self._clock
@@ -301,8 +301,6 @@ class SharedIndexInformer:
         detector = self.mutation_detector
         assert detector is not None
         while not self._clock.sleep(_MUTATION_CHECK_PERIOD, stop):
-            try:
+            with contextlib.suppress(CacheMutationError):  # logged by the detector
                 detector.compare_objects()
-            except CacheMutationError:
-                pass  # logged by the detector
 

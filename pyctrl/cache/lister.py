@@ -19,6 +19,8 @@ from pyctrl.kube.resource import Resource
 
 __all__ = ["Lister"]
 
+_Objects = list[Object]  # inside the class, ``list`` names the method
+
 
 class Lister:
     """Reads from an :class:`Indexer` (see module docstring)."""
@@ -41,7 +43,7 @@ class Lister:
 
     def list(self, namespace: str | None = None,
              label_selector: str | Mapping[str, str] | Selector | None = None,
-             ) -> list[Object]:
+             ) -> _Objects:
         """Cached objects in ``namespace`` (all when None) matching ``label_selector``."""
         selector = parse_selector(label_selector)
         if namespace:
@@ -56,6 +58,6 @@ class Lister:
             return objs
         return [o for o in objs if selector.matches(o.get("metadata", {}).get("labels"))]
 
-    def by_index(self, index: str, value: str) -> list[Object]:
+    def by_index(self, index: str, value: str) -> _Objects:
         """Cached objects filed under ``value`` in ``index``."""
         return self._indexer.by_index(index, value)

@@ -20,13 +20,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from pyctrl.cache.index import IndexFunc, Indexers
+from pyctrl.cache.index import Indexers, IndexFunc
 from pyctrl.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
 from pyctrl.kube.interface import Object
 
 __all__ = ["Indexer", "KeyFunc", "Store"]
 
 KeyFunc = Callable[[Object | DeletedFinalStateUnknown], str]
+# Aliases: inside the class, ``list`` names the method, not the builtin.
+_Objects = list[Object]
+_Keys = list[str]
 
 
 class Indexer:
@@ -116,12 +119,12 @@ class Indexer:
         with self._lock:
             return self._items.get(key)
 
-    def list(self) -> list[Object]:
+    def list(self) -> _Objects:
         """All stored objects (a new list; the objects themselves are shared, read-only)."""
         with self._lock:
             return list(self._items.values())
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> _Keys:
         """All keys."""
         with self._lock:
             return list(self._items)
@@ -153,7 +156,7 @@ class Indexer:
         with self._lock:
             return dict(self._indexers)
 
-    def index(self, name: str, obj: Object) -> list[Object]:
+    def index(self, name: str, obj: Object) -> _Objects:
         """Objects sharing any of ``obj``'s values in index ``name``."""
         fn = self._indexer(name)
         values = fn(obj)
@@ -164,7 +167,7 @@ class Indexer:
                 keys |= index.get(value, set())
             return [self._items[k] for k in keys]
 
-    def by_index(self, name: str, value: str) -> list[Object]:
+    def by_index(self, name: str, value: str) -> _Objects:
         """Objects filed under ``value`` in index ``name`` (KeyError: unknown index)."""
         self._indexer(name)
         with self._lock:
@@ -174,13 +177,13 @@ class Indexer:
             items = self._items
             return [items[k] for k in keys]
 
-    def index_keys(self, name: str, value: str) -> list[str]:
+    def index_keys(self, name: str, value: str) -> _Keys:
         """Keys filed under ``value`` in index ``name``."""
         self._indexer(name)
         with self._lock:
             return list(self._indices[name].get(value, ()))
 
-    def list_index_func_values(self, name: str) -> list[str]:
+    def list_index_func_values(self, name: str) -> _Keys:
         """Every value index ``name`` currently has entries for."""
         self._indexer(name)
         with self._lock:

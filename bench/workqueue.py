@@ -1,0 +1,189 @@
+"""Work queue throughput: pyctrl's RateLimitingQueue against client-go's, same scenarios.
+
+Scenarios (identical in bench/anchors/workqueue/main.go, client-go v0.35.4):
+
+* ``single_thread_ops_per_s``: one thread loops ``add(k); get(); done(k)`` with
+  ``k = i % distinct``; one op is one such triple.
+* ``producer_consumers_items_per_s``: one producer adds ``items`` keys ``i % distinct``, then
+  shuts the queue down with drain; ``consumers`` threads ``get``/``done`` until ShutDown.
+  Throughput is items processed / wall time from the first add to the last consumer exiting
+  (duplicates still waiting collapse, so both sides process fewer than ``items``; the count is
+  reported).
+
+Each side runs ``repeat`` times, interleaved (Go, then Python, then Go...), and the best run of
+each counts, which damps noise from other load on a shared machine. Both queues are built
+without metrics. ``ratio`` is pyctrl / client-go. The Go binary is built into bench/anchors/bin
+with ``go build`` and reused until its sources change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from pyctrl.workqueue import RateLimitingQueue, ShutDown
+
+ANCHORS = Path(__file__).resolve().parent / "anchors"
+GO_BINARY = ANCHORS / "bin" / "workqueue"
+GOALS = {"single_thread_ops_per_s": 0.20, "producer_consumers_items_per_s": 0.15}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ops", type=int, default=1_000_000, help="single-thread triples")
+    parser.add_argument("--items", type=int, default=1_000_000, help="producer adds")
+    parser.add_argument("--distinct", type=int, default=10_000, help="distinct keys")
+    parser.add_argument("--consumers", type=int, default=4, help="consumer threads")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per side; best counts")
+    parser.add_argument("--no-go", action="store_true", help="skip the client-go anchor")
+
+
+# -- pyctrl side -----------------------------------------------------------------------------
+def single_thread(ops: int, distinct: int) -> float:
+    q: RateLimitingQueue[int] = RateLimitingQueue(name="bench")
+    add, get, done = q.add, q.get, q.done
+    try:
+        start = time.perf_counter()
+        for i in range(ops):
+            k = i % distinct
+            add(k)
+            get()
+            done(k)
+        return ops / (time.perf_counter() - start)
+    finally:
+        q.shut_down()
+
+
+def producer_consumers(items: int, distinct: int, consumers: int) -> tuple[float, int]:
+    q: RateLimitingQueue[int] = RateLimitingQueue(name="bench")
+    counts: list[int] = []
+    lock = threading.Lock()
+
+    def consume() -> None:
+        get, done = q.get, q.done
+        n = 0
+        while True:
+            try:
+                item = get()
+            except ShutDown:
+                break
+            n += 1
+            done(item)
+        with lock:
+            counts.append(n)
+
+    threads = [
+        threading.Thread(target=consume, name=f"bench-consumer-{c}") for c in range(consumers)
+    ]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    add = q.add
+    for i in range(items):
+        add(i % distinct)
+    q.shut_down(drain=True)
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    processed = sum(counts)
+    return processed / elapsed, processed
+
+
+# -- client-go side --------------------------------------------------------------------------
+def build_go_binary() -> Path | None:
+    """Build (or reuse) the anchor binary; None when Go is not available."""
+    sources = [*(ANCHORS / "workqueue").glob("*.go"), ANCHORS / "go.mod", ANCHORS / "go.sum"]
+    if GO_BINARY.exists() and GO_BINARY.stat().st_mtime >= max(
+        p.stat().st_mtime for p in sources
+    ):
+        return GO_BINARY
+    go = shutil.which("go")
+    if go is None:
+        return None
+    GO_BINARY.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
+    subprocess.run(
+        [go, "build", "-o", str(GO_BINARY), "./workqueue"], cwd=ANCHORS, env=env, check=True
+    )
+    return GO_BINARY
+
+
+def run_go(binary: Path, args: argparse.Namespace) -> dict[str, float]:
+    out = subprocess.run(
+        [
+            str(binary), f"-ops={args.ops}", f"-items={args.items}",
+            f"-distinct={args.distinct}", f"-consumers={args.consumers}",
+        ],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    result: dict[str, float] = json.loads(out)
+    return result
+
+
+def machine_info() -> dict[str, object]:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    go_version = None
+    if shutil.which("go"):
+        go_version = subprocess.run(
+            ["go", "version"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "loadavg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "switch_interval_s": sys.getswitchinterval(),
+        "go": go_version,
+        "client_go": "k8s.io/client-go v0.35.4",
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    binary = None if args.no_go else build_go_binary()
+    py_runs: list[dict[str, float]] = []
+    go_runs: list[dict[str, float]] = []
+    for _ in range(max(1, args.repeat)):
+        if binary is not None:
+            go_runs.append(run_go(binary, args))
+        rate, processed = producer_consumers(args.items, args.distinct, args.consumers)
+        py_runs.append(
+            {
+                "single_thread_ops_per_s": single_thread(args.ops, args.distinct),
+                "producer_consumers_items_per_s": rate,
+                "producer_consumers_processed": float(processed),
+            }
+        )
+    keys = ("single_thread_ops_per_s", "producer_consumers_items_per_s")
+    py_best = {k: max(r[k] for r in py_runs) for k in keys}
+    result: dict[str, object] = {
+        "benchmark": "workqueue",
+        "params": {
+            "ops": args.ops, "items": args.items, "distinct": args.distinct,
+            "consumers": args.consumers, "repeat": args.repeat,
+        },
+        "pyctrl": {**py_best, "runs": py_runs},
+        "client_go": None,
+        "ratio": None,
+    }
+    if go_runs:
+        go_best = {k: max(r[k] for r in go_runs) for k in keys}
+        result["client_go"] = {**go_best, "runs": go_runs}
+        result["ratio"] = {k: py_best[k] / go_best[k] for k in keys}
+        result["goal"] = GOALS
+    result["machine"] = machine_info()
+    return result

@@ -1,0 +1,64 @@
+"""Architecture rules from DESIGN.md, checked on the source (AST), not by convention.
+
+* Only ``pyctrl/kube`` imports the ``kubernetes`` package.
+* ``pyctrl`` never imports ``cronjob_controller`` or ``examples``.
+* ``cronjob_controller`` and ``examples`` use pyctrl's public API only: the package facades
+  (``pyctrl``, ``pyctrl.<subpackage>``, ``pyctrl.<module>``) and never a module inside a
+  subpackage such as ``pyctrl.cache.reflector``. ``pyctrl.testing`` is for tests only.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC_DEPTH = 2  # "pyctrl" or "pyctrl.<name>"
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.lineno, node.module
+
+
+def _files(*dirs: str) -> list[Path]:
+    return [p for d in dirs for p in sorted((ROOT / d).rglob("*.py"))]
+
+
+def test_only_pyctrl_kube_imports_kubernetes() -> None:
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line} imports {mod}"
+        for p in _files("pyctrl", "cronjob_controller", "examples")
+        for line, mod in _imports(p)
+        if (mod == "kubernetes" or mod.startswith("kubernetes."))
+        and not p.is_relative_to(ROOT / "pyctrl" / "kube")
+    ]
+    assert offenders == []
+
+
+def test_pyctrl_does_not_import_its_users() -> None:
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line} imports {mod}"
+        for p in _files("pyctrl")
+        for line, mod in _imports(p)
+        if mod.split(".")[0] in ("cronjob_controller", "examples", "tests", "bench")
+    ]
+    assert offenders == []
+
+
+def test_users_import_only_public_pyctrl_api() -> None:
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line} imports {mod}"
+        for p in _files("cronjob_controller", "examples")
+        for line, mod in _imports(p)
+        if mod.split(".")[0] == "pyctrl"
+        and (len(mod.split(".")) > PUBLIC_DEPTH or mod.split(".")[1:2] == ["testing"]
+             or any(part.startswith("_") for part in mod.split(".")))
+    ]
+    assert offenders == []
