@@ -7,8 +7,8 @@ Scenarios (identical in bench/anchors/workqueue/main.go, client-go v0.35.4):
 * ``producer_consumers_items_per_s``: one producer adds ``items`` keys ``i % distinct``, then
   shuts the queue down with drain; ``consumers`` threads ``get``/``done`` until ShutDown.
   Throughput is items processed / wall time from the first add to the last consumer exiting
-  (duplicates still waiting collapse, so both sides process fewer than ``items``; the count is
-  reported).
+  (duplicates still waiting collapse, so both sides process fewer than ``items``; the count and
+  the producer's adds per second over the same wall time are reported per run).
 
 Each side runs ``repeat`` times, interleaved (Go, then Python, then Go...), and the best run of
 each counts, which damps noise from other load on a shared machine. Both queues are built
@@ -169,6 +169,11 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             }
         )
     keys = ("single_thread_ops_per_s", "producer_consumers_items_per_s")
+    for r in (*py_runs, *go_runs):
+        n_done = r["producer_consumers_processed"]
+        r["producer_consumers_adds_per_s"] = (
+            r["producer_consumers_items_per_s"] * args.items / n_done if n_done else 0.0
+        )
     py_best = {k: max(r[k] for r in py_runs) for k in keys}
     result: dict[str, object] = {
         "benchmark": "workqueue",

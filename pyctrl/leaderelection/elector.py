@@ -15,7 +15,8 @@ Contract and invariants:
   renewing until ``on_started_leading`` returns (so in-flight work still runs under a valid
   lease), then, with ``release_on_cancel``, writes an empty holder with
   ``leaseDurationSeconds=1`` and finally calls ``on_stopped_leading``.
-* ``run`` campaigns once: after leadership ends it returns; callers restart the process (as
+* ``run`` campaigns once: after leadership ends (a fenced leader notices at its next retry
+  tick) it returns; callers restart the process (as
   controller-runtime does) rather than re-campaign.
 * Metric ``leader_election_master_status{name}`` is 1 while leading, else 0.
 """

@@ -44,14 +44,14 @@ import random
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from pyctrl.clock import Clock, RealClock
-from pyctrl.errors import ApiError, FieldCause
+from pyctrl.errors import ApiError, FieldCause, from_status
 from pyctrl.kube.interface import Object, PatchType, PropagationPolicy, WatchEvent, WatchStream
 from pyctrl.kube.patch import PatchError, json_patch, merge_patch
 from pyctrl.kube.resource import Resource
@@ -75,8 +75,13 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's generateName alph
 _ObjectList = list[Object]
 
 
-def _copy(obj: Any) -> Any:
-    return orjson.loads(orjson.dumps(obj))
+def _copy(obj: Object) -> Object:
+    out: Object = orjson.loads(orjson.dumps(obj))
+    return out
+
+
+def _copy_any(value: Any) -> Any:
+    return orjson.loads(orjson.dumps(value))
 
 
 def _meta(obj: Object) -> dict[str, Any]:
@@ -202,6 +207,17 @@ def _rkey(resource: Resource) -> tuple[str, str]:
     return (resource.group, resource.plural)
 
 
+def _name_of(obj: Object) -> str:
+    name = _meta(obj).get("name")
+    if not name:
+        raise ValueError("object has no metadata.name")
+    return str(name)
+
+
+def _invalid_patch(exc: PatchError) -> ApiError:
+    return from_status(422, status_body(422, "Invalid", f"the patch could not be applied: {exc}"))
+
+
 class FakeClient:
     """The in-memory Client (see module docstring)."""
 
@@ -313,7 +329,7 @@ class FakeClient:
             if action.matches(verb, resource):
                 result = fn(action)
                 if result is not None:
-                    return _copy(result)
+                    return _copy_any(result)
         return default()
 
     def _scope(self, resource: Resource, namespace: str | None, obj: Object | None = None,
@@ -361,3 +377,350 @@ class FakeClient:
             if found is None:
                 raise new_not_found(resource, name)
             return _copy(found)
+
+    # -- tracker --------------------------------------------------------------------------
+    def _create(self, resource: Resource, obj: Object, namespace: str | None, *,
+                keep_status: bool = False) -> Object:
+        new: Object = _copy(obj)
+        ns = self._scope(resource, namespace, new)
+        meta = _meta(new)
+        with self._lock:
+            store = self._objects.setdefault(_rkey(resource), {})
+            name = meta.get("name")
+            if not name and meta.get("generateName"):
+                name = meta["generateName"] + "".join(self._rand.choices(_NAME_CHARS, k=5))
+                while (ns, name) in store:
+                    name = meta["generateName"] + "".join(self._rand.choices(_NAME_CHARS, k=5))
+                meta["name"] = name
+            if not name:
+                raise new_invalid(resource, "", [FieldCause(
+                    "metadata.name", "FieldValueRequired",
+                    "Required value: name or generateName is required")])
+            if meta.get("resourceVersion"):
+                raise new_internal_error(
+                    "resourceVersion should not be set on objects to be created")
+            if (ns, name) in store:
+                raise new_already_exists(resource, str(name))
+            new["apiVersion"] = new.get("apiVersion") or resource.api_version
+            new["kind"] = new.get("kind") or resource.kind
+            if resource.namespaced:
+                meta["namespace"] = ns
+            else:
+                meta.pop("namespace", None)
+            meta["uid"] = str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
+            meta["creationTimestamp"] = self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+            meta["generation"] = 1
+            for transient in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+                meta.pop(transient, None)
+            if not keep_status and self.has_status_subresource(resource):
+                new.pop("status", None)
+            meta["resourceVersion"] = str(self._next_rv())
+            store[(ns, str(name))] = new
+            self._emit(resource, "ADDED", new, None)
+            return _copy(new)
+
+    @staticmethod
+    def _spec(obj: Object, exclude_status: bool) -> dict[str, Any]:
+        skip = {"metadata", "apiVersion", "kind"} | ({"status"} if exclude_status else set())
+        return {k: v for k, v in obj.items() if k not in skip}
+
+    def _replace(self, resource: Resource, key: tuple[str, str], old: Object, new: Object, *,
+                 status_only: bool, expected_rv: str | None) -> Object:
+        """Store ``new`` over ``old`` like the server's update path; lock held by caller."""
+        old_meta = old["metadata"]
+        if expected_rv and str(expected_rv) != old_meta["resourceVersion"]:
+            raise new_conflict(resource, key[1])
+        has_status = self.has_status_subresource(resource)
+        if status_only:
+            result: Object = _copy(old)
+            if new.get("status") is not None:
+                result["status"] = _copy_any(new["status"])
+            else:
+                result.pop("status", None)
+        else:
+            result = new
+            if has_status:
+                if "status" in old:
+                    result["status"] = _copy_any(old["status"])
+                else:
+                    result.pop("status", None)
+            meta = _meta(result)
+            for k in ("uid", "creationTimestamp", "deletionTimestamp",
+                      "deletionGracePeriodSeconds", "namespace", "name", "generation"):
+                if k in old_meta:
+                    meta[k] = old_meta[k]
+                else:
+                    meta.pop(k, None)
+            result["apiVersion"], result["kind"] = old["apiVersion"], old["kind"]
+            if self._spec(result, has_status) != self._spec(old, has_status):
+                meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        meta = _meta(result)
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        if result == old:
+            return _copy(old)  # the server skips writes that change nothing
+        meta["resourceVersion"] = str(self._next_rv())
+        store = self._objects[_rkey(resource)]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            del store[key]
+            self._emit(resource, "DELETED", result, None)
+            return _copy(result)
+        store[key] = result
+        self._emit(resource, "MODIFIED", result, old)
+        return _copy(result)
+
+    def _update(self, resource: Resource, ns: str, obj: Object, status_only: bool) -> Object:
+        name = _name_of(obj)
+        if status_only and not self.has_status_subresource(resource):
+            raise new_not_found(resource, name)
+        with self._lock:
+            old = self._objects.get(_rkey(resource), {}).get((ns, name))
+            if old is None:
+                raise new_not_found(resource, name)
+            new: Object = _copy(obj)
+            return self._replace(resource, (ns, name), old, new, status_only=status_only,
+                                 expected_rv=_meta(new).get("resourceVersion"))
+
+    def _patch(self, resource: Resource, ns: str, name: str, patch: Any, *, patch_type: str,
+               subresource: str | None) -> Object:
+        if subresource not in (None, "status") or (
+                subresource == "status" and not self.has_status_subresource(resource)):
+            raise new_not_found(resource, name)
+        if (patch_type == "json") != isinstance(patch, list) or not isinstance(patch,
+                                                                                 list | dict):
+            raise new_bad_request(f"a {patch_type} patch must be a JSON "
+                                  f"{'array' if patch_type == 'json' else 'object'}")
+        with self._lock:
+            old = self._objects.get(_rkey(resource), {}).get((ns, name))
+            if old is None:
+                if patch_type == "apply" and subresource is None:
+                    body = _copy_any(patch)
+                    _meta(body).update({"name": name})
+                    return self._create(resource, body, ns or None)
+                raise new_not_found(resource, name)
+            try:
+                patched: Object = _copy_any(
+                    json_patch(old, patch) if isinstance(patch, list) else merge_patch(old, patch))
+            except PatchError as exc:
+                raise _invalid_patch(exc) from exc
+            return self._replace(resource, (ns, name), old, patched,
+                                 status_only=subresource == "status",
+                                 expected_rv=_meta(patched).get("resourceVersion"))
+
+    def _delete(self, resource: Resource, ns: str, name: str,
+                preconditions: Mapping[str, str] | None) -> Object:
+        with self._lock:
+            store = self._objects.get(_rkey(resource), {})
+            old = store.get((ns, name))
+            if old is None:
+                raise new_not_found(resource, name)
+            meta = old["metadata"]
+            for field_name, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+                want = (preconditions or {}).get(field_name)
+                if want and want != meta.get(field_name):
+                    raise new_conflict(resource, name, (
+                        f"Precondition failed: {label} in precondition: {want}, "
+                        f"{label} in object meta: {meta.get(field_name)}"))
+            if meta.get("finalizers"):
+                if meta.get("deletionTimestamp"):
+                    return _copy(old)
+                marked: Object = _copy(old)
+                _meta(marked).update({
+                    "deletionTimestamp": self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "deletionGracePeriodSeconds": 0,
+                    "resourceVersion": str(self._next_rv()),
+                })
+                store[(ns, name)] = marked
+                self._emit(resource, "MODIFIED", marked, old)
+                return _copy(marked)
+            gone: Object = _copy(old)
+            del store[(ns, name)]
+            _meta(gone)["resourceVersion"] = str(self._next_rv())
+            self._emit(resource, "DELETED", gone, None)
+            return _copy(gone)
+
+    # -- the Client protocol ----------------------------------------------------------------
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+        ns = self._scope(resource, namespace)
+        action = Action("get", resource, ns or None, name)
+        result: Object = self._invoke(action, lambda: self._get(resource, name, ns))
+        return result
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+    ) -> Object:
+        ns = self._scope(resource, namespace, required=False)
+        action = Action("list", resource, ns or None, options={
+            "label_selector": label_selector, "field_selector": field_selector,
+            "limit": limit, "continue_": continue_, "resource_version": resource_version,
+            "resource_version_match": resource_version_match})
+        result: Object = self._invoke(action, lambda: self._list(
+            resource, ns, label_selector=label_selector, field_selector=field_selector,
+            limit=limit, continue_=continue_))
+        return result
+
+    def _list(self, resource: Resource, ns: str, *, label_selector: str | None,
+              field_selector: str | None, limit: int | None, continue_: str | None) -> Object:
+        try:
+            labels = parse_label_selector(label_selector)
+            fields = parse_field_selector(field_selector)
+        except ValueError as exc:
+            raise new_bad_request(str(exc)) from exc
+        with self._lock:
+            list_rv, start = self._rv, None
+            if continue_:
+                list_rv, start = _decode_continue(continue_)
+                if list_rv < self._compacted:
+                    raise new_expired("The provided continue parameter is too old to display "
+                                      "a consistent list result.")
+            store = self._objects.get(_rkey(resource), {})
+            keys = [k for k in sorted(store) if (not ns or k[0] == ns)
+                    and (start is None or k > start)]
+            matched = [store[k] for k in keys
+                       if labels.matches_object(store[k]) and fields.matches(store[k])]
+            meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+            if limit and limit > 0 and len(matched) > limit:
+                last = matched[limit - 1]["metadata"]
+                meta["continue"] = _encode_continue(
+                    list_rv, (str(last.get("namespace") or ""), str(last["name"])))
+                meta["remainingItemCount"] = len(matched) - limit
+                matched = matched[:limit]
+            return {"apiVersion": resource.api_version, "kind": f"{resource.kind}List",
+                    "metadata": meta, "items": [_copy(o) for o in matched]}
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_watch_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> WatchStream:
+        ns = self._scope(resource, namespace, required=False)
+        action = Action("watch", resource, ns or None, options={
+            "resource_version": resource_version, "timeout_seconds": timeout_seconds,
+            "allow_watch_bookmarks": allow_watch_bookmarks, "label_selector": label_selector,
+            "field_selector": field_selector})
+        with self._lock:
+            self._actions.append(action)
+            reactors = list(self._watch_reactors)
+        for res, fn in reactors:
+            if action.matches("watch", res):
+                found = fn(action)
+                if found is not None:
+                    return found
+        try:
+            watcher = _Watcher(resource, ns or None, parse_label_selector(label_selector),
+                               parse_field_selector(field_selector), allow_watch_bookmarks,
+                               FakeWatch(self._clock, timeout_seconds
+                                         if self._honor_timeouts else None, self._forget))
+        except ValueError as exc:
+            raise new_bad_request(str(exc)) from exc
+        stream = watcher.stream
+        with self._lock:
+            if resource_version in (None, "", "0"):
+                store = self._objects.get(_rkey(resource), {})
+                for key in sorted(store):
+                    if watcher.wants(store[key]):
+                        stream.push({"type": "ADDED", "object": _copy(store[key])})
+            else:
+                try:
+                    since = int(str(resource_version))
+                except ValueError as exc:
+                    raise new_bad_request(
+                        f"invalid resourceVersion {resource_version!r}") from exc
+                if since < self._compacted:
+                    stream.push({"type": "ERROR", "object": status_body(
+                        410, "Expired",
+                        f"too old resource version: {since} ({self._compacted + 1})")})
+                    stream.end()
+                    return stream
+                for rec in self._history:
+                    if rec.rv > since and _rkey(rec.resource) == _rkey(resource):
+                        event = self._event_for(watcher, rec.type, rec.obj, rec.old)
+                        if event is not None:
+                            stream.push(event)
+            self._watchers.append(watcher)
+        return stream
+
+    def _forget(self, stream: FakeWatch) -> None:
+        with self._lock:
+            self._watchers = [w for w in self._watchers if w.stream is not stream]
+
+    def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+        ns = self._scope(resource, namespace, obj)
+        action = Action("create", resource, ns or None, _meta(_copy(obj)).get("name"), _copy(obj))
+        result: Object = self._invoke(action, lambda: self._create(resource, obj, ns or None))
+        return result
+
+    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+        ns = self._scope(resource, namespace, obj)
+        action = Action("update", resource, ns or None, _name_of(obj), _copy(obj))
+        result: Object = self._invoke(action, lambda: self._update(resource, ns, obj, False))
+        return result
+
+    def update_status(
+        self, resource: Resource, obj: Object, namespace: str | None = None
+    ) -> Object:
+        ns = self._scope(resource, namespace, obj)
+        action = Action("update", resource, ns or None, _name_of(obj), _copy(obj), "status")
+        result: Object = self._invoke(action, lambda: self._update(resource, ns, obj, True))
+        return result
+
+    def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Object | _ObjectList,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        field_manager: str | None = None,
+        force: bool = False,
+        subresource: str | None = None,
+    ) -> Object:
+        ns = self._scope(resource, namespace)
+        action = Action("patch", resource, ns or None, name, _copy_any(patch), subresource, {
+            "patch_type": patch_type, "field_manager": field_manager, "force": force})
+        result: Object = self._invoke(action, lambda: self._patch(
+            resource, ns, name, patch, patch_type=patch_type, subresource=subresource))
+        return result
+
+    def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: PropagationPolicy | None = None,
+        preconditions: dict[str, str] | None = None,
+    ) -> Object | None:
+        ns = self._scope(resource, namespace)
+        action = Action("delete", resource, ns or None, name, options={
+            "propagation_policy": propagation_policy, "preconditions": preconditions})
+        result: Object | None = self._invoke(action, lambda: self._delete(
+            resource, ns, name, preconditions))
+        return result
+
+
+def _encode_continue(rv: int, key: tuple[str, str]) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"rv": rv, "start": list(key)})).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise new_bad_request("continue key is not valid") from exc

@@ -39,6 +39,7 @@ class FakeWatchStream:
         self._cond = threading.Condition()
         self._events: deque[Any] = deque()
         self._closed = False
+        self._idle = False
         self.opened = threading.Event()
         self.consumed = 0
 
@@ -93,11 +94,21 @@ class FakeWatchStream:
         with self._cond:
             return not self._events
 
+    def wait_processed(self, timeout: float = 5.0) -> bool:
+        """Block until every pushed event was handed out and the consumer came back for
+        more (so it finished handling them); False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: self._closed or (self._idle and not self._events), timeout)
+
     def __iter__(self) -> Iterator[WatchEvent]:
         while True:
             with self._cond:
                 while not self._events and not self._closed:
+                    self._idle = True
+                    self._cond.notify_all()
                     self._cond.wait()
+                self._idle = False
                 if self._closed or self._events[0] is _END:
                     return
                 event = self._events.popleft()

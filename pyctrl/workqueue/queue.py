@@ -164,7 +164,10 @@ class Queue(Generic[T]):
         lock = self._lock
         lock.acquire()
         try:
-            self._processing.discard(item)
+            try:
+                self._processing.remove(item)
+            except KeyError:
+                return  # not in flight: nothing to finish (and never queue it twice)
             if item in self._dirty:
                 if self._parked:
                     self._dirty.remove(item)
@@ -225,10 +228,12 @@ class Queue(Generic[T]):
     def _done_metered(self, item: T) -> None:
         m = cast("QueueMetrics", self._metrics)
         with self._lock:
+            if item not in self._processing:
+                return
+            self._processing.remove(item)
             start = self._start_times.pop(item, None)
             if start is not None:
                 m.work_duration.observe(self._clock.monotonic() - start)
-            self._processing.discard(item)
             if item in self._dirty:
                 if self._parked:
                     self._dirty.remove(item)

@@ -168,13 +168,14 @@ def test_steps_down_before_lease_expires_when_renew_fails(
         _leading_parked(clock)
         calls = store.calls
         clock.step(2)  # one failing renew attempt per retry period
-        eventually(lambda n=calls: store.calls > n, what="renew attempted")
+        eventually(lambda n=calls: store.calls > n or c.probe.stopped.is_set(), what="renew")
     assert c.probe.stopped.wait(5)
     elapsed = stepped_down_at[0] - last_ok
     assert 10 <= elapsed < c.config.lease_duration
     assert c.probe.leading_stop is not None and c.probe.leading_stop.is_set()
     assert not c.elector.is_leader()
     assert c.probe.calls.count("stopped") == 1
+    clock.step(2)  # run() notices at its next retry tick and returns
     c.thread.join(5)
     assert not c.thread.is_alive(), "run returns after losing the lease"
     assert store.holder() == "a", "a lost lease is not released (we could not write anyway)"

@@ -1,0 +1,141 @@
+"""Jobs a CronJob creates: deterministic names, the Job built from the template, Job facts.
+
+Contract:
+
+* :func:`job_name` is ``<cronjob-name>-<scheduled time in unix minutes>``: the same run always
+  gets the same name, so a restarted or second controller can never create it twice.
+* :func:`build_job` returns a fresh batch/v1 Job dict that shares nothing with its input:
+  template labels/annotations copied (template name/generateName ignored), the
+  ``batch.pyctrl.io/scheduled-timestamp`` annotation (RFC 3339 in the CronJob's zone, set
+  last so the template cannot override it), a controller ownerReference
+  (``controller``/``blockOwnerDeletion`` true) and a deep copy of the template's Job spec.
+* :func:`is_job_finished` follows upstream: a Job is finished only when its ``Complete`` or
+  ``Failed`` condition is True. ``SuccessCriteriaMet`` / ``FailureTarget`` (batch/v1 since
+  1.31) only announce that outcome while pods are still terminating, so such a Job is still
+  active (it still counts for Forbid/Replace) until the terminal condition arrives.
+* Ownership is by UID only (:func:`is_controlled_by`): a Job of a deleted-and-recreated
+  CronJob of the same name is not ours.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import UTC, datetime, tzinfo
+from typing import Literal, cast
+
+from cronjob_controller.api import (
+    API_VERSION,
+    KIND,
+    SCHEDULED_TIMESTAMP_ANNOTATION,
+    format_rfc3339,
+    parse_time,
+)
+
+__all__ = [
+    "JobFinishedType",
+    "build_job",
+    "completion_time_of",
+    "controller_uid_of",
+    "is_controlled_by",
+    "is_job_finished",
+    "job_name",
+    "scheduled_time_of",
+]
+
+JobFinishedType = Literal["Complete", "Failed"]
+
+
+def job_name(cronjob_name: str, scheduled: datetime) -> str:
+    """``<name>-<unix minutes of scheduled>``, e.g. ``hello-28459140``."""
+    if scheduled.utcoffset() is None:
+        raise ValueError(f"naive datetime {scheduled!r}")
+    return f"{cronjob_name}-{int(scheduled.timestamp()) // 60}"
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    return cast(Mapping[str, object], value) if isinstance(value, Mapping) else {}
+
+
+def _string_map(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in _mapping(value).items()}
+
+
+def build_job(
+    cronjob: Mapping[str, object], scheduled: datetime, zone: tzinfo
+) -> dict[str, object]:
+    """The batch/v1 Job for the run of ``cronjob`` (a raw dict) scheduled at ``scheduled``."""
+    meta = _mapping(cronjob.get("metadata"))
+    template = _mapping(_mapping(cronjob.get("spec")).get("jobTemplate"))
+    template_meta = _mapping(template.get("metadata"))
+    name = str(meta.get("name", ""))
+    annotations = _string_map(template_meta.get("annotations"))
+    annotations[SCHEDULED_TIMESTAMP_ANNOTATION] = format_rfc3339(scheduled.astimezone(zone))
+    job_meta: dict[str, object] = {
+        "name": job_name(name, scheduled),
+        "namespace": str(meta.get("namespace", "")),
+        "labels": _string_map(template_meta.get("labels")),
+        "annotations": annotations,
+        "ownerReferences": [{
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": name,
+            "uid": str(meta.get("uid", "")),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": job_meta,
+        "spec": copy.deepcopy(dict(_mapping(template.get("spec")))),
+    }
+
+
+def _conditions(job: Mapping[str, object]) -> list[Mapping[str, object]]:
+    conditions = _mapping(job.get("status")).get("conditions")
+    if not isinstance(conditions, list):
+        return []
+    return [c for c in conditions if isinstance(c, Mapping)]
+
+
+def is_job_finished(job: Mapping[str, object]) -> tuple[bool, JobFinishedType | None]:
+    """``(True, "Complete" | "Failed")`` once a terminal condition is True, else (False, None)."""
+    for condition in _conditions(job):
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Complete":
+            return True, "Complete"
+        if condition.get("type") == "Failed":
+            return True, "Failed"
+    return False, None
+
+
+def completion_time_of(job: Mapping[str, object]) -> datetime | None:
+    """``status.completionTime`` (set on Complete Jobs), as aware UTC."""
+    return parse_time(_mapping(job.get("status")).get("completionTime"))
+
+
+def scheduled_time_of(job: Mapping[str, object]) -> datetime | None:
+    """The scheduled time recorded in the annotation, as aware UTC; None if absent or bad."""
+    annotations = _mapping(_mapping(job.get("metadata")).get("annotations"))
+    parsed = parse_time(annotations.get(SCHEDULED_TIMESTAMP_ANNOTATION))
+    return parsed.astimezone(UTC) if parsed is not None else None
+
+
+def controller_uid_of(obj: Mapping[str, object]) -> str | None:
+    """The UID in the first ownerReference with ``controller: true`` (metav1.GetControllerOf)."""
+    refs = _mapping(obj.get("metadata")).get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None
+
+
+def is_controlled_by(job: Mapping[str, object], uid: str) -> bool:
+    """Whether ``job``'s controller reference points at the object with ``uid``."""
+    return bool(uid) and controller_uid_of(job) == uid

@@ -1,0 +1,251 @@
+"""Controller: N worker threads draining a rate-limited work queue into a Reconciler.
+
+Contract:
+
+* ``run(stop)`` waits until every ``wait_for`` object ``has_synced()`` (or ``stop``), starts
+  ``workers`` threads named ``<name>-worker-<i>``, and returns once ``stop`` is set and every
+  worker has finished its in-flight reconcile and exited. Keys still queued are not started
+  after ``stop``. The queue is shut down when ``run`` returns, so a Controller runs once.
+* A key is never reconciled by two workers at once (the queue is stingy); a key re-added while
+  it is being reconciled runs again afterwards.
+* Outcome rules (controller-runtime's):
+
+  - returns None or ``Result()``      -> ``forget(key)``                     result=success
+  - ``Result(requeue_after=d)``, d > 0 -> ``forget(key)`` + ``add_after(key, d)`` requeue_after
+  - ``Result(requeue=True)``           -> ``add_rate_limited(key)``           result=requeue
+  - raises :class:`TerminalError`      -> logged, counted, ``forget(key)``, not retried
+  - raises anything else               -> logged with the key, ``add_rate_limited(key)``
+    (both errors: result=error, ``controller_runtime_reconcile_errors_total``)
+
+* An exception never kills a worker. Every log line emitted during one reconcile carries
+  ``controller``, ``key`` and a fresh ``reconcile_id`` (structlog contextvars).
+* Metrics (label ``controller``): ``controller_runtime_reconcile_total{result}``,
+  ``controller_runtime_reconcile_errors_total``,
+  ``controller_runtime_terminal_reconcile_errors_total``,
+  ``controller_runtime_reconcile_time_seconds``, ``controller_runtime_active_workers``,
+  ``controller_runtime_max_concurrent_reconciles``; registered once per registry.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from pyctrl.clock import Clock, RealClock
+from pyctrl.errors import TerminalError
+from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
+
+__all__ = ["Controller", "HasSynced", "Reconciler", "Result", "TerminalError"]
+
+log = structlog.get_logger(__name__)
+
+# controller-runtime's reconcile_time_seconds buckets (5ms .. 60s).
+_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
+    0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30,
+    40, 50, 60,
+)
+_SYNC_POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a reconcile asks for next: nothing, a rate-limited retry, or a run after a delay."""
+
+    requeue: bool = False
+    requeue_after: float | None = None
+
+
+class Reconciler(Protocol):
+    """Brings the world in line with the object named by ``key`` ("ns/name")."""
+
+    def reconcile(self, key: str) -> Result | None: ...
+
+
+class HasSynced(Protocol):
+    """Anything a controller can wait on before starting (informers, listers)."""
+
+    def has_synced(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class _Families:
+    total: Counter
+    errors: Counter
+    terminal: Counter
+    time: Histogram
+    active: Gauge
+    max_concurrent: Gauge
+
+
+def _new_families(registry: CollectorRegistry | None) -> _Families:
+    lbl = ["controller"]
+    return _Families(
+        total=Counter("controller_runtime_reconcile", "Total number of reconciliations per "
+                      "controller", [*lbl, "result"], registry=registry),
+        errors=Counter("controller_runtime_reconcile_errors", "Total number of reconciliation "
+                       "errors per controller", lbl, registry=registry),
+        terminal=Counter("controller_runtime_terminal_reconcile_errors", "Total number of "
+                         "terminal reconciliation errors per controller", lbl,
+                         registry=registry),
+        time=Histogram("controller_runtime_reconcile_time_seconds", "Length of time per "
+                       "reconciliation per controller", lbl, registry=registry,
+                       buckets=_BUCKETS),
+        active=Gauge("controller_runtime_active_workers", "Number of currently used workers "
+                     "per controller", lbl, registry=registry),
+        max_concurrent=Gauge("controller_runtime_max_concurrent_reconciles", "Maximum number "
+                             "of concurrent reconciles per controller", lbl, registry=registry),
+    )
+
+
+_families_lock = threading.Lock()
+_families: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _metrics_for(registry: CollectorRegistry | None) -> _Families:
+    if registry is None:
+        return _new_families(None)
+    with _families_lock:
+        fam = _families.get(registry)
+        if fam is None:
+            fam = _new_families(registry)
+            _families[registry] = fam
+        return fam
+
+
+class Controller:
+    """Runs a :class:`Reconciler` over keys from :attr:`queue` (see module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        workers: int = 1,
+        queue: RateLimitingQueue[str] | None = None,
+        rate_limiter: RateLimiter | None = None,
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
+        wait_for: Sequence[HasSynced] = (),
+    ) -> None:
+        if workers < 1:
+            raise ValueError("a controller needs at least one worker")
+        if queue is not None and rate_limiter is not None:
+            raise ValueError("pass either queue or rate_limiter, not both")
+        self.name = name
+        self.reconciler = reconciler
+        self.workers = workers
+        self._clock: Clock = clock or RealClock()
+        self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(
+            name=name, clock=self._clock, registry=registry, rate_limiter=rate_limiter
+        )
+        self._wait_for = list(wait_for)
+        fam = _metrics_for(registry)
+        self._m_success = fam.total.labels(name, "success")
+        self._m_error = fam.total.labels(name, "error")
+        self._m_requeue = fam.total.labels(name, "requeue")
+        self._m_requeue_after = fam.total.labels(name, "requeue_after")
+        self._m_errors = fam.errors.labels(name)
+        self._m_terminal = fam.terminal.labels(name)
+        self._m_time = fam.time.labels(name)
+        self._m_active = fam.active.labels(name)
+        fam.max_concurrent.labels(name).set(workers)
+        self._started = False
+
+    def add_wait_for(self, synced: HasSynced) -> None:
+        """Also wait for ``synced`` before starting workers (call before ``run``)."""
+        self._wait_for.append(synced)
+
+    def run(self, stop: threading.Event) -> None:
+        """Wait for caches, run the workers until ``stop``, then drain and shut down."""
+        if self._started:
+            raise RuntimeError(f"controller {self.name} was already run")
+        self._started = True
+        bound = log.bind(controller=self.name)
+        threads: list[threading.Thread] = []
+        try:
+            bound.info("waiting for caches to sync")
+            while not all(s.has_synced() for s in self._wait_for):
+                if stop.wait(_SYNC_POLL_SECONDS):
+                    bound.info("stopped before caches synced")
+                    return
+            bound.info("starting workers", workers=self.workers)
+            for i in range(self.workers):
+                t = threading.Thread(
+                    target=self._worker, args=(stop,), name=f"{self.name}-worker-{i}",
+                    daemon=True,
+                )
+                threads.append(t)
+                t.start()
+            stop.wait()
+            bound.info("stopping workers; waiting for in-flight reconciles")
+        finally:
+            # Wakes idle workers (get raises ShutDown); busy ones finish their reconcile.
+            self.queue.shut_down()
+            for t in threads:
+                t.join()
+            bound.info("all workers finished")
+
+    def _worker(self, stop: threading.Event) -> None:
+        while True:
+            try:
+                key = self.queue.get()
+            except ShutDown:
+                return
+            try:
+                if stop.is_set():
+                    return  # do not start new work after stop; the key stays unfinished
+                self._process(key)
+            finally:
+                self.queue.done(key)
+
+    def _process(self, key: str) -> None:
+        started = self._clock.monotonic()
+        self._m_active.inc()
+        with structlog.contextvars.bound_contextvars(
+            controller=self.name, key=key, reconcile_id=uuid.uuid4().hex
+        ):
+            try:
+                result = self.reconciler.reconcile(key)
+            except TerminalError as err:
+                log.error("reconcile failed with a terminal error; not retrying",
+                          error=str(err))
+                self._m_terminal.inc()
+                self._m_errors.inc()
+                self._m_error.inc()
+                self.queue.forget(key)
+            except Exception:
+                log.exception("reconcile failed; requeueing with backoff",
+                              requeues=self.queue.num_requeues(key))
+                self._m_errors.inc()
+                self._m_error.inc()
+                self.queue.add_rate_limited(key)
+            else:
+                self._handle_result(key, result)
+            finally:
+                self._m_active.dec()
+                self._m_time.observe(max(0.0, self._clock.monotonic() - started))
+
+    def _handle_result(self, key: str, result: Result | None) -> None:
+        if result is not None and result.requeue_after is not None and result.requeue_after > 0:
+            self.queue.forget(key)
+            self.queue.add_after(key, result.requeue_after)
+            self._m_requeue_after.inc()
+            log.debug("reconciled; requeue after", delay=result.requeue_after)
+        elif result is not None and result.requeue:
+            self.queue.add_rate_limited(key)
+            self._m_requeue.inc()
+            log.debug("reconciled; requeue with backoff")
+        else:
+            self.queue.forget(key)
+            self._m_success.inc()
+            log.debug("reconciled")

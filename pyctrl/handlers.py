@@ -1,0 +1,169 @@
+"""Event handlers that turn informer notifications into work-queue keys, and predicates.
+
+Contract:
+
+* :func:`enqueue_object` adds the object's ``ns/name`` key (a tombstone's own key on delete).
+* :func:`enqueue_owner` adds the key of the object's *controller* owner reference whose kind
+  and API group match (the version is ignored, as controller-runtime does); objects without
+  such an owner are ignored. The owner is assumed to live in the object's namespace unless
+  ``owner_namespaced=False``. On delete, tombstones are unwrapped to their last known state.
+* Predicates filter events before enqueueing; every predicate must pass. A missing hook
+  passes. :data:`generation_changed` drops updates whose ``metadata.generation`` is unchanged
+  (status-only writes); :data:`resource_version_changed` drops updates with an unchanged
+  ``resourceVersion`` (periodic resync duplicates); :func:`label_selector_predicate` passes
+  objects whose labels match a selector.
+* Handlers never raise into the informer: any error is logged and the event is dropped.
+* Handlers only enqueue; they never mutate the (shared) cached objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from pyctrl.cache import DeletedFinalStateUnknown, meta_namespace_key, parse_selector
+from pyctrl.kube.interface import Object
+
+__all__ = [
+    "EnqueueHandler",
+    "Predicate",
+    "Queue",
+    "enqueue_object",
+    "enqueue_owner",
+    "generation_changed",
+    "label_selector_predicate",
+    "resource_version_changed",
+]
+
+log = structlog.get_logger(__name__)
+
+
+class Queue(Protocol):
+    """What a handler needs from a work queue."""
+
+    def add(self, item: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """Filters for the three event kinds; None means "let it through"."""
+
+    add: Callable[[Object], bool] | None = None
+    update: Callable[[Object, Object], bool] | None = None
+    delete: Callable[[Object], bool] | None = None
+
+
+def _meta(obj: Object, field: str) -> Any:
+    return (obj.get("metadata") or {}).get(field)
+
+
+generation_changed = Predicate(
+    update=lambda old, new: _meta(old, "generation") != _meta(new, "generation")
+)
+resource_version_changed = Predicate(
+    update=lambda old, new: _meta(old, "resourceVersion") != _meta(new, "resourceVersion")
+)
+
+
+def label_selector_predicate(selector: str | Mapping[str, str]) -> Predicate:
+    """Pass objects whose labels match ``selector`` (``"app=web,tier!=db"`` or a dict)."""
+    sel = parse_selector(selector)
+
+    def matches(obj: Object) -> bool:
+        return bool(sel.matches(_meta(obj, "labels") or {}))
+
+    return Predicate(add=matches, update=lambda old, new: matches(new), delete=matches)
+
+
+KeyFunc = Callable[[Object], str | None]
+
+
+class EnqueueHandler:
+    """A ResourceEventHandler that maps objects to keys and adds them to a queue."""
+
+    def __init__(
+        self,
+        queue: Queue,
+        key_func: KeyFunc,
+        predicates: Sequence[Predicate] = (),
+        *,
+        tombstone_key: bool = False,
+    ) -> None:
+        self._queue = queue
+        self._key_func = key_func
+        self._predicates = tuple(predicates)
+        self._tombstone_key = tombstone_key
+
+    def _enqueue(self, obj: Object) -> None:
+        key = self._key_func(obj)
+        if key:
+            self._queue.add(key)
+
+    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+        try:
+            if all(p.add is None or p.add(obj) for p in self._predicates):
+                self._enqueue(obj)
+        except Exception:
+            log.exception("add handler failed; event dropped")
+
+    def on_update(self, old: Object, new: Object) -> None:
+        try:
+            if all(p.update is None or p.update(old, new) for p in self._predicates):
+                self._enqueue(new)
+        except Exception:
+            log.exception("update handler failed; event dropped")
+
+    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+        try:
+            last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+            if last is not None and not all(
+                p.delete is None or p.delete(last) for p in self._predicates
+            ):
+                return
+            if isinstance(obj, DeletedFinalStateUnknown) and self._tombstone_key:
+                self._queue.add(obj.key)
+            elif last is not None:
+                self._enqueue(last)
+        except Exception:
+            log.exception("delete handler failed; event dropped")
+
+
+def enqueue_object(queue: Queue, predicates: Sequence[Predicate] = ()) -> EnqueueHandler:
+    """Enqueue each object's own ``ns/name`` key."""
+    return EnqueueHandler(queue, meta_namespace_key, predicates, tombstone_key=True)
+
+
+def _group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def enqueue_owner(
+    queue: Queue,
+    owner_group: str,
+    owner_kind: str,
+    predicates: Sequence[Predicate] = (),
+    *,
+    owner_namespaced: bool = True,
+) -> EnqueueHandler:
+    """Enqueue the key of the object's controller owner of kind ``owner_kind``.
+
+    ``owner_group`` is an API group (``"apps"``, ``""`` for core) or an apiVersion
+    (``"apps/v1"``, ``"v1"``); only the group is compared.
+    """
+    group = _group_of(owner_group) if "/" in owner_group or owner_group == "v1" else owner_group
+
+    def owner_key(obj: Object) -> str | None:
+        for ref in _meta(obj, "ownerReferences") or []:
+            if not ref.get("controller"):
+                continue
+            if ref.get("kind") != owner_kind or _group_of(str(ref.get("apiVersion"))) != group:
+                return None
+            namespace = _meta(obj, "namespace") if owner_namespaced else None
+            name = str(ref.get("name"))
+            return f"{namespace}/{name}" if namespace else name
+        return None
+
+    return EnqueueHandler(queue, owner_key, predicates)

@@ -1,0 +1,70 @@
+"""Structured logging setup for pyctrl processes (structlog on top of stdlib logging).
+
+Contract: :func:`configure_logging` makes every ``structlog.get_logger(__name__)`` call and
+every stdlib ``logging`` record (client libraries) come out through one handler on
+``stream`` (default stderr), rendered as one JSON object per line (``format="json"``) or as
+human-readable colourless lines (``format="console"``). Each line carries ``timestamp``
+(ISO 8601, UTC), ``level``, ``logger`` (the module name), the event and its key/values, every
+value bound with ``structlog.contextvars`` (e.g. the controller's ``reconcile_id``), and a
+rendered traceback for ``log.exception``. Calling it again replaces the previous setup.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal, TextIO
+
+import structlog
+from structlog.typing import Processor
+
+__all__ = ["configure_logging"]
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "error": logging.ERROR, "critical": logging.CRITICAL}
+
+
+def configure_logging(
+    format: Literal["json", "console"] = "json",
+    level: str = "info",
+    *,
+    stream: TextIO | None = None,
+) -> None:
+    """Route structlog and stdlib logging through one handler (see module docstring)."""
+    try:
+        numeric = _LEVELS[level.lower()]
+    except KeyError:
+        raise ValueError(f"unknown log level {level!r}; use one of {sorted(_LEVELS)}") from None
+    if format not in ("json", "console"):
+        raise ValueError(f"unknown log format {format!r}; use 'json' or 'console'")
+    shared: list[Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+    ]
+    renderer: Processor
+    final: list[Processor] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
+    if format == "json":
+        final += [structlog.processors.format_exc_info,
+                  structlog.processors.UnicodeDecoder()]
+        renderer = structlog.processors.JSONRenderer()
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=False)
+    structlog.configure(
+        processors=[structlog.stdlib.filter_by_level, *shared,
+                    structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared, processors=[*final, renderer],
+    ))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(numeric)

@@ -1,0 +1,288 @@
+"""EventBroadcaster and EventRecorder: record core/v1 Events without ever blocking the caller.
+
+Contract:
+
+* ``recorder.event(...)`` builds the Event (timestamps from the Clock at call time) and puts it
+  in a bounded buffer of ``queue_size``; when the buffer is full, or the broadcaster is shut
+  down, the event is dropped and counted in ``pyctrl_events_dropped_total{reason}``. The caller
+  never waits for the API server.
+* One background sink thread (started on the first event) drains the buffer through an
+  :class:`EventCorrelator` (aggregation, de-duplication, spam filter) and writes: a new Event
+  is created; a repeated one is merge-patched with the higher count and created afresh when
+  the patch finds it gone (NotFound). AlreadyExists and other 4xx answers drop the event;
+  5xx/timeouts are retried up to ``max_retries`` times with ``retry_backoff`` seconds between.
+* ``shutdown(timeout)`` stops accepting events, lets the sink drain for at most ``timeout``
+  seconds, drops what is left (counted), and joins the thread.
+* Events land in the involved object's namespace ("default" for cluster-scoped objects), with
+  ``involvedObject`` (apiVersion, kind, name, namespace, uid, resourceVersion),
+  ``source.component``/``source.host``, ``reportingComponent``/``reportingInstance``.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import deque
+from datetime import UTC
+from typing import Any, Literal, Protocol
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter
+
+from pyctrl.clock import Clock, RealClock
+from pyctrl.errors import (
+    AlreadyExists,
+    ApiError,
+    NotFound,
+    ServerError,
+    ServerTimeout,
+    Timeout,
+    TooManyRequests,
+)
+from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.resource import EVENTS
+from pyctrl.record.correlator import CorrelateResult, EventCorrelator
+
+__all__ = ["EventBroadcaster", "EventRecorder", "EventType"]
+
+log = structlog.get_logger(__name__)
+
+EventType = Literal["Normal", "Warning"]
+_RETRYABLE = (ServerError, ServerTimeout, Timeout, TooManyRequests)
+
+
+class EventRecorder(Protocol):
+    """Records an Event about ``obj`` (a raw object dict with metadata, apiVersion, kind)."""
+
+    def event(self, obj: Object, type: EventType, reason: str, message: str) -> None: ...
+
+    def eventf(
+        self, obj: Object, type: EventType, reason: str, message_fmt: str, *args: object
+    ) -> None: ...
+
+
+_metrics_lock = threading.Lock()
+_metrics: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
+
+
+def _dropped_counter(registry: CollectorRegistry | None) -> Counter:
+    def make(reg: CollectorRegistry | None) -> Counter:
+        return Counter(
+            "pyctrl_events_dropped", "Events not written to the API server, by reason.",
+            ["reason"], registry=reg,
+        )
+
+    if registry is None:
+        return make(None)
+    with _metrics_lock:
+        counter = _metrics.get(registry)
+        if counter is None:
+            counter = make(registry)
+            _metrics[registry] = counter
+        return counter
+
+
+def _time_str(clock: Clock) -> str:
+    return clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Recorder:
+    """The EventRecorder handed out by :meth:`EventBroadcaster.new_recorder`."""
+
+    def __init__(self, broadcaster: EventBroadcaster, component: str) -> None:
+        self._b = broadcaster
+        self._component = component
+
+    def event(self, obj: Object, type: EventType, reason: str, message: str) -> None:
+        if type not in ("Normal", "Warning"):
+            log.error("unsupported event type; dropped", type=type, reason=reason)
+            return
+        try:
+            built = self._b._build(obj, self._component, type, reason, message)
+        except Exception:  # a malformed object must never break the caller
+            log.exception("could not build event; dropped", reason=reason)
+            return
+        self._b._enqueue(built)
+
+    def eventf(
+        self, obj: Object, type: EventType, reason: str, message_fmt: str, *args: object
+    ) -> None:
+        self.event(obj, type, reason, message_fmt % args if args else message_fmt)
+
+
+class EventBroadcaster:
+    """Owns the buffer, correlator and sink thread shared by its recorders."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        component: str,
+        host: str | None = None,
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
+        queue_size: int = 1000,
+        max_retries: int = 3,
+        retry_backoff: float = 1.0,
+        correlator: EventCorrelator | None = None,
+    ) -> None:
+        self._client = client
+        self._component = component
+        self._host = host or ""
+        self._clock: Clock = clock or RealClock()
+        self._queue_size = queue_size
+        self._max_retries = max_retries
+        self._retry_backoff = retry_backoff
+        self._correlator = correlator or EventCorrelator(self._clock)
+        self._dropped = _dropped_counter(registry)
+        self._cond = threading.Condition(threading.Lock())
+        self._buffer: deque[Object] = deque()
+        self._busy = False
+        self._closed = False
+        self._abort = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_ns = 0
+
+    def new_recorder(self, component: str | None = None) -> EventRecorder:
+        """A recorder whose events carry ``source.component = component`` (default: ours)."""
+        return _Recorder(self, component or self._component)
+
+    # -- producer side ------------------------------------------------------------------
+    def _build(self, obj: Object, component: str, type: str, reason: str, msg: str) -> Object:
+        md = obj.get("metadata") or {}
+        ref: dict[str, Any] = {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "name": md.get("name", ""),
+            "namespace": md.get("namespace", ""),
+            "uid": md.get("uid", ""),
+            "resourceVersion": md.get("resourceVersion", ""),
+        }
+        ref = {k: v for k, v in ref.items() if v}
+        stamp = _time_str(self._clock)
+        with self._cond:
+            ns = max(int(self._clock.time() * 1e9), self._last_ns + 1)
+            self._last_ns = ns
+        source = {"component": component}
+        if self._host:
+            source["host"] = self._host
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{ref.get('name', 'unknown')}.{ns:x}",
+                "namespace": ref.get("namespace") or "default",
+            },
+            "involvedObject": ref,
+            "type": type,
+            "reason": reason,
+            "message": msg,
+            "source": source,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "reportingComponent": component,
+            "reportingInstance": self._host,
+        }
+
+    def _enqueue(self, event: Object) -> None:
+        with self._cond:
+            if self._closed:
+                reason = "shutdown"
+            elif len(self._buffer) >= self._queue_size:
+                reason = "queue_full"
+            else:
+                self._buffer.append(event)
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._sink, name=f"event-sink-{self._component}", daemon=True
+                    )
+                    self._thread.start()
+                self._cond.notify_all()
+                return
+        self._dropped.labels(reason=reason).inc()
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """Block (real time) until every buffered event was handled; False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._buffer and not self._busy, timeout)
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop accepting events, drain for at most ``timeout`` seconds, join the sink."""
+        with self._cond:
+            self._closed = True
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is None:
+            return
+        thread.join(timeout)
+        if thread.is_alive():
+            self._abort.set()
+            thread.join()
+
+    # -- sink side ----------------------------------------------------------------------
+    def _sink(self) -> None:
+        while True:
+            with self._cond:
+                while not self._buffer and not self._closed:
+                    self._cond.wait()
+                if not self._buffer:
+                    return
+                event = self._buffer.popleft()
+                self._busy = True
+            try:
+                if self._abort.is_set():
+                    self._dropped.labels(reason="shutdown").inc()
+                else:
+                    self._handle(event)
+            except Exception:
+                log.exception("event sink failed; event dropped")
+                self._dropped.labels(reason="error").inc()
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _handle(self, event: Object) -> None:
+        result = self._correlator.correlate(event)
+        if result.skip:
+            self._dropped.labels(reason="spam").inc()
+            log.debug("event dropped by spam filter", reason=event.get("reason"))
+            return
+        for attempt in range(self._max_retries + 1):
+            try:
+                written = self._write(result)
+            except _RETRYABLE as err:
+                log.info("event write failed; retrying", error=str(err), attempt=attempt)
+                if attempt == self._max_retries or self._clock.sleep(
+                    self._retry_backoff * (attempt + 1), self._abort
+                ):
+                    break
+                continue
+            except ApiError as err:
+                log.info("event rejected; dropped", error=str(err),
+                         reason=event.get("reason"))
+                self._dropped.labels(reason="rejected").inc()
+                return
+            self._correlator.update_state(written, result.key)
+            return
+        self._dropped.labels(reason="error").inc()
+
+    def _write(self, result: CorrelateResult) -> Object:
+        event = result.event
+        md = event["metadata"]
+        if result.patch is not None:
+            try:
+                return self._client.patch(
+                    EVENTS, md["name"], result.patch, md["namespace"], patch_type="merge"
+                )
+            except NotFound:
+                pass  # it expired or was deleted: create it again with the running count
+        fresh = dict(event)
+        fresh["metadata"] = {k: v for k, v in md.items() if k != "resourceVersion"}
+        try:
+            return self._client.create(EVENTS, fresh, md["namespace"])
+        except AlreadyExists:
+            log.debug("event already exists", name=md["name"])
+            return fresh

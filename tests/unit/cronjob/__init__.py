@@ -1,0 +1,1 @@
+"""Unit tests for the pure parts of the CronJob operator."""
