@@ -28,7 +28,7 @@ from typing import Literal, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronjob_controller.schedule import ScheduleError, check
-from pyctrl.kube.resource import Resource
+from pyctrl.kube import Resource
 
 __all__ = [
     "API_VERSION", "CONCURRENCY_POLICIES", "CONDITION_READY", "CRONJOBS", "DEFAULTS", "GROUP",

@@ -133,15 +133,20 @@ class CronFields:
         return dom or dow
 
 
-def _atom_error(field: _FieldSpec, text: str, atom: str) -> ScheduleError:
-    """The clearest message for an atom that is neither a number nor a known name."""
+def _check_extensions(field: _FieldSpec, text: str, atom: str) -> None:
+    """Name the non-standard cron extensions Kubernetes rejects, for a clearer message."""
     where = f'{field.name} field "{text}"'
     if _LAST.fullmatch(atom):
-        return ScheduleError(f"{where}: 'L' (last day) is not supported")
+        raise ScheduleError(f"{where}: 'L' (last day) is not supported")
     if _WEEKDAY.fullmatch(atom):
-        return ScheduleError(f"{where}: 'W' (nearest weekday) is not supported")
+        raise ScheduleError(f"{where}: 'W' (nearest weekday) is not supported")
     if _HASH.fullmatch(atom):
-        return ScheduleError(f"{where}: 'H' (hashed values) is not supported")
+        raise ScheduleError(f"{where}: 'H' (hashed values) is not supported")
+
+
+def _atom_error(field: _FieldSpec, text: str, atom: str) -> ScheduleError:
+    """The message for an atom that is neither a number nor a known name."""
+    where = f'{field.name} field "{text}"'
     if field.names:
         return ScheduleError(f'{where}: "{atom}" is neither a number nor a {field.name} name')
     return ScheduleError(f'{where}: "{atom}" is not a number')
@@ -161,6 +166,7 @@ def _parse_field(field: _FieldSpec, text: str) -> tuple[frozenset[int], bool]:
     values: set[int] = set()
     star = False
     for atom in filter(None, text.split(",")):  # robfig drops empty list items
+        _check_extensions(field, text, atom)
         range_and_step = atom.split("/")
         if len(range_and_step) > 2:
             raise ScheduleError(f'{where}: too many slashes in "{atom}"')

@@ -15,6 +15,7 @@ Contract:
 * ``has_synced()`` is True once the first ``replace`` (or any add) happened and every key
   queued by that first ``replace`` has been popped.
 * ``resync()`` queues ``Sync`` for every known object that has no pending deltas.
+  ``on_synced`` (optional) is called once, with the queue lock held, at that moment.
 * ``close()`` makes blocked and future ``pop`` calls raise :class:`FIFOClosedError`.
 * A ``transformer`` (e.g. drop managedFields) is applied to objects as they are queued, except
   tombstones and ``Sync`` deltas (those come from the cache and are already transformed).
@@ -84,7 +85,8 @@ class DeltaFIFO:
     def __init__(self, *, key_func: KeyFunc = deletion_handling_meta_namespace_key,
                  known_objects: KeyListerGetter | None = None,
                  transformer: TransformFunc | None = None,
-                 emit_delta_type_replaced: bool = True) -> None:
+                 emit_delta_type_replaced: bool = True,
+                 on_synced: Callable[[], None] | None = None) -> None:
         self._key_func = key_func
         self._known = known_objects
         self._transformer = transformer
@@ -96,6 +98,7 @@ class DeltaFIFO:
         self._populated = False
         self._initial_population_count = 0
         self._closed = False
+        self._on_synced = on_synced
 
     # -- producers (the Reflector) --------------------------------------------------------
     def add(self, obj: Object) -> None:
@@ -163,6 +166,8 @@ class DeltaFIFO:
             if not self._populated:
                 self._populated = True
                 self._initial_population_count = len(keys) + queued_deletions
+                if self._initial_population_count == 0:
+                    self._synced()
             self._cond.notify_all()
 
     def resync(self) -> None:
@@ -191,6 +196,8 @@ class DeltaFIFO:
                 self._initial_population_count -= 1
             deltas = self._items.pop(key)
             process(deltas, in_initial)
+            if in_initial and self._initial_population_count == 0 and self._populated:
+                self._synced()
 
     def pop_batch(self, process: PopProcessFunc, max_items: int = 256) -> int:
         """Like :meth:`pop`, but drains up to ``max_items`` ready keys in one lock hold.
@@ -212,6 +219,8 @@ class DeltaFIFO:
                     self._initial_population_count -= 1
                 process(items.pop(key), in_initial)
                 n += 1
+                if in_initial and self._initial_population_count == 0 and self._populated:
+                    self._synced()
             return n
 
     def has_synced(self) -> bool:
@@ -242,6 +251,11 @@ class DeltaFIFO:
             return len(self._queue)
 
     # -- internals -------------------------------------------------------------------------
+    def _synced(self) -> None:
+        # Lock held; fires once, when has_synced() first turns True.
+        if self._on_synced is not None:
+            self._on_synced()
+
     def _queue_action(self, action: DeltaType, obj: Object | DeletedFinalStateUnknown) -> str:
         # Lock held.
         if (self._transformer is not None and action != SYNC

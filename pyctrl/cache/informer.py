@@ -207,7 +207,8 @@ class SharedIndexInformer:
             if self._stopped:
                 return
             self._started = True
-            fifo = DeltaFIFO(known_objects=self._indexer, transformer=self._transform)
+            fifo = DeltaFIFO(known_objects=self._indexer, transformer=self._transform,
+                             on_synced=self._mark_synced)
             self._fifo = fifo
             self._reflector = Reflector(
                 self._lw, fifo, name=f"{self.name}-reflector", clock=self._clock,
@@ -253,10 +254,11 @@ class SharedIndexInformer:
                 fifo.pop_batch(self._handle_deltas)
             except FIFOClosedError:
                 return
-            if not self._synced and fifo.has_synced():
-                with self._sync_cond:
-                    self._synced = True
-                    self._sync_cond.notify_all()
+
+    def _mark_synced(self) -> None:
+        with self._sync_cond:
+            self._synced = True
+            self._sync_cond.notify_all()
 
     def _handle_deltas(self, deltas: list[Delta], is_in_initial_list: bool) -> None:
         # Called by the FIFO with its lock held: must not block.

@@ -145,6 +145,11 @@ class RESTClient:
             watches = list(self._watches)
         for w in watches:
             w.close()
+        # urllib3 2 no longer closes pools on clear(); close their idle sockets ourselves.
+        for key in list(self._pool.pools.keys()):
+            pool = self._pool.pools.get(key)
+            if pool is not None:
+                pool.close()
         self._pool.clear()
 
     def __enter__(self) -> RESTClient:

@@ -122,9 +122,10 @@ def load_config(kubeconfig: str | None = None, context: str | None = None) -> Ku
         if context is None and in_cluster():
             cfg = Configuration()
             try:
-                incluster_config.load_incluster_config(  # type: ignore[no-untyped-call]
-                    client_configuration=cfg
+                loader = incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
+                    token_filename=str(_SA_DIR / "token"), cert_filename=str(_SA_DIR / "ca.crt"),
                 )
+                loader.load_and_set(cfg)  # type: ignore[no-untyped-call]
             except ConfigException as exc:
                 raise ConfigError(f"in-cluster config: {exc}") from exc
             return KubeConfig(cfg, source="in-cluster")

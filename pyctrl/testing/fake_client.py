@@ -518,8 +518,9 @@ class FakeClient:
                 want = (preconditions or {}).get(field_name)
                 if want and want != meta.get(field_name):
                     raise new_conflict(resource, name, (
-                        f"Precondition failed: {label} in precondition: {want}, "
-                        f"{label} in object meta: {meta.get(field_name)}"))
+                        f"the {label} in the precondition ({want}) does not match the {label} "
+                        f"in record ({meta.get(field_name)}). The object might have been "
+                        + ("deleted and then recreated" if field_name == "uid" else "modified")))
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp"):
                     return _copy(old)

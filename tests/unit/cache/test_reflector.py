@@ -86,7 +86,7 @@ def test_410_on_watch_open_relists_and_expired_relist_falls_back_to_consistent_r
     lw.queue_list_error(Gone("too old resource version", 410, "Expired"))
     lw.queue_list([cm("x", "30")], "30")
     clock = SleepRecordingClock()
-    refl, store = make(lw, clock)
+    refl, _ = make(lw, clock)
     with running(refl):
         assert clock.sleeps.wait_for(lambda ev: any(n == "refl-run" for n, _ in ev))
         clock.step(1.0)

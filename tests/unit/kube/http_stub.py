@@ -42,7 +42,8 @@ class StubServer:
     def __init__(self) -> None:
         self.requests: list[Request] = []
         self.respond: Callable[[Request], Reply] = lambda req: Reply(body={"kind": "Ok"})
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
+        self.stopped = False
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,6 +63,7 @@ class StubServer:
                 )
                 with stub.lock:
                     stub.requests.append(req)
+                    stub.lock.notify_all()
                 reply = stub.respond(req)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
@@ -98,7 +100,15 @@ class StubServer:
                                        kwargs={"poll_interval": 0.05})
         self.thread.start()
 
+    def wait_requests(self, count: int, timeout: float = 5.0) -> bool:
+        """Block (real time) until at least ``count`` requests arrived."""
+        with self.lock:
+            return self.lock.wait_for(lambda: len(self.requests) >= count, timeout)
+
     def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
         self.server.shutdown()
         self.server.server_close()  # joins handler threads (block_on_close)
         self.thread.join(5.0)

@@ -228,15 +228,6 @@ def test_connection_refused_is_connection_error(stub: StubServer) -> None:
     finally:
         c.close()
     assert err.value.reason == "ConnectionError" and not isinstance(err.value, Timeout)
-    stub.server = _Restartable()  # stop() is called again by the fixture
-
-
-class _Restartable:
-    def shutdown(self) -> None:
-        pass
-
-    def server_close(self) -> None:
-        pass
 
 
 # -- 429 -----------------------------------------------------------------------------------
@@ -268,8 +259,8 @@ def test_429_waits_retry_after_on_the_clock_then_succeeds(
         clock.step(2.9)
         assert len(stub.requests) == 1
         clock.step(0.1)
-        assert clock.wait_for_waiters(1)  # waiting 2 s from details.retryAfterSeconds
-        assert len(stub.requests) == 2
+        assert stub.wait_requests(2)
+        assert clock.wait_for_waiters(1)  # now waiting 2 s from details.retryAfterSeconds
         clock.step(2)
     finally:
         t.join(5.0)
@@ -282,7 +273,8 @@ def test_429_gives_up_after_max_retries(stub: StubServer, clock: FakeClock) -> N
     c = RESTClient(KubeConfig.from_url(stub.url), clock=clock, qps=0, max_retries=2)
     t, out = run_in_thread(lambda: c.get(CONFIGMAPS, "a", "ns"))
     try:
-        for _ in range(2):
+        for n in (1, 2):
+            assert stub.wait_requests(n)
             assert clock.wait_for_waiters(1)
             clock.step(1)
     finally:

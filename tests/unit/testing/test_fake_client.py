@@ -239,7 +239,7 @@ def test_delete_with_preconditions(fake: FakeClient) -> None:
     created = fake.create(CONFIGMAPS, cm("a"))
     with pytest.raises(Conflict) as err:
         fake.delete(CONFIGMAPS, "a", "default", preconditions={"uid": "other"})
-    assert "Precondition failed: UID" in err.value.message
+    assert "UID in the precondition (other)" in err.value.message
     with pytest.raises(Conflict):
         fake.delete(CONFIGMAPS, "a", "default", preconditions={"resourceVersion": "42"})
     gone = fake.delete(CONFIGMAPS, "a", "default",

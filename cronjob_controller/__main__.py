@@ -1,0 +1,231 @@
+"""``python -m cronjob_controller``: run the controller, or the ``next``/``trigger`` helpers.
+
+Contract: this module only parses flags and wires parts together (``wiring.build``); all
+behaviour lives in the modules it calls. Exit codes: 0 after a graceful stop, 1 when leader
+election was lost (the pod restarts and rejoins as a standby), 2 for bad flags or input.
+
+* ``python -m cronjob_controller [flags]``: the controller (``run`` may be given explicitly).
+* ``python -m cronjob_controller next NAME [-n NS] [--count 5]``: the next run times of a
+  CronJob, in its time zone.
+* ``python -m cronjob_controller trigger NAME [-n NS]``: create a Job from the CronJob's template
+  now, like ``kubectl create job --from=cronjob/NAME`` does for batch/v1 CronJobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal, cast
+
+import structlog
+
+from cronjob_controller import api, jobs, schedule
+from cronjob_controller.webhook import WebhookConfig, WebhookServer
+from cronjob_controller.wiring import build
+from pyctrl import (
+    LeaderElectionLost,
+    Manager,
+    RealClock,
+    configure_logging,
+    install_signal_handlers,
+)
+from pyctrl.errors import ApiError, NotFound
+from pyctrl.kube import JOBS, RESTClient
+
+__all__ = ["build_parser", "main"]
+
+log = structlog.get_logger("cronjob_controller")
+
+DEFAULT_QPS = 50.0
+DEFAULT_BURST = 100
+
+
+def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", default=None,
+                        help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, or the "
+                             "in-cluster service account when running in a pod)")
+    parser.add_argument("--context", default=None, help="kubeconfig context to use")
+    parser.add_argument("--qps", type=float, default=DEFAULT_QPS,
+                        help="client-side requests per second to the API server")
+    parser.add_argument("--burst", type=int, default=DEFAULT_BURST,
+                        help="client-side burst above --qps")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The flags of the controller itself (the ``run`` command)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m cronjob_controller",
+        description="Run the batch.pyctrl.io/v1 CronJob controller. Subcommands: "
+                    "'next NAME' and 'trigger NAME' (see --help of each).",
+    )
+    _add_connection_flags(parser)
+    parser.add_argument("--namespace", action="append", default=[], metavar="NS",
+                        help="watch only this namespace (repeatable; default: all)")
+    parser.add_argument("--workers", type=int, default=16,
+                        help="concurrent reconciles (worker threads)")
+    parser.add_argument("--leader-elect", action="store_true",
+                        help="run leader election so only one replica acts at a time")
+    parser.add_argument("--leader-elect-namespace",
+                        default=os.environ.get("POD_NAMESPACE", "default"),
+                        help="namespace of the leader election Lease")
+    parser.add_argument("--leader-elect-name", default="pyctrl-cronjob-controller",
+                        help="name of the leader election Lease")
+    parser.add_argument("--metrics-bind-address", default=":8080",
+                        help="host:port for /metrics ('0' disables)")
+    parser.add_argument("--health-probe-bind-address", default=":8081",
+                        help="host:port for /healthz and /readyz ('0' disables)")
+    parser.add_argument("--webhook-bind-address", default="0",
+                        help="host:port for the admission webhook ('0' disables)")
+    parser.add_argument("--webhook-cert-dir", default="/tmp/k8s-webhook-server/serving-certs",
+                        help="directory with tls.crt and tls.key for the webhook")
+    parser.add_argument("--graceful-shutdown-timeout", type=float, default=30.0,
+                        help="seconds in-flight reconciles get to finish on shutdown")
+    parser.add_argument("--log-format", choices=("json", "console"), default="json")
+    parser.add_argument("--log-level", default="info",
+                        choices=("debug", "info", "warning", "error"))
+    return parser
+
+
+def _helper_parser(command: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"python -m cronjob_controller {command}")
+    parser.add_argument("name", help="CronJob name")
+    parser.add_argument("-n", "--namespace", default="default")
+    _add_connection_flags(parser)
+    if command == "next":
+        parser.add_argument("--count", type=int, default=5, help="how many run times to show")
+    return parser
+
+
+def _client(args: argparse.Namespace) -> RESTClient:
+    return RESTClient.from_kubeconfig(args.kubeconfig, args.context, qps=args.qps,
+                                      burst=args.burst, user_agent="pyctrl-cronjob-controller")
+
+
+def _webhook(args: argparse.Namespace) -> WebhookServer | None:
+    from pyctrl.healthz import parse_bind_address
+
+    bind = parse_bind_address(args.webhook_bind_address)
+    if bind is None:
+        return None
+    cert_dir = Path(args.webhook_cert_dir)
+    return WebhookServer(WebhookConfig(cert_file=str(cert_dir / "tls.crt"),
+                                       key_file=str(cert_dir / "tls.key"),
+                                       host=bind[0], port=bind[1]))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the controller until SIGTERM/SIGINT (see module docstring for exit codes)."""
+    configure_logging(cast(Literal["json", "console"], args.log_format), args.log_level)
+    client = _client(args)
+    identity = f"{os.environ.get('POD_NAME') or os.uname().nodename}_{uuid.uuid4().hex[:8]}"
+    manager = Manager(
+        client,
+        leader_election_id=args.leader_elect_name if args.leader_elect else None,
+        leader_election_namespace=args.leader_elect_namespace,
+        leader_election_identity=identity,
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        graceful_shutdown_timeout=args.graceful_shutdown_timeout,
+        component="cronjob-controller",
+    )
+    wired = build(manager, namespaces=args.namespace, workers=args.workers)
+    stop = threading.Event()
+    restore = install_signal_handlers(stop)
+    webhook = _webhook(args)
+    webhook_thread: threading.Thread | None = None
+    if webhook is not None:
+        webhook_thread = threading.Thread(target=webhook.run, args=(stop,), name="webhook",
+                                          daemon=True)
+        webhook_thread.start()
+    clock_thread = wired.start_clock_watch(stop)
+    log.info("starting cronjob controller", identity=identity, workers=args.workers,
+             namespaces=args.namespace or "all", leader_elect=args.leader_elect)
+    try:
+        manager.run(stop)
+    except LeaderElectionLost:
+        log.error("leader election lost; exiting so the pod restarts as a standby")
+        return 1
+    finally:
+        stop.set()
+        for thread in (webhook_thread, clock_thread):
+            if thread is not None:
+                thread.join(5.0)
+        client.close()
+        restore()
+    return 0
+
+
+def next_times(args: argparse.Namespace) -> int:
+    """Print the next ``--count`` run times of a CronJob in its own time zone."""
+    client = _client(args)
+    try:
+        obj = client.get(api.CRONJOBS, args.name, args.namespace)
+    except NotFound:
+        print(f"error: cronjob {args.namespace}/{args.name} not found", file=sys.stderr)
+        return 2
+    errors = api.validate(obj)
+    if errors:
+        print("error: the CronJob is invalid: " + "; ".join(map(str, errors)), file=sys.stderr)
+        return 2
+    cronjob = api.CronJob.from_dict(obj)
+    zone = api.load_zone(cronjob.spec.time_zone)
+    sched = schedule.parse(cronjob.spec.schedule, zone)
+    now = RealClock().now()
+    anchor = cronjob.status.last_schedule_time or cronjob.creation_timestamp or now
+    t = now
+    print(f"# {args.namespace}/{args.name}: {cronjob.spec.schedule!r} in "
+          f"{cronjob.spec.time_zone or 'UTC'}" + (" (suspended)" if cronjob.spec.suspend else ""))
+    for _ in range(args.count):
+        nxt = sched.next_after(t, anchor=anchor)
+        if nxt is None:
+            break
+        print(api.format_rfc3339(nxt.astimezone(zone)))
+        t = nxt
+    return 0
+
+
+def trigger(args: argparse.Namespace) -> int:
+    """Create a Job from the CronJob's template now (a manual run)."""
+    client = _client(args)
+    try:
+        obj = client.get(api.CRONJOBS, args.name, args.namespace)
+    except NotFound:
+        print(f"error: cronjob {args.namespace}/{args.name} not found", file=sys.stderr)
+        return 2
+    zone = api.load_zone(cast("str | None", (obj.get("spec") or {}).get("timeZone")))
+    now = RealClock().now()
+    body = jobs.build_job(obj, now, zone)
+    # A manual run must never collide with (or be mistaken for) a scheduled one.
+    body["metadata"]["name"] = f"{args.name}-manual-{uuid.uuid4().hex[:5]}"  # type: ignore[index]
+    annotations = body["metadata"]["annotations"]  # type: ignore[index]
+    # Not a scheduled run: without the scheduled-timestamp annotation it never moves the
+    # CronJob's lastScheduleTime, so it can not suppress a real run that is due.
+    annotations.pop(api.SCHEDULED_TIMESTAMP_ANNOTATION, None)
+    annotations["cronjob.kubernetes.io/instantiate"] = "manual"
+    try:
+        created = client.create(JOBS, body, args.namespace)
+    except ApiError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"job.batch/{created['metadata']['name']} created")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("next", "trigger"):
+        args = _helper_parser(argv[0]).parse_args(argv[1:])
+        return next_times(args) if argv[0] == "next" else trigger(args)
+    if argv and argv[0] == "run":
+        argv = argv[1:]
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,441 @@
+"""The level-triggered CronJob sync (the behaviour contract is CRONJOB.md).
+
+Contract of :meth:`CronJobReconciler.reconcile` (one CronJob key, ``namespace/name``):
+
+1. Read the CronJob and the Jobs it controls (by owner UID, through an index) from the
+   informer caches; never LIST. A missing CronJob ends the sync (its Jobs are garbage
+   collected by the API server through their controller ownerReference).
+2. Rebuild status from the world: ``active`` = our unfinished Jobs; ``lastSuccessfulTime`` =
+   the latest completion among our Complete Jobs (never going backwards); ``lastScheduleTime``
+   = the latest of the recorded value and the scheduled times of our Jobs, so a status write
+   that was lost or deferred is recovered from the Jobs themselves.
+3. History cleanup (runs even when suspended), then stop if deleting, invalid or suspended.
+4. Find the most recent due time ``t`` (anchor < t <= now), apply the starting deadline, the
+   concurrency policy, and create the Job named ``<name>-<unix minutes of t>``. The name is
+   deterministic, so a restarted controller or a second replica can never create a run twice;
+   AlreadyExists for a Job we control counts as success; a foreign Job holding the name is
+   reported (UnexpectedJob) and left alone.
+5. Write status once, only when it changed, as a merge patch of the status subresource.
+
+Critical path. At a minute tick thousands of CronJobs come due at once. What makes a Job exist
+is one write (the create); the status write and the events can wait. So a sync that created a
+Job returns without writing status: the Job's ADDED event from the informer enqueues the
+CronJob again, and that second sync, queued behind every CronJob still waiting for its create
+(the queue is FIFO), rebuilds and writes the status (step 2 recovers lastScheduleTime from
+the Job). Events go through the recorder's background sink and never block a worker.
+
+Invalid specs (bad schedule, unknown zone, missing template, overlong name) get a Warning
+event and a ``Ready=False`` condition naming the problem, once per distinct problem, and no
+requeue: only a change of the object (an informer event) brings the key back, so a broken
+CronJob can not hot-loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+from typing import Any, Protocol, cast
+
+import structlog
+from prometheus_client import CollectorRegistry, Histogram
+
+from cronjob_controller import api, jobs, schedule
+from pyctrl import Clock, RealClock, Result
+from pyctrl.cache import CONTROLLER_UID_INDEX, split_meta_namespace_key
+from pyctrl.errors import AlreadyExists, ApiError, NotFound
+from pyctrl.kube import JOBS, Client, Object
+from pyctrl.record import EventRecorder
+
+__all__ = [
+    "REQUEUE_SLACK_SECONDS",
+    "CronJobReconciler",
+    "ObjectSource",
+    "skew_histogram",
+]
+
+log = structlog.get_logger(__name__)
+
+# Requeue a little after the due time so the sync never runs a hair early and finds nothing.
+REQUEUE_SLACK_SECONDS = 0.1
+_SKEW_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class ObjectSource(Protocol):
+    """What the reconciler reads from: a Lister (or several merged)."""
+
+    def get(self, namespace: str | None, name: str) -> Object: ...
+
+    def by_index(self, index: str, value: str) -> Sequence[Object]: ...
+
+
+_skew_by_registry: dict[int, Histogram] = {}
+_skew_lock = threading.Lock()
+
+
+def skew_histogram(registry: CollectorRegistry | None) -> Histogram | None:
+    """``cronjob_controller_job_creation_skew_seconds`` on ``registry`` (once per registry)."""
+    if registry is None:
+        return None
+    with _skew_lock:
+        hist = _skew_by_registry.get(id(registry))
+        if hist is None:
+            hist = Histogram(
+                "cronjob_controller_job_creation_skew_seconds",
+                "Seconds between a run's scheduled time and the creation of its Job.",
+                buckets=_SKEW_BUCKETS,
+                registry=registry,
+            )
+            _skew_by_registry[id(registry)] = hist
+        return hist
+
+
+@dataclass
+class _Plan:
+    """What one sync decided, built up step by step and written at the end."""
+
+    active: list[Object]
+    last_schedule: datetime | None
+    last_successful: datetime | None
+    next_schedule: datetime | None = None
+    ready: tuple[str, str, str] = ("True", api.REASON_SCHEDULED, "")
+    observed_schedule: dict[str, str] | None = None
+    created: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return cast(Mapping[str, Any], obj.get("metadata") or {})
+
+
+def _latest(*times: datetime | None) -> datetime | None:
+    present = [t for t in times if t is not None]
+    return max(present) if present else None
+
+
+def _start_time(job: Object) -> datetime:
+    status = job.get("status") or {}
+    return (api.parse_time(status.get("startTime"))
+            or api.parse_time(_meta(job).get("creationTimestamp")) or _EPOCH)
+
+
+class CronJobReconciler:
+    """Reconciles CronJob keys into Jobs (see module docstring)."""
+
+    def __init__(
+        self,
+        client: Client,
+        cronjobs: ObjectSource,
+        job_source: ObjectSource,
+        recorder: EventRecorder,
+        *,
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
+        defer_status_after_create: bool = True,
+    ) -> None:
+        self.client = client
+        self.cronjobs = cronjobs
+        self.jobs = job_source
+        self.recorder = recorder
+        self.clock: Clock = clock or RealClock()
+        self.defer_status_after_create = defer_status_after_create
+        self._skew = skew_histogram(registry)
+        # (key, reason) -> the last message reported, so each distinct problem is reported
+        # once instead of on every sync; cleared when the CronJob goes away.
+        self._reported: dict[tuple[str, str], str] = {}
+        self._reported_lock = threading.Lock()
+
+    # -- reporting helpers ------------------------------------------------------------------
+    def _report_once(self, key: str, obj: Object, kind: str, reason: str, message: str) -> None:
+        with self._reported_lock:
+            if self._reported.get((key, reason)) == message:
+                return
+            self._reported[(key, reason)] = message
+        self.recorder.event(obj, kind, reason, message)  # type: ignore[arg-type]
+
+    def _forget_reports(self, key: str, keep: Sequence[str] = ()) -> None:
+        with self._reported_lock:
+            for k in [k for k in self._reported if k[0] == key and k[1] not in keep]:
+                del self._reported[k]
+
+    # -- the sync ---------------------------------------------------------------------------
+    def reconcile(self, key: str) -> Result | None:
+        namespace, name = split_meta_namespace_key(key)
+        try:
+            raw = self.cronjobs.get(namespace, name)
+        except NotFound:
+            self._forget_reports(key)
+            return None
+        now = self.clock.now()
+        meta = _meta(raw)
+        uid = str(meta.get("uid", ""))
+        status = cast(Mapping[str, Any], raw.get("status") or {})
+        owned = [j for j in self.jobs.by_index(CONTROLLER_UID_INDEX, uid)
+                 if jobs.is_controlled_by(j, uid)]
+        plan = self._rebuild_status(key, raw, status, owned)
+
+        errors = api.validate(raw)
+        limits_ok = not any(e.field.endswith("HistoryLimit") for e in errors)
+        if limits_ok:
+            self._cleanup_history(raw, owned, plan)
+        if meta.get("deletionTimestamp"):
+            return self._finish(raw, status, plan, None)
+        if errors:
+            return self._invalid(key, raw, status, plan, errors)
+        self._forget_reports(key, keep=("MissSchedule", "TooManyMissedTimes", "UnexpectedJob",
+                                        "JobAlreadyActive"))
+        cronjob = api.CronJob.from_dict(raw)
+        zone = api.load_zone(cronjob.spec.time_zone)
+        sched = schedule.parse(cronjob.spec.schedule, zone)
+        anchor = self._anchor(cronjob, status, plan, now)
+        if cronjob.spec.suspend:
+            plan.ready = ("True", api.REASON_SUSPENDED, "the CronJob is suspended")
+            return self._finish(raw, status, plan, None)
+
+        due, missed = sched.most_recent(anchor, now)
+        plan.next_schedule = sched.next_after(now, anchor=anchor)
+        if due is not None:
+            self._run(key, raw, cronjob, zone, due, missed, now, plan)
+            if plan.created:
+                plan.next_schedule = sched.next_after(now, anchor=due)
+        requeue = self._requeue_after(plan.next_schedule)
+        return self._finish(raw, status, plan, requeue)
+
+    def _rebuild_status(self, key: str, raw: Object, status: Mapping[str, Any],
+                        owned: list[Object]) -> _Plan:
+        previously_active = {ref.get("uid") for ref in status.get("active") or []}
+        active: list[Object] = []
+        last_successful = api.parse_time(status.get("lastSuccessfulTime"))
+        last_schedule = api.parse_time(status.get("lastScheduleTime"))
+        for job in owned:
+            finished, how = jobs.is_job_finished(job)
+            last_schedule = _latest(last_schedule, jobs.scheduled_time_of(job))
+            if not finished:
+                active.append(job)
+                continue
+            if how == "Complete":
+                last_successful = _latest(last_successful, jobs.completion_time_of(job))
+            if _meta(job).get("uid") in previously_active:
+                self.recorder.event(raw, "Normal", "SawCompletedJob",
+                                    f"Saw completed job: {_meta(job).get('name')}, "
+                                    f"condition: {how}")
+        return _Plan(active=active, last_schedule=last_schedule,
+                     last_successful=last_successful)
+
+    def _cleanup_history(self, raw: Object, owned: list[Object], plan: _Plan) -> None:
+        spec = cast(Mapping[str, Any], raw.get("spec") or {})
+        for how, limit_key in (("Complete", "successfulJobsHistoryLimit"),
+                               ("Failed", "failedJobsHistoryLimit")):
+            limit = spec.get(limit_key)
+            limit = api.DEFAULTS[limit_key] if limit is None else limit
+            done = sorted(
+                (j for j in owned
+                 if jobs.is_job_finished(j) == (True, how)
+                 and not _meta(j).get("deletionTimestamp")),
+                key=_start_time,
+            )
+            for job in done[:max(0, len(done) - int(cast(int, limit)))]:
+                self._delete_job(raw, job, plan)
+
+    def _delete_job(self, raw: Object, job: Object, plan: _Plan) -> bool:
+        job_meta = _meta(job)
+        name = str(job_meta.get("name"))
+        try:
+            self.client.delete(JOBS, name, str(job_meta.get("namespace")),
+                               propagation_policy="Background",
+                               preconditions={"uid": str(job_meta.get("uid"))})
+        except NotFound:
+            pass
+        except ApiError as err:
+            self.recorder.event(raw, "Warning", "FailedDelete",
+                                f"Error deleting job {name}: {err.message}")
+            raise
+        self.recorder.event(raw, "Normal", "SuccessfulDelete", f"Deleted job {name}")
+        plan.active = [j for j in plan.active if _meta(j).get("uid") != job_meta.get("uid")]
+        return True
+
+    def _invalid(self, key: str, raw: Object, status: Mapping[str, Any], plan: _Plan,
+                 errors: Sequence[api.FieldError]) -> Result | None:
+        reason = api.condition_reason(errors)
+        message = "; ".join(str(e) for e in errors)
+        plan.ready = ("False", reason, message)
+        event_reason = reason if reason in (api.REASON_INVALID_SCHEDULE,
+                                            api.REASON_UNKNOWN_TIME_ZONE) else "InvalidSpec"
+        self._report_once(key, raw, "Warning", event_reason, message)
+        log.info("invalid cronjob", key=key, reason=reason, problem=message)
+        return self._finish(raw, status, plan, None)
+
+    def _anchor(self, cronjob: api.CronJob, status: Mapping[str, Any], plan: _Plan,
+                now: datetime) -> datetime:
+        """lastScheduleTime, else creation; never before the last schedule/timeZone edit."""
+        signature = {"schedule": cronjob.spec.schedule, "timeZone": cronjob.spec.time_zone or ""}
+        observed = status.get("observedSchedule")
+        since: datetime | None = None
+        if isinstance(observed, Mapping):
+            same = (observed.get("schedule") == signature["schedule"]
+                    and observed.get("timeZone", "") == signature["timeZone"])
+            since = api.parse_time(observed.get("since")) if same else now
+        plan.observed_schedule = {**signature, "since": api.format_time(since)} if since else {
+            **signature, "since": api.format_time(cronjob.creation_timestamp or now)}
+        base = plan.last_schedule or cronjob.creation_timestamp or now
+        return max(base, since) if since is not None else base
+
+    def _run(self, key: str, raw: Object, cronjob: api.CronJob, zone: tzinfo, due: datetime,
+             missed: int, now: datetime, plan: _Plan) -> None:
+        if missed > schedule.TOO_MANY_MISSED:
+            self._report_once(key, raw, "Warning", "TooManyMissedTimes",
+                              f"too many missed start times (> {schedule.TOO_MANY_MISSED}); "
+                              f"starting only the most recent, {api.format_time(due)}")
+        if not schedule.within_starting_deadline(due, now,
+                                                 cronjob.spec.starting_deadline_seconds):
+            self._report_once(key, raw, "Warning", "MissSchedule",
+                              f"Missed scheduled time to start a job: {api.format_time(due)}")
+            return
+        name = jobs.job_name(cronjob.name, due)
+        try:
+            existing: Object | None = self.jobs.get(cronjob.namespace, name)
+        except NotFound:
+            existing = None
+        if existing is not None:
+            if not jobs.is_controlled_by(existing, cronjob.uid):
+                self._report_unexpected(key, raw, name, due)
+            return
+        if plan.active and cronjob.spec.concurrency_policy == "Forbid":
+            self._report_once(key, raw, "Normal", "JobAlreadyActive",
+                              f"Not starting job for {api.format_time(due)} because a "
+                              "prior execution is still running and concurrency policy "
+                              "is Forbid")
+            return
+        if plan.active and cronjob.spec.concurrency_policy == "Replace":
+            for job in list(plan.active):
+                self._delete_job(raw, job, plan)
+        self._create(key, raw, cronjob, zone, due, plan)
+
+    def _report_unexpected(self, key: str, raw: Object, name: str, due: datetime) -> None:
+        self._report_once(key, raw, "Warning", "UnexpectedJob",
+                          f"job {name} for the run at {api.format_time(due)} exists but is "
+                          "not controlled by this CronJob; leaving it alone")
+
+    def _create(self, key: str, raw: Object, cronjob: api.CronJob, zone: tzinfo,
+                due: datetime, plan: _Plan) -> None:
+        body = jobs.build_job(raw, due, zone)
+        name = str(cast(Mapping[str, Any], body["metadata"])["name"])
+        try:
+            created = self.client.create(JOBS, body, cronjob.namespace)
+        except AlreadyExists:
+            try:
+                current = self.client.get(JOBS, name, cronjob.namespace)
+            except NotFound:
+                raise  # deleted between the two calls: retry the sync
+            if not jobs.is_controlled_by(current, cronjob.uid):
+                self._report_unexpected(key, raw, name, due)
+                return
+            created = current
+        except ApiError as err:
+            self.recorder.event(raw, "Warning", "FailedCreate",
+                                f"Error creating job {name}: {err.message}")
+            raise
+        else:
+            if self._skew is not None:
+                self._skew.observe(max(0.0, (self.clock.now() - due).total_seconds()))
+            self.recorder.event(raw, "Normal", "SuccessfulCreate", f"Created job {name}")
+            log.debug("created job", key=key, job=name, scheduled=api.format_time(due))
+        plan.active.append(created)
+        plan.last_schedule = _latest(plan.last_schedule, due)
+        plan.created = True
+
+    def _requeue_after(self, next_time: datetime | None) -> float | None:
+        if next_time is None:
+            return None
+        delta = (next_time - self.clock.now()).total_seconds()
+        return max(0.0, delta) + REQUEUE_SLACK_SECONDS
+
+    # -- status -----------------------------------------------------------------------------
+    def _finish(self, raw: Object, status: Mapping[str, Any], plan: _Plan,
+                requeue_after: float | None) -> Result | None:
+        result = Result(requeue_after=requeue_after) if requeue_after is not None else None
+        if plan.created and self.defer_status_after_create:
+            # Off the critical path: the new Job's informer event brings this key back.
+            return result
+        desired = self._desired_status(raw, status, plan)
+        if _status_equal(status, desired):
+            return result
+        meta = _meta(raw)
+        self.client.patch(
+            api.CRONJOBS, str(meta.get("name")), {"status": desired},
+            str(meta.get("namespace")), patch_type="merge", subresource="status",
+        )
+        return result
+
+    def _desired_status(self, raw: Object, status: Mapping[str, Any],
+                        plan: _Plan) -> dict[str, Any]:
+        active = sorted(
+            (api.ObjectReference.for_job(j).to_dict() for j in plan.active),
+            key=lambda r: str(r["name"]),
+        )
+        for ref in active:
+            ref.pop("resourceVersion", None)  # changes on every Job write; not worth a patch
+        desired: dict[str, Any] = {
+            "active": active,
+            "activeCount": len(active),
+            "lastScheduleTime": _fmt(plan.last_schedule),
+            "lastSuccessfulTime": _fmt(plan.last_successful),
+            "nextScheduleTime": _fmt(plan.next_schedule),
+            "observedGeneration": _meta(raw).get("generation"),
+            "conditions": [self._ready_condition(status, plan)],
+        }
+        if plan.observed_schedule is not None:
+            desired["observedSchedule"] = plan.observed_schedule
+        return desired
+
+    def _ready_condition(self, status: Mapping[str, Any], plan: _Plan) -> dict[str, Any]:
+        state, reason, message = plan.ready
+        previous = next((c for c in status.get("conditions") or []
+                         if c.get("type") == api.CONDITION_READY), None)
+        since = self.clock.now()
+        if previous is not None and previous.get("status") == state:
+            since = api.parse_time(previous.get("lastTransitionTime")) or since
+        return {"type": api.CONDITION_READY, "status": state, "reason": reason,
+                "message": message, "lastTransitionTime": api.format_time(since)}
+
+
+def _fmt(t: datetime | None) -> str | None:
+    return api.format_time(t) if t is not None else None
+
+
+def _status_equal(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    for key, value in desired.items():
+        have = current.get(key)
+        if key == "active":
+            have = sorted(
+                ({k: v for k, v in ref.items() if k != "resourceVersion"} for ref in have or []),
+                key=lambda r: str(r.get("name")),
+            )
+        if key == "conditions":
+            have = [{k: c.get(k) for k in ("type", "status", "reason", "message",
+                                            "lastTransitionTime")} for c in have or []]
+        if have != value and not (have is None and value in (None, [], 0)):
+            return False
+    return True
+
+
+def clock_jump_watch(clock: Clock, stop: threading.Event, on_jump: Any,
+                     period: float = 1.0, threshold: float = 2.0) -> None:
+    """Call ``on_jump()`` when wall time moves against monotonic time by ``threshold`` s.
+
+    Requeues computed from wall time (the next scheduled run) assume the wall clock moves
+    like the monotonic one; after a jump (NTP step, VM resume) every CronJob must be
+    re-evaluated at once instead of sleeping out a stale delay.
+    """
+    offset = clock.time() - clock.monotonic()
+    while not clock.sleep(period, stop):
+        current = clock.time() - clock.monotonic()
+        if abs(current - offset) >= threshold:
+            log.warning("wall clock jumped; re-evaluating all CronJobs",
+                        jump_seconds=round(current - offset, 3))
+            on_jump()
+        offset = current
+
+

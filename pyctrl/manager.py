@@ -1,0 +1,278 @@
+"""Manager: runs informers, controllers, leader election, probes, metrics and signals.
+
+Contract (controller-runtime's manager, in threads):
+
+* ``run(stop)``: starts the /metrics and probe HTTP servers, starts the informers (they warm
+  their caches whether or not we lead), then runs the controllers' workers only while this
+  replica leads (always, without leader election). Controllers start once the informers have
+  synced. ``run`` returns when ``stop`` is set and everything has shut down.
+* Shutdown order: controllers stop taking work and in-flight reconciles get up to
+  ``graceful_shutdown_timeout`` seconds; then the lease is released (when configured), events
+  are flushed, informers stopped, HTTP servers closed. Every thread the manager started is
+  joined, except workers still busy after the graceful timeout (logged; they are daemons).
+* Losing leadership is fatal: the workers are stopped, everything shuts down as above and
+  ``run`` raises :class:`LeaderElectionLost`; the process should exit and restart (cleaner
+  than re-acquiring with half-stopped state).
+* Probes: ``/healthz`` has ``ping`` and, with leader election, ``leader-election``
+  (:meth:`LeaderElector.check`); ``/readyz`` has ``ping`` and ``informers-synced``; more via
+  :meth:`add_healthz_check`/:meth:`add_readyz_check`. ``/metrics`` serves ``registry``.
+* :func:`install_signal_handlers`: the first SIGTERM/SIGINT sets ``stop`` (graceful); a second
+  one exits the process at once with status 1.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from types import FrameType
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from pyctrl.cache import SharedInformerFactory
+from pyctrl.clock import Clock, RealClock
+from pyctrl.controller import Controller
+from pyctrl.healthz import Check, Checks, HTTPServerThread, metrics_handler, parse_bind_address
+from pyctrl.kube.interface import Client
+from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
+from pyctrl.record import EventBroadcaster, EventRecorder
+
+__all__ = ["LeaderElectionLost", "Manager", "install_signal_handlers"]
+
+log = structlog.get_logger(__name__)
+
+_POLL_SECONDS = 0.05  # how often run() looks at its stop event and the leadership flag
+
+
+class LeaderElectionLost(RuntimeError):
+    """Raised by :meth:`Manager.run` after this replica lost its leader lease."""
+
+
+def default_identity() -> str:
+    """``<hostname>_<uuid>``: unique per process, readable in the Lease."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+class Manager:
+    """Owns and runs everything a controller process needs (see module docstring)."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        leader_election: LeaderElectionConfig | None = None,
+        leader_election_id: str | None = None,
+        leader_election_namespace: str = "default",
+        leader_election_identity: str | None = None,
+        metrics_bind_address: str = "0",
+        health_probe_bind_address: str = "0",
+        registry: CollectorRegistry | None = None,
+        clock: Clock | None = None,
+        graceful_shutdown_timeout: float = 30.0,
+        namespace: str | None = None,
+        default_resync: float = 0.0,
+        component: str = "pyctrl",
+    ) -> None:
+        self.client = client
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.clock: Clock = clock or RealClock()
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self.component = component
+        self.informers = SharedInformerFactory(
+            client, default_resync=default_resync, namespace=namespace, clock=self.clock
+        )
+        self._metrics_bind = parse_bind_address(metrics_bind_address)
+        self._probe_bind = parse_bind_address(health_probe_bind_address)
+        self._controllers: list[Controller] = []
+        self._healthz = Checks("healthz")
+        self._readyz = Checks("readyz")
+        self._healthz.add("ping", lambda: None)
+        self._readyz.add("ping", lambda: None)
+        self._readyz.add("informers-synced", self._informers_synced)
+        self._servers: dict[str, HTTPServerThread] = {}
+        self._broadcaster: EventBroadcaster | None = None
+        self._mu = threading.Lock()
+        self._lost = threading.Event()
+        self._stopping = False
+        self._ran = False
+        if leader_election is None and leader_election_id:
+            lock = LeaseLock(client, leader_election_namespace, leader_election_id,
+                             leader_election_identity or default_identity())
+            leader_election = LeaderElectionConfig(lock, name=leader_election_id)
+        self.elector: LeaderElector | None = None
+        if leader_election is not None:
+            self.elector = LeaderElector(
+                leader_election,
+                LeaderCallbacks(self._run_controllers, self._on_stopped_leading),
+                clock=self.clock, registry=self.registry,
+            )
+            self._healthz.add("leader-election", self.elector.check)
+
+    # -- wiring -------------------------------------------------------------------------
+    def add_controller(self, controller: Controller) -> None:
+        with self._mu:
+            if self._ran:
+                raise RuntimeError("add controllers before Manager.run")
+            self._controllers.append(controller)
+
+    def add_healthz_check(self, name: str, fn: Check) -> None:
+        self._healthz.add(name, fn)
+
+    def add_readyz_check(self, name: str, fn: Check) -> None:
+        self._readyz.add(name, fn)
+
+    def event_recorder(self, component: str | None = None) -> EventRecorder:
+        """A recorder on the manager's broadcaster (flushed when the manager stops)."""
+        with self._mu:
+            if self._broadcaster is None:
+                self._broadcaster = EventBroadcaster(
+                    self.client, component=self.component, clock=self.clock,
+                    registry=self.registry,
+                )
+            return self._broadcaster.new_recorder(component)
+
+    def _address(self, name: str) -> tuple[str, int] | None:
+        server = self._servers.get(name)
+        return server.address if server is not None else None
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """Where /metrics is served (after ``run`` started), None when disabled."""
+        return self._address("metrics")
+
+    @property
+    def health_probe_address(self) -> tuple[str, int] | None:
+        """Where /healthz and /readyz are served (after ``run`` started)."""
+        return self._address("probes")
+
+    def _informers_synced(self) -> str | None:
+        pending = [i.name for i in self.informers.informers() if not i.has_synced()]
+        return f"not synced: {', '.join(pending)}" if pending else None
+
+    # -- running ------------------------------------------------------------------------
+    def _start_servers(self) -> None:
+        if self._metrics_bind is not None:
+            self._servers["metrics"] = HTTPServerThread(
+                "metrics", self._metrics_bind, metrics_handler(self.registry)
+            )
+        if self._probe_bind is not None:
+            def probes(path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+                for checks in (self._healthz, self._readyz):
+                    prefix = "/" + checks.endpoint
+                    if path == prefix or path.startswith(prefix + "/"):
+                        return checks.serve(path, query)
+                return 404, "text/plain; charset=utf-8", b"not found\n"
+
+            self._servers["probes"] = HTTPServerThread("probes", self._probe_bind, probes)
+        for server in self._servers.values():
+            server.start()
+
+    def _run_controllers(self, stop: threading.Event) -> None:
+        """Run every controller until ``stop``; then give in-flight work the grace period."""
+        # Poll has_synced on stop's real-time wait: the factory's wait_for_cache_sync waits on
+        # the Clock and would not notice ``stop`` under a FakeClock nobody steps.
+        while self._informers_synced() is not None:
+            if stop.wait(_POLL_SECONDS):
+                return
+        threads = [
+            threading.Thread(target=c.run, args=(stop,), name=f"controller-{c.name}",
+                             daemon=True)
+            for c in self._controllers
+        ]
+        for t in threads:
+            t.start()
+        log.info("controllers started", count=len(threads))
+        stop.wait()
+        deadline = self.clock.monotonic() + self.graceful_shutdown_timeout
+        for t in threads:
+            t.join(max(0.0, deadline - self.clock.monotonic()))
+        stuck = [t.name for t in threads if t.is_alive()]
+        if stuck:
+            log.error("graceful shutdown timed out; abandoning busy workers", controllers=stuck,
+                      timeout=self.graceful_shutdown_timeout)
+
+    def _on_stopped_leading(self) -> None:
+        if not self._stopping:
+            log.error("leader election lost")
+            self._lost.set()
+
+    def _run_elector(self, elector: LeaderElector, stop: threading.Event) -> None:
+        try:
+            elector.run(stop)
+        finally:
+            if not self._stopping:
+                self._lost.set()
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until ``stop`` (see module docstring); raises LeaderElectionLost."""
+        with self._mu:
+            if self._ran:
+                raise RuntimeError("a Manager runs once")
+            self._ran = True
+        work_stop = threading.Event()  # controllers (no election) or the elector
+        informer_stop = threading.Event()
+        worker: threading.Thread | None = None
+        try:
+            self._start_servers()
+            self.informers.start(informer_stop)
+            if self.elector is not None:
+                worker = threading.Thread(target=self._run_elector,
+                                          args=(self.elector, work_stop),
+                                          name="leader-elector", daemon=True)
+            else:
+                worker = threading.Thread(target=self._run_controllers, args=(work_stop,),
+                                          name="controllers", daemon=True)
+            worker.start()
+            while not stop.wait(_POLL_SECONDS) and not self._lost.is_set():
+                pass
+        finally:
+            self._shutdown(work_stop, informer_stop, worker)
+        if self._lost.is_set():
+            raise LeaderElectionLost("leader election lost")
+
+    def _shutdown(self, work_stop: threading.Event, informer_stop: threading.Event,
+                  worker: threading.Thread | None) -> None:
+        log.info("shutting down", leader_lost=self._lost.is_set())
+        self._stopping = True
+        work_stop.set()
+        if worker is not None:
+            # Controllers get the grace period; the elector then releases (a few API calls).
+            worker.join(self.graceful_shutdown_timeout + 30.0)
+            if worker.is_alive():
+                log.error("shutdown of controllers/elector timed out")
+        if self._broadcaster is not None:
+            self._broadcaster.shutdown()
+        informer_stop.set()
+        self.informers.shutdown()
+        for controller in self._controllers:
+            controller.queue.shut_down()  # idempotent; covers controllers that never ran
+        for server in self._servers.values():
+            server.shutdown()
+        log.info("shutdown complete")
+
+
+def install_signal_handlers(stop: threading.Event) -> Callable[[], None]:
+    """SIGTERM/SIGINT set ``stop``; a second signal calls ``os._exit(1)``.
+
+    Call from the main thread. Returns a function that restores the previous handlers.
+    """
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            os._exit(1)
+        log.info("signal received; shutting down gracefully (again to force)", signal=signum)
+        stop.set()
+
+    for sig in previous:
+        signal.signal(sig, handle)
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore

@@ -1,0 +1,170 @@
+"""Manager: probes, metrics, controllers gated by leadership, clean shutdown (no threads)."""
+
+from __future__ import annotations
+
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import pytest
+
+from pyctrl.controller import Controller, Result
+from pyctrl.errors import ServerError
+from pyctrl.handlers import enqueue_object
+from pyctrl.kube.resource import CONFIGMAPS
+from pyctrl.leaderelection import LeaderElectionConfig, LeaderElectionRecord
+from pyctrl.manager import LeaderElectionLost, Manager
+from pyctrl.testing.fake_client import FakeClient
+from pyctrl.testing.fake_clock import FakeClock
+from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
+from tests.unit.runtime.helpers import eventually
+
+
+@dataclass
+class Recorder:
+    keys: list[str] = field(default_factory=list)
+
+    def reconcile(self, key: str) -> Result | None:
+        self.keys.append(key)
+        return None
+
+
+def get(manager: Manager, path: str) -> tuple[int, str]:
+    address = manager.health_probe_address if path != "/metrics" else manager.metrics_address
+    assert address is not None
+    url = f"http://127.0.0.1:{address[1]}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+class Running:
+    def __init__(self, manager: Manager) -> None:
+        self.manager = manager
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="manager-run")
+
+    def _run(self) -> None:
+        try:
+            self.manager.run(self.stop)
+        except BaseException as err:
+            self.error = err
+
+    def start(self) -> Running:
+        self.thread.start()
+        eventually(lambda: self.manager.health_probe_address is not None, what="servers up")
+        return self
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+def build(client: FakeClient, **kwargs: object) -> tuple[Manager, Recorder]:
+    mgr = Manager(client, metrics_bind_address="127.0.0.1:0",
+                  health_probe_bind_address="127.0.0.1:0", **kwargs)  # type: ignore[arg-type]
+    rec = Recorder()
+    ctrl = Controller("cm", rec, registry=mgr.registry, clock=mgr.clock)
+    informer = mgr.informers.informer_for(CONFIGMAPS, namespace="ns")
+    informer.add_event_handler(enqueue_object(ctrl.queue))
+    mgr.add_controller(ctrl)
+    return mgr, rec
+
+
+@pytest.fixture
+def running() -> Iterator[list[Running]]:
+    made: list[Running] = []
+    yield made
+    for r in made:
+        if r.thread.is_alive():
+            r.shutdown()
+
+
+def test_runs_controllers_serves_probes_and_metrics_then_stops_cleanly(
+    running: list[Running],
+) -> None:
+    client = FakeClient()
+    client.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    mgr, rec = build(client)
+    r = Running(mgr).start()
+    running.append(r)
+    eventually(lambda: rec.keys == ["ns/a"], what="reconciled")
+    assert get(mgr, "/readyz") == (200, "ok")
+    assert get(mgr, "/healthz") == (200, "ok")
+    code, body = get(mgr, "/readyz?verbose")
+    assert code == 200 and "[+]informers-synced ok" in body and "[+]ping ok" in body
+    assert get(mgr, "/readyz/informers-synced") == (200, "ok")
+    assert get(mgr, "/readyz/nope")[0] == 404
+    code, metrics = get(mgr, "/metrics")
+    assert code == 200
+    assert 'controller_runtime_reconcile_total{controller="cm",result="success"} 1.0' in metrics
+    r.shutdown()
+    assert r.error is None
+
+
+def test_failing_check_makes_probe_fail(running: list[Running]) -> None:
+    mgr, _ = build(FakeClient())
+    mgr.add_healthz_check("disk", lambda: "disk full")
+    r = Running(mgr).start()
+    running.append(r)
+    code, body = get(mgr, "/healthz")
+    assert code == 500 and "[-]disk failed: disk full" in body
+    assert get(mgr, "/healthz/ping") == (200, "ok")
+
+
+def _election(store: FakeLockStore, identity: str = "me") -> LeaderElectionConfig:
+    return LeaderElectionConfig(FakeLock(store, identity), lease_duration=15, renew_deadline=10,
+                                retry_period=2, jitter_factor=1.0, name="mgr")
+
+
+def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
+    running: list[Running],
+) -> None:
+    clock = FakeClock()
+    store = FakeLockStore()
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    store.record = LeaderElectionRecord("other", 15, now, now)
+    client = FakeClient()
+    client.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    mgr, rec = build(client, leader_election=_election(store), clock=clock)
+    r = Running(mgr).start()
+    running.append(r)
+    eventually(lambda: get(mgr, "/readyz")[0] == 200, what="caches warm without leading")
+    assert rec.keys == []
+    assert mgr.elector is not None and not mgr.elector.is_leader()
+    for _ in range(8):  # the other holder stops renewing; we take over after 15s
+        assert clock.wait_for_waiters(1)
+        clock.step(2)
+        if mgr.elector.is_leader():
+            break
+    eventually(lambda: rec.keys == ["ns/a"], what="reconciled once leading")
+    r.shutdown()
+    assert r.error is None
+    assert store.holder() == "", "lease released on clean stop"
+
+
+def test_losing_leadership_stops_workers_and_raises(running: list[Running]) -> None:
+    clock = FakeClock()
+    store = FakeLockStore()
+    mgr, rec = build(FakeClient(), leader_election=_election(store), clock=clock)
+    r = Running(mgr).start()
+    running.append(r)
+    assert mgr.elector is not None
+    eventually(mgr.elector.is_leader, what="leading")
+    store.fail_with = ServerError("apiserver down", 503)
+    for _ in range(6):
+        clock.step(2)
+        if not r.thread.is_alive():
+            break
+        eventually(lambda: clock.waiters() >= 1 or not r.thread.is_alive())
+    r.thread.join(10)
+    assert not r.thread.is_alive()
+    assert isinstance(r.error, LeaderElectionLost)
+    assert store.holder() == "me", "a lost lease is never written"
