@@ -115,10 +115,12 @@ def _latest(*times: datetime | None) -> datetime | None:
     return max(present) if present else None
 
 
-def _start_time(job: Object) -> datetime:
+def _age_key(job: Object) -> tuple[datetime, datetime]:
+    """Oldest first: by start time (1 s resolution), ties broken by the scheduled time."""
     status = job.get("status") or {}
-    return (api.parse_time(status.get("startTime"))
-            or api.parse_time(_meta(job).get("creationTimestamp")) or _EPOCH)
+    created = api.parse_time(_meta(job).get("creationTimestamp")) or _EPOCH
+    started = api.parse_time(status.get("startTime")) or created
+    return started, jobs.scheduled_time_of(job) or created
 
 
 class CronJobReconciler:
@@ -234,7 +236,7 @@ class CronJobReconciler:
                 (j for j in owned
                  if jobs.is_job_finished(j) == (True, how)
                  and not _meta(j).get("deletionTimestamp")),
-                key=_start_time,
+                key=_age_key,
             )
             for job in done[:max(0, len(done) - int(cast(int, limit)))]:
                 self._delete_job(raw, job, plan)
@@ -341,7 +343,7 @@ class CronJobReconciler:
             if self._skew is not None:
                 self._skew.observe(max(0.0, (self.clock.now() - due).total_seconds()))
             self.recorder.event(raw, "Normal", "SuccessfulCreate", f"Created job {name}")
-            log.debug("created job", key=key, job=name, scheduled=api.format_time(due))
+            log.info("created job", key=key, job=name, scheduled=api.format_time(due))
         plan.active.append(created)
         plan.last_schedule = _latest(plan.last_schedule, due)
         plan.created = True

@@ -188,16 +188,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         route = _ROUTES.get(self.path.split("?", 1)[0])
-        if route is None:
-            self._send(404, b"not found", "text/plain")
-            return
         try:
             length = int(self.headers.get("Content-Length", ""))
         except ValueError:
             self._send(411, b"Content-Length required", "text/plain")
             return
-        if not 0 <= length <= self.server.config.max_body_bytes:
-            self._send(413, b"request body too large", "text/plain")
+        limit = self.server.config.max_body_bytes
+        if route is None or not 0 <= length <= limit:
+            # Read what the client sent (bounded) before answering: closing a socket with
+            # unread input resets the connection and the client never sees the answer.
+            self._drain(min(max(length, 0), 4 * limit))
+            if route is None:
+                self._send(404, b"not found", "text/plain")
+            else:
+                self._send(413, b"request body too large", "text/plain")
             return
         try:
             review = orjson.loads(self.rfile.read(length))
@@ -213,6 +217,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, b"internal error", "text/plain")
             return
         self._send(200, body, "application/json")
+
+    def _drain(self, length: int) -> None:
+        while length > 0:
+            chunk = self.rfile.read(min(length, 64 * 1024))
+            if not chunk:
+                return
+            length -= len(chunk)
 
     def _send(self, code: int, body: bytes, content_type: str) -> None:
         self.send_response(code)

@@ -8,7 +8,9 @@ Contract:
   ``last_sync_resource_version()``.
 * LIST resourceVersion follows client-go: "0" (any cached state) for the first list, the
   last synced version for a relist, and "" (a consistent read) when that version is known
-  to be unavailable (410/Expired). A 410 while following ``continue`` tokens restarts the
+  to be unavailable (410/Expired, or a watch from a just-listed version expiring). Only
+  the "0" and "" lists are paged (a paged list at a given version would read exactly that,
+  possibly stale, version from etcd). A 410 while following ``continue`` tokens restarts the
   list as one consistent, unpaged read (RV ""), since pages of different snapshots can't mix.
 * A watch that ends cleanly is reopened at once from the last version. 410 Gone (on open
   or as an in-stream ERROR event, or a "too old resource version" message) means the version
@@ -151,6 +153,7 @@ class Reflector:
     def list_and_watch(self, stop: threading.Event) -> None:
         """One LIST, then WATCHes until a relist is needed (returns) or a hard error."""
         self._list(stop)
+        listed_rv = self._last_rv
         while not stop.is_set():
             try:
                 self._watch_once(stop)
@@ -161,6 +164,10 @@ class Reflector:
             except Exception as err:
                 if _is_expired(err):
                     log.info("watch expired, relisting", reflector=self.name, error=str(err))
+                    if self._last_rv == listed_rv:
+                        # Even the version we just listed is too old to watch from: the
+                        # next LIST must be a consistent read, not "at least this version".
+                        self._rv_unavailable = True
                     return
                 if not _retryable(err):
                     raise
@@ -197,6 +204,11 @@ class Reflector:
         items: list[Object] = []
         cont: str | None = None
         limit = self._page_size if self._page_size > 0 else None
+        if rv not in ("", "0"):
+            # As client-go: a relist at a specific version is served unpaged from the watch
+            # cache ("not older than"). Paged with a version means "exactly this version"
+            # from etcd, which can hand back the very state a 410 told us to move past.
+            limit = None
         while True:
             if stop.is_set():
                 raise _Stopped

@@ -2,7 +2,9 @@
 
 It holds config loading (:func:`load_config`: kubeconfig or in-cluster), the raw-dict
 :class:`RESTClient` implementing :class:`Client`, its client-side
-:class:`TokenBucketRateLimiter`, request metrics, and the :class:`Resource` constants.
+:class:`TokenBucketRateLimiter`, request metrics, label/field selector parsing, JSON
+patch helpers (:mod:`pyctrl.kube.patch`), API-server-shaped errors for fakes
+(:mod:`pyctrl.kube.status`) and the :class:`Resource` constants.
 """
 
 from pyctrl.kube.client import RESTClient
@@ -29,6 +31,12 @@ from pyctrl.kube.resource import (
     SERVICE_ACCOUNTS,
     Resource,
 )
+from pyctrl.kube.selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
 from pyctrl.kube.watch import HTTPWatchStream, WatchDecoder
 
 __all__ = [
@@ -44,8 +52,10 @@ __all__ = [
     "SERVICE_ACCOUNTS",
     "Client",
     "ConfigError",
+    "FieldSelector",
     "HTTPWatchStream",
     "KubeConfig",
+    "LabelSelector",
     "Object",
     "PatchType",
     "PropagationPolicy",
@@ -57,4 +67,6 @@ __all__ = [
     "WatchStream",
     "in_cluster",
     "load_config",
+    "parse_field_selector",
+    "parse_label_selector",
 ]

@@ -272,10 +272,21 @@ class RESTClient:
         allow_watch_bookmarks: bool = True,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        send_initial_events: bool = False,
     ) -> HTTPWatchStream:
+        """Open a WATCH (see :class:`pyctrl.kube.interface.Client`).
+
+        ``send_initial_events`` (beyond the Client protocol) asks for a streaming list: the
+        current objects as ADDED events, then a BOOKMARK annotated
+        ``k8s.io/initial-events-end``; it implies bookmarks and ``resourceVersionMatch``
+        NotOlderThan.
+        """
         query: dict[str, str] = {"watch": "true"}
-        if allow_watch_bookmarks:
+        if allow_watch_bookmarks or send_initial_events:
             query["allowWatchBookmarks"] = "true"
+        if send_initial_events:
+            query["sendInitialEvents"] = "true"
+            query["resourceVersionMatch"] = "NotOlderThan"
         if resource_version is not None:
             query["resourceVersion"] = resource_version
         if timeout_seconds is not None:

@@ -153,7 +153,7 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
 def test_losing_leadership_stops_workers_and_raises(running: list[Running]) -> None:
     clock = FakeClock()
     store = FakeLockStore()
-    mgr, rec = build(FakeClient(), leader_election=_election(store), clock=clock)
+    mgr, _ = build(FakeClient(), leader_election=_election(store), clock=clock)
     r = Running(mgr).start()
     running.append(r)
     assert mgr.elector is not None

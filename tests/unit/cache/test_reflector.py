@@ -79,10 +79,26 @@ def test_in_stream_410_error_relists_from_last_version() -> None:
     assert lw.watch_calls[1]["resource_version"] == "12"
 
 
-def test_410_on_watch_open_relists_and_expired_relist_falls_back_to_consistent_read() -> None:
+def test_410_on_watch_open_right_after_list_relists_consistently() -> None:
     lw = FakeListWatch()
     lw.queue_list([], "10")
     lw.queue_watch_error(Gone("too old resource version", 410, "Expired"))
+    lw.queue_list([cm("x", "30")], "30")
+    clock = SleepRecordingClock()
+    refl, _ = make(lw, clock)
+    with running(refl):
+        assert clock.sleeps.wait_for(lambda ev: any(n == "refl-run" for n, _ in ev))
+        clock.step(1.0)
+        assert lw.wait_for_watch_calls(2)
+    # Watching from the listed version already failed: "at least 10" could return 10 again.
+    assert [c["resource_version"] for c in lw.list_calls] == ["0", ""]
+    assert lw.watch_calls[1]["resource_version"] == "30"
+
+
+def test_expired_relist_at_last_version_falls_back_to_consistent_read() -> None:
+    lw = FakeListWatch()
+    lw.queue_list([], "10")
+    lw.queue_watch().add(cm("a", "11")).error_gone()
     lw.queue_list_error(Gone("too old resource version", 410, "Expired"))
     lw.queue_list([cm("x", "30")], "30")
     clock = SleepRecordingClock()
@@ -91,7 +107,8 @@ def test_410_on_watch_open_relists_and_expired_relist_falls_back_to_consistent_r
         assert clock.sleeps.wait_for(lambda ev: any(n == "refl-run" for n, _ in ev))
         clock.step(1.0)
         assert lw.wait_for_watch_calls(2)
-    assert [c["resource_version"] for c in lw.list_calls] == ["0", "10", ""]
+    assert [c["resource_version"] for c in lw.list_calls] == ["0", "11", ""]
+    assert lw.list_calls[1]["limit"] is None  # a relist at a version is never paged
     assert lw.watch_calls[1]["resource_version"] == "30"
 
 

@@ -340,9 +340,9 @@ def test_very_old_anchor_is_exact_without_walking_every_minute(
 
 def test_naive_datetimes_are_rejected() -> None:
     with pytest.raises(ValueError, match="naive"):
-        parse("* * * * *").next_after(datetime(2024, 1, 1))  # noqa: DTZ001 - on purpose
+        parse("* * * * *").next_after(datetime(2024, 1, 1))
     with pytest.raises(ValueError, match="naive"):
-        within_starting_deadline(datetime(2024, 1, 1), at("2024-01-01T00:00"), 10)  # noqa: DTZ001
+        within_starting_deadline(datetime(2024, 1, 1), at("2024-01-01T00:00"), 10)
 
 
 # ---------------------------------------------------------------------------------------

@@ -388,3 +388,11 @@ def test_client_close_ends_open_watches(client: RESTClient, stub: StubServer) ->
     assert out == {"value": []}
     with pytest.raises(ApiError, match="closed"):
         client.get(CONFIGMAPS, "a", "ns")
+
+
+def test_rest_client_satisfies_the_client_protocol(stub: StubServer) -> None:
+    from pyctrl.kube.interface import Client
+
+    c: Client = RESTClient(KubeConfig.from_url(stub.url), qps=0)  # mypy checks the protocol
+    assert isinstance(c, RESTClient)
+    c.close()

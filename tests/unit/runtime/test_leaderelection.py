@@ -144,7 +144,7 @@ def test_renews_every_retry_period(
         _leading_parked(clock)
         writes = len(store.history)
         clock.step(2)
-        eventually(lambda w=writes: len(store.history) > w, what=f"renew {i}")
+        eventually(lambda: len(store.history) > writes, what=f"renew {i}")  # noqa: B023
     last = store.record
     assert last is not None and last.renew_time is not None
     assert (last.renew_time - first.renew_time).total_seconds() == 6
@@ -168,7 +168,8 @@ def test_steps_down_before_lease_expires_when_renew_fails(
         _leading_parked(clock)
         calls = store.calls
         clock.step(2)  # one failing renew attempt per retry period
-        eventually(lambda n=calls: store.calls > n or c.probe.stopped.is_set(), what="renew")
+        eventually(lambda: store.calls > calls or c.probe.stopped.is_set(),  # noqa: B023
+                   what="renew attempted or stepped down")
     assert c.probe.stopped.wait(5)
     elapsed = stepped_down_at[0] - last_ok
     assert 10 <= elapsed < c.config.lease_duration

@@ -464,3 +464,10 @@ def test_concurrent_updates_one_wins_per_version(fake: FakeClient) -> None:
     for t in threads:
         t.join(5.0)
     assert sorted(results) == ["conflict"] * 7 + ["ok"]
+
+
+def test_fake_client_satisfies_the_client_protocol() -> None:
+    from pyctrl.kube.interface import Client
+
+    c: Client = FakeClient()  # mypy checks the protocol
+    assert c.list(CONFIGMAPS)["items"] == []

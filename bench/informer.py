@@ -1,0 +1,318 @@
+"""Informer sync time, memory per cached object and watch throughput vs client-go.
+
+Scenario: ``--objects`` ConfigMaps (10 data keys of ~40 bytes, 3 labels) in one namespace of a
+real kube-apiserver (a fresh :class:`pyctrl.testing.envtest.ControlPlane`, or ``--kubeconfig``).
+Each implementation runs in its own subprocess and reports:
+
+* ``sync_seconds``: informer start until ``has_synced`` (the whole paged LIST into the cache).
+* ``bytes_per_object``: process RSS growth over the empty baseline (measured after the
+  imports and client set-up, GC'd both times) divided by the objects cached.
+* ``events_per_s``: right before the subprocess starts, every object is updated once; the
+  informer is then started from the state at the resourceVersion before those updates (an
+  exact LIST at that version) so its watch replays all N updates; events per second counts
+  from the watch call to the N-th update delivered to a handler.
+
+Implementations: pyctrl's SharedIndexInformer (JSON decoded by orjson, managedFields dropped),
+client-go v0.35.4's SharedInformerFactory informer using protobuf (bench/anchors/informer),
+and the ``kubernetes`` package's ``kubernetes.informer.SharedInformer`` (typed models) when
+the installed version has it. ``ratio`` is pyctrl / client-go.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ANCHORS = Path(__file__).resolve().parent / "anchors"
+GO_BINARY = ANCHORS / "bin" / "informer"
+GOALS = {"sync_seconds": "<= 1.0", "bytes_per_object": "<= 1.0", "events_per_s": ">= 0.7"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--objects", type=int, default=10_000, help="ConfigMaps to create")
+    parser.add_argument("--kubeconfig", default=None, help="use this cluster, not envtest")
+    parser.add_argument("--page-size", type=int, default=500, help="pyctrl LIST page size")
+    parser.add_argument("--no-go", action="store_true", help="skip the client-go anchor")
+    parser.add_argument("--no-kubernetes", action="store_true",
+                        help="skip the kubernetes package's informer")
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def settled_rss() -> int:
+    gc.collect()
+    return rss_bytes()
+
+
+def configmap(i: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"bench-{i:05d}",
+                     "labels": {"app": "bench", "tier": f"t{i % 7}", "shard": f"s{i % 13}"}},
+        "data": {f"key-{k}": f"{i:05d}-{k}-" + "x" * 32 for k in range(10)},
+    }
+
+
+def _client(kubeconfig: str) -> Any:
+    from pyctrl.kube.client import RESTClient
+
+    return RESTClient.from_kubeconfig(kubeconfig, qps=5000, burst=5000, pool_maxsize=32)
+
+
+def populate(kubeconfig: str, namespace: str, n: int) -> None:
+    from pyctrl.kube.resource import CONFIGMAPS, NAMESPACES
+
+    client = _client(kubeconfig)
+    client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: client.create(CONFIGMAPS, configmap(i), namespace), range(n)))
+
+
+def update_round(kubeconfig: str, namespace: str, n: int) -> str:
+    """Update every object once; returns the resourceVersion from just before."""
+    from pyctrl.kube.resource import CONFIGMAPS
+
+    client = _client(kubeconfig)
+    rv: str = client.list(CONFIGMAPS, namespace, limit=1)["metadata"]["resourceVersion"]
+    stamp = uuid.uuid4().hex[:8]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: client.patch(CONFIGMAPS, f"bench-{i:05d}",
+                                             {"data": {"key-0": stamp}}, namespace), range(n)))
+    return rv
+
+
+# -- children (one process each) ----------------------------------------------------------------
+def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
+                 page_size: int) -> dict[str, Any]:
+    from pyctrl.cache.informer import SharedIndexInformer
+    from pyctrl.cache.listwatch import ListWatch
+    from pyctrl.cache.processor import ResourceEventHandlerFuncs
+    from pyctrl.kube.interface import Object, WatchStream
+    from pyctrl.kube.resource import CONFIGMAPS
+
+    client = _client(kubeconfig)
+    client.list(CONFIGMAPS, namespace, limit=1)  # warm the connection pool like client-go
+    out: dict[str, Any] = {}
+    baseline = settled_rss()
+    stop = threading.Event()
+    start = time.perf_counter()
+    informer = SharedIndexInformer(ListWatch(client, CONFIGMAPS, namespace), name="bench",
+                                   page_size=page_size)
+    t = threading.Thread(target=informer.run, args=(stop,))
+    t.start()
+    informer.wait_for_sync(stop)
+    out["sync_seconds"] = time.perf_counter() - start
+    count = len(informer.get_indexer().list_keys())
+    after = settled_rss()
+    out.update(objects=count, rss_growth_bytes=after - baseline,
+               bytes_per_object=(after - baseline) / max(count, 1))
+    stop.set()
+    t.join()
+    del informer
+    gc.collect()
+
+    snapshot = client.list(CONFIGMAPS, namespace, resource_version=rv_before,
+                           resource_version_match="Exact")
+    watch_start: list[float] = []
+
+    class SnapshotListWatch(ListWatch):
+        def list(self, *, limit: int | None, continue_: str | None,
+                 resource_version: str | None) -> Object:
+            return snapshot
+
+        def watch(self, *, resource_version: str, timeout_seconds: int,
+                  allow_watch_bookmarks: bool) -> WatchStream:
+            if not watch_start:
+                watch_start.append(time.perf_counter())
+            return super().watch(resource_version=resource_version,
+                                 timeout_seconds=timeout_seconds,
+                                 allow_watch_bookmarks=allow_watch_bookmarks)
+
+    done = threading.Event()
+    seen = [0]
+
+    def on_update(old: Object, new: Object) -> None:
+        seen[0] += 1
+        if seen[0] == n:
+            done.set()
+
+    stop2 = threading.Event()
+    inf2 = SharedIndexInformer(SnapshotListWatch(client, CONFIGMAPS, namespace), name="ev")
+    inf2.add_event_handler(ResourceEventHandlerFuncs(update_func=on_update))
+    t2 = threading.Thread(target=inf2.run, args=(stop2,))
+    t2.start()
+    if done.wait(180):
+        out["events"] = n
+        out["events_per_s"] = n / (time.perf_counter() - watch_start[0])
+    else:
+        out["events_error"] = f"timed out after {seen[0]} updates"
+    stop2.set()
+    t2.join()
+    client.close()
+    return out
+
+
+def child_kubernetes(kubeconfig: str, namespace: str, n: int, rv_before: str) -> dict[str, Any]:
+    try:
+        k8s_informer: Any = importlib.import_module("kubernetes.informer")
+    except ImportError:
+        return {"skipped": "kubernetes.informer is not in the installed kubernetes package"}
+    k8s: Any = importlib.import_module("kubernetes.client")
+    config: Any = importlib.import_module("kubernetes.config")
+    ADDED, MODIFIED = k8s_informer.ADDED, k8s_informer.MODIFIED  # noqa: N806
+    SharedInformer = k8s_informer.SharedInformer  # noqa: N806
+
+    config.load_kube_config(kubeconfig)
+    api = k8s.CoreV1Api()
+    api.list_namespaced_config_map(namespace, limit=1)
+    out: dict[str, Any] = {}
+    baseline = settled_rss()
+    synced = threading.Event()
+    added = [0]
+
+    def on_add(obj: Any) -> None:
+        added[0] += 1
+        if added[0] == n:
+            synced.set()
+
+    start = time.perf_counter()
+    inf = SharedInformer(api.list_namespaced_config_map, namespace=namespace)
+    inf.add_event_handler(ADDED, on_add)
+    inf.start()
+    synced.wait(600)
+    out["sync_seconds"] = time.perf_counter() - start
+    count = len(inf.cache.list_keys())
+    after = settled_rss()
+    out.update(objects=count, rss_growth_bytes=after - baseline,
+               bytes_per_object=(after - baseline) / max(count, 1))
+    inf.stop()
+    del inf
+    gc.collect()
+
+    done = threading.Event()
+    seen = [0]
+
+    def on_modified(obj: Any) -> None:
+        seen[0] += 1
+        if seen[0] == n:
+            done.set()
+
+    inf2 = SharedInformer(api.list_namespaced_config_map, namespace=namespace)
+    inf2._resource_version = rv_before  # skip the initial list: watch from before the updates
+    inf2.add_event_handler(MODIFIED, on_modified)
+    start = time.perf_counter()
+    inf2.start()
+    if done.wait(300):
+        out["events"] = n
+        out["events_per_s"] = n / (time.perf_counter() - start)
+    else:
+        out["events_error"] = f"timed out after {seen[0]} updates"
+    inf2.stop()
+    return out
+
+
+def _run_child(kind: str, kubeconfig: str, namespace: str, n: int, rv: str,
+               page_size: int) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "bench.informer", "--child", kind, "--kubeconfig", kubeconfig,
+           "--namespace", namespace, "--objects", str(n), "--rv-before", rv,
+           "--page-size", str(page_size)]
+    if kind == "client-go":
+        cmd = [str(GO_BINARY), "--kubeconfig", kubeconfig, "--namespace", namespace,
+               "--objects", str(n), "--rv-before", rv]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200,
+                          check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return {"error": f"exit {proc.returncode}: {proc.stderr[-2000:]}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def build_go_binary() -> Path | None:
+    sources = [*(ANCHORS / "informer").glob("*.go"), ANCHORS / "go.mod", ANCHORS / "go.sum"]
+    if GO_BINARY.exists() and GO_BINARY.stat().st_mtime >= max(
+            p.stat().st_mtime for p in sources):
+        return GO_BINARY
+    go = shutil.which("go")
+    if go is None:
+        return None
+    GO_BINARY.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
+    subprocess.run([go, "build", "-o", str(GO_BINARY), "./informer"], cwd=ANCHORS, env=env,
+                   check=True)
+    return GO_BINARY
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    n: int = args.objects
+    control_plane = None
+    kubeconfig: str | None = args.kubeconfig
+    if kubeconfig is None:
+        from pyctrl.testing.envtest import ControlPlane
+
+        control_plane = ControlPlane().start()
+        kubeconfig = control_plane.kubeconfig_path
+    try:
+        namespace = f"bench-informer-{uuid.uuid4().hex[:6]}"
+        t0 = time.perf_counter()
+        populate(kubeconfig, namespace, n)
+        result: dict[str, Any] = {"objects": n, "populate_seconds": time.perf_counter() - t0}
+        kinds = ["pyctrl"]
+        if not args.no_go and build_go_binary() is not None:
+            kinds.append("client-go")
+        if not args.no_kubernetes:
+            kinds.append("kubernetes")
+        for kind in kinds:
+            rv = update_round(kubeconfig, namespace, n)
+            result[kind.replace("-", "_")] = _run_child(kind, kubeconfig, namespace, n, rv,
+                                                        args.page_size)
+        py, go = result.get("pyctrl", {}), result.get("client_go", {})
+        ratio: dict[str, float] = {}
+        for key in ("sync_seconds", "bytes_per_object", "events_per_s"):
+            if isinstance(py.get(key), float) and isinstance(go.get(key), float) and go[key]:
+                ratio[key] = py[key] / go[key]
+        result["ratio"] = ratio
+        result["goals"] = GOALS
+        return result
+    finally:
+        if control_plane is not None:
+            control_plane.stop()
+
+
+def _child_main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--child", required=True)
+    p.add_argument("--kubeconfig", required=True)
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--objects", type=int, required=True)
+    p.add_argument("--rv-before", required=True)
+    p.add_argument("--page-size", type=int, default=500)
+    a = p.parse_args()
+    if a.child == "pyctrl":
+        out = child_pyctrl(a.kubeconfig, a.namespace, a.objects, a.rv_before, a.page_size)
+    else:
+        out = child_kubernetes(a.kubeconfig, a.namespace, a.objects, a.rv_before)
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    _child_main()

@@ -1,0 +1,1 @@
+"""Example controllers built on pyctrl's public API."""

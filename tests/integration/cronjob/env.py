@@ -1,0 +1,173 @@
+"""A CronJob controller running in-process against the real control plane, on a FakeClock.
+
+The controller is wired exactly as ``python -m cronjob_controller`` wires it
+(:func:`cronjob_controller.wiring.build` on a :class:`pyctrl.Manager`), but its clock is a
+:class:`pyctrl.testing.FakeClock` so a test moves time to the next minute instead of waiting.
+The API server's own timestamps (creationTimestamp) stay real; tests that need a past anchor
+seed ``status.lastScheduleTime`` through the status subresource.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from cronjob_controller.api import CRONJOBS
+from cronjob_controller.wiring import CronJobController, build
+from pyctrl import Manager, RESTClient
+from pyctrl.errors import NotFound
+from pyctrl.kube import EVENTS, JOBS
+from pyctrl.testing import FakeClock
+
+Obj = dict[str, Any]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``predicate`` (real time; the API server is real) until truthy or fail."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        threading.Event().wait(0.05)
+
+
+def minute_floor(t: datetime) -> datetime:
+    return t.replace(second=0, microsecond=0)
+
+
+def cronjob_body(name: str, schedule: str = "* * * * *", **spec: Any) -> Obj:
+    return {
+        "apiVersion": "batch.pyctrl.io/v1", "kind": "CronJob",
+        "metadata": {"name": name},
+        "spec": {
+            "schedule": schedule,
+            "jobTemplate": {
+                "metadata": {"labels": {"app": name}, "annotations": {"team": "pyctrl"}},
+                "spec": {"suspend": True, "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}]}}},
+            },
+            **spec,
+        },
+    }
+
+
+class Env:
+    """One running controller (or several, see :meth:`start`) for one test namespace."""
+
+    def __init__(self, client: RESTClient, namespace: str, clock: FakeClock) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.clock = clock
+        self._runs: list[tuple[threading.Event, threading.Thread, CronJobController]] = []
+        self.errors: list[BaseException] = []
+
+    # -- controllers -----------------------------------------------------------------------
+    def start(self, workers: int = 4, client: RESTClient | None = None) -> CronJobController:
+        manager = Manager(client or self.client, clock=self.clock,
+                          metrics_bind_address="0", health_probe_bind_address="0",
+                          graceful_shutdown_timeout=10, component="cronjob-controller")
+        wired = build(manager, namespaces=[self.namespace], workers=workers)
+        stop = threading.Event()
+
+        def run() -> None:
+            try:
+                manager.run(stop)
+            except BaseException as err:  # surfaced by stop_all
+                self.errors.append(err)
+
+        thread = threading.Thread(target=run, name=f"manager-{len(self._runs)}")
+        thread.start()
+        self._runs.append((stop, thread, wired))
+        wait_for(lambda: all(i.has_synced() for i in [*wired.cronjob_informers,
+                                                      *wired.job_informers]),
+                 what="informers synced")
+        return wired
+
+    def stop(self, index: int = -1) -> None:
+        stop, thread, _ = self._runs.pop(index)
+        stop.set()
+        thread.join(30)
+        assert not thread.is_alive(), "manager did not stop"
+
+    def stop_all(self) -> None:
+        while self._runs:
+            self.stop()
+        assert not self.errors, self.errors
+
+    # -- time ------------------------------------------------------------------------------
+    def step_to(self, when: datetime) -> None:
+        """Move the fake clock forward to ``when`` (never backwards)."""
+        delta = (when - self.clock.now()).total_seconds()
+        if delta > 0:
+            self.clock.step(delta)
+
+    def next_minute(self, plus: float = 1.0) -> datetime:
+        """Step to one second past the next minute boundary; returns that boundary."""
+        boundary = minute_floor(self.clock.now()) + timedelta(minutes=1)
+        self.step_to(boundary + timedelta(seconds=plus))
+        return boundary
+
+    # -- objects ---------------------------------------------------------------------------
+    def create_cronjob(self, name: str, schedule: str = "* * * * *", **spec: Any) -> Obj:
+        return self.client.create(CRONJOBS, cronjob_body(name, schedule, **spec),
+                                  self.namespace)
+
+    def cronjob(self, name: str) -> Obj:
+        return self.client.get(CRONJOBS, name, self.namespace)
+
+    def patch_spec(self, name: str, **spec: Any) -> Obj:
+        return self.client.patch(CRONJOBS, name, {"spec": spec}, self.namespace)
+
+    def seed_last_schedule(self, name: str, when: datetime) -> None:
+        self.client.patch(CRONJOBS, name, {"status": {"lastScheduleTime": _fmt(when)}},
+                          self.namespace, subresource="status")
+
+    def jobs(self, owner: str | None = None) -> list[Obj]:
+        items = self.client.list(JOBS, self.namespace)["items"]
+        if owner is None:
+            return list(items)
+        return [j for j in items
+                if any(r.get("name") == owner and r.get("controller")
+                       for r in j["metadata"].get("ownerReferences") or [])]
+
+    def job_names(self, owner: str | None = None) -> set[str]:
+        return {j["metadata"]["name"] for j in self.jobs(owner)}
+
+    def finish_job(self, name: str, condition: str = "Complete") -> None:
+        """Mark a Job finished through its status subresource (there is no kubelet)."""
+        now = _fmt(datetime.now(UTC))
+        status: Obj = {"startTime": now, "conditions": [
+            {"type": "SuccessCriteriaMet" if condition == "Complete" else "FailureTarget",
+             "status": "True", "lastTransitionTime": now},
+            {"type": condition, "status": "True", "lastTransitionTime": now}]}
+        if condition == "Complete":
+            status["completionTime"] = now
+            status["succeeded"] = 1
+        else:
+            status["failed"] = 1
+        self.client.patch(JOBS, name, {"status": status}, self.namespace,
+                          subresource="status")
+
+    def events(self, reason: str | None = None, involved: str | None = None) -> list[Obj]:
+        items = self.client.list(EVENTS, self.namespace)["items"]
+        return [e for e in items
+                if (reason is None or e.get("reason") == reason)
+                and (involved is None or e["involvedObject"].get("name") == involved)]
+
+    def condition(self, name: str, ctype: str = "Ready") -> Obj | None:
+        try:
+            conds = (self.cronjob(name).get("status") or {}).get("conditions") or []
+        except NotFound:
+            return None
+        return next((c for c in conds if c.get("type") == ctype), None)
+
+
+def _fmt(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

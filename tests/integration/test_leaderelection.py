@@ -1,0 +1,187 @@
+"""Leader election against a real kube-apiserver with short durations.
+
+lease 3s / renew deadline 2s / retry 0.5s (jitter 1.2). A monitor thread samples every
+elector's ``is_leader()`` and records any moment two of them believe they lead.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pyctrl.errors import ServerError
+from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.resource import LEASES, Resource
+from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
+
+pytestmark = pytest.mark.integration
+
+LEASE, RENEW, RETRY, JITTER = 3.0, 2.0, 0.5, 1.2
+
+
+class BreakableClient:
+    """Forwards to a real client until ``broken``: then fails (or hangs) every call."""
+
+    def __init__(self, inner: Client) -> None:
+        self.inner = inner
+        self.mode: str | None = None  # None, "error" or "hang"
+        self.unhang = threading.Event()
+
+    def _check(self) -> None:
+        if self.mode == "error":
+            raise ServerError("injected: apiserver unavailable", 503)
+        if self.mode == "hang":
+            self.unhang.wait(30)
+            raise ServerError("injected: request timed out", 504)
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+        self._check()
+        return self.inner.get(resource, name, namespace)
+
+    def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+        self._check()
+        return self.inner.create(resource, obj, namespace)
+
+    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+        self._check()
+        return self.inner.update(resource, obj, namespace)
+
+
+class Candidate:
+    def __init__(self, client: Any, namespace: str, identity: str, *, release: bool) -> None:
+        self.identity = identity
+        self.started_at: float | None = None
+        self.stopped_at: float | None = None
+        self.lock = LeaseLock(client, namespace, "election", identity)
+        config = LeaderElectionConfig(self.lock, lease_duration=LEASE, renew_deadline=RENEW,
+                                      retry_period=RETRY, jitter_factor=JITTER, name=identity,
+                                      release_on_cancel=release)
+        self.elector = LeaderElector(config, LeaderCallbacks(self._started, self._stopped))
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.elector.run, args=(self.stop,),
+                                       name=f"elector-{identity}")
+
+    def _started(self, stop: threading.Event) -> None:
+        self.started_at = time.monotonic()
+        stop.wait()
+
+    def _stopped(self) -> None:
+        self.stopped_at = time.monotonic()
+
+    def halt(self) -> None:
+        self.stop.set()
+        self.thread.join(20)
+        assert not self.thread.is_alive()
+
+
+class Monitor:
+    """Samples is_leader() of all candidates; remembers overlaps."""
+
+    def __init__(self, cands: list[Candidate]) -> None:
+        self.cands = cands
+        self.overlaps: list[list[str]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="leader-monitor")
+
+    def _loop(self) -> None:
+        while not self.stop.wait(0.02):
+            leaders = [c.identity for c in self.cands if c.elector.is_leader()]
+            if len(leaders) > 1:
+                self.overlaps.append(leaders)
+
+
+def wait_for(pred: Any, timeout: float) -> float:
+    """Wait until pred() is true; returns the time it took (fails on timeout)."""
+    start = time.monotonic()
+    while not pred():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(0.02)
+    return time.monotonic() - start
+
+
+def leader_of(cands: list[Candidate]) -> list[Candidate]:
+    return [c for c in cands if c.elector.is_leader()]
+
+
+@pytest.fixture
+def group(client: Any, namespace: str) -> Iterator[tuple[list[Candidate], Monitor]]:
+    cands: list[Candidate] = []
+    monitor = Monitor(cands)
+    monitor.thread.start()
+    yield cands, monitor
+    monitor.stop.set()
+    monitor.thread.join()
+    for c in cands:
+        if isinstance(c.lock._client, BreakableClient):
+            c.lock._client.mode = None
+            c.lock._client.unhang.set()
+        if c.thread.is_alive():
+            c.halt()
+
+
+def start(cands: list[Candidate], *new: Candidate) -> None:
+    for c in new:
+        cands.append(c)
+        c.thread.start()
+
+
+def test_exactly_one_leads_and_takeover_after_expiry_without_release(
+    client: Any, namespace: str, group: tuple[list[Candidate], Monitor]
+) -> None:
+    cands, monitor = group
+    start(cands, *(Candidate(client, namespace, f"c{i}", release=False) for i in range(3)))
+    wait_for(lambda: len(leader_of(cands)) == 1, 10)
+    time.sleep(2 * LEASE)  # several renew rounds: leadership stays put
+    [first] = leader_of(cands)
+    assert first.started_at is not None
+    first.halt()  # no release: the others must wait out the lease
+    took = wait_for(lambda: len(leader_of(cands)) == 1, LEASE + 3 * RETRY * JITTER + 2)
+    assert took >= LEASE - RETRY * JITTER - 0.5, f"took over too early: {took:.2f}s"
+    assert LeaseLock(client, namespace, "election", "x").get().leader_transitions == 1
+    assert monitor.overlaps == []
+
+
+def test_release_lets_a_standby_take_over_within_one_retry_period(
+    client: Any, namespace: str, group: tuple[list[Candidate], Monitor]
+) -> None:
+    cands, monitor = group
+    a = Candidate(client, namespace, "a", release=True)
+    start(cands, a)
+    wait_for(a.elector.is_leader, 10)
+    b = Candidate(client, namespace, "b", release=True)
+    start(cands, b)
+    wait_for(lambda: b.elector.get_leader() == "a", 10)
+    a.halt()
+    took = wait_for(b.elector.is_leader, RETRY * JITTER + 1.0)
+    assert took <= RETRY * JITTER + 1.0
+    assert monitor.overlaps == []
+
+
+@pytest.mark.parametrize("mode", ["error", "hang"])
+def test_leader_cut_off_from_apiserver_steps_down_before_lease_could_expire(
+    client: Any, namespace: str, group: tuple[list[Candidate], Monitor], mode: str
+) -> None:
+    cands, monitor = group
+    broken = BreakableClient(client)
+    a = Candidate(broken, namespace, "a", release=True)
+    start(cands, a)
+    wait_for(a.elector.is_leader, 10)
+    b = Candidate(client, namespace, "b", release=True)
+    start(cands, b)
+    wait_for(lambda: b.elector.get_leader() == "a", 10)
+    cut_at = time.monotonic()
+    broken.mode = mode
+    wait_for(lambda: a.stopped_at is not None, RENEW + RETRY + 1.0)
+    assert a.stopped_at is not None and not a.elector.is_leader()
+    assert a.stopped_at - cut_at <= RENEW + 0.5, "leader stepped down late"
+    wait_for(b.elector.is_leader, LEASE + 3 * RETRY * JITTER + 2)
+    assert b.started_at is not None
+    assert a.stopped_at < b.started_at
+    assert monitor.overlaps == []
+    lease = client.get(LEASES, "election", namespace)
+    assert lease["spec"]["holderIdentity"] == "b"

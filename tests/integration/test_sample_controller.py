@@ -1,0 +1,109 @@
+"""The sample controller end to end against a real API server (and its garbage collector)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+from examples.sample_controller import FOOS, setup
+from pyctrl.errors import NotFound
+from pyctrl.kube.resource import DEPLOYMENTS, EVENTS
+from pyctrl.manager import Manager
+
+pytestmark = pytest.mark.integration
+
+T = TypeVar("T")
+
+
+def eventually(fn: Callable[[], T | None], timeout: float = 20.0) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = fn()
+        except (AssertionError, NotFound):
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def manager(client: Any, namespace: str) -> Iterator[Manager]:
+    mgr = Manager(client, namespace=namespace, health_probe_bind_address="127.0.0.1:0",
+                  graceful_shutdown_timeout=10)
+    setup(mgr)
+    stop = threading.Event()
+    thread = threading.Thread(target=mgr.run, args=(stop,), name="sample-manager")
+    thread.start()
+    yield mgr
+    stop.set()
+    thread.join(30)
+    assert not thread.is_alive()
+
+
+def foo(name: str, deployment: str, replicas: int) -> dict[str, Any]:
+    return {"apiVersion": FOOS.api_version, "kind": FOOS.kind, "metadata": {"name": name},
+            "spec": {"deploymentName": deployment, "replicas": replicas}}
+
+
+def test_foo_drives_an_owned_deployment_and_status(
+    client: Any, namespace: str, manager: Manager
+) -> None:
+    created = client.create(FOOS, foo("example-foo", "example-dep", 1), namespace)
+    dep = eventually(lambda: client.get(DEPLOYMENTS, "example-dep", namespace))
+    [owner] = dep["metadata"]["ownerReferences"]
+    assert owner["uid"] == created["metadata"]["uid"] and owner["controller"] is True
+    assert dep["spec"]["replicas"] == 1
+
+    current = client.get(FOOS, "example-foo", namespace)
+    current["spec"]["replicas"] = 3
+    client.update(FOOS, current, namespace)
+    eventually(lambda: client.get(DEPLOYMENTS, "example-dep", namespace)["spec"]["replicas"]
+               == 3)
+
+    # No kubelet here: play the deployment controller and report two available replicas.
+    dep = client.get(DEPLOYMENTS, "example-dep", namespace)
+    dep["status"] = {"replicas": 3, "readyReplicas": 2, "availableReplicas": 2}
+    client.update_status(DEPLOYMENTS, dep, namespace)
+    eventually(lambda: (client.get(FOOS, "example-foo", namespace).get("status") or {})
+               .get("availableReplicas") == 2)
+    eventually(lambda: any(e["reason"] == "Synced" and e["involvedObject"]["name"]
+                           == "example-foo" for e in client.list(EVENTS, namespace)["items"]))
+
+    client.delete(FOOS, "example-foo", namespace)
+
+    def gone() -> bool:
+        try:
+            client.get(DEPLOYMENTS, "example-dep", namespace)
+        except NotFound:
+            return True
+        return False
+
+    eventually(gone, timeout=60)  # kube-controller-manager's garbage collector
+
+
+def test_foreign_deployment_is_reported_not_adopted(
+    client: Any, namespace: str, manager: Manager
+) -> None:
+    labels = {"app": "other"}
+    client.create(DEPLOYMENTS, {
+        "metadata": {"name": "taken"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
+    }, namespace)
+    client.create(FOOS, foo("squatter", "taken", 2), namespace)
+    event = eventually(lambda: next(
+        (e for e in client.list(EVENTS, namespace)["items"]
+         if e["reason"] == "ErrResourceExists"), None))
+    assert event["type"] == "Warning"
+    assert event["involvedObject"]["kind"] == "Foo"
+    assert "taken" in event["message"]
+    dep = client.get(DEPLOYMENTS, "taken", namespace)
+    assert dep["spec"]["replicas"] == 1 and not dep["metadata"].get("ownerReferences")

@@ -1,0 +1,322 @@
+"""api.py: validation table, defaulting, the typed view, time formatting, the CRD's agreement."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+import yaml
+
+from cronjob_controller import api
+from cronjob_controller.api import ErrorType, FieldError
+
+CRD = Path(__file__).resolve().parents[3] / "crds" / "cronjobs.batch.pyctrl.io.yaml"
+
+
+def cronjob(**spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "schedule": "*/5 * * * *",
+        "jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}},
+    }
+    base.update(spec)
+    return {"apiVersion": api.API_VERSION, "kind": "CronJob",
+            "metadata": {"name": "hello", "namespace": "ns", "uid": "u-1"}, "spec": base}
+
+
+def without(obj: dict[str, Any], *path: str) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return out
+
+
+def test_valid_cronjob_has_no_errors() -> None:
+    assert api.validate(cronjob()) == []
+    assert api.validate(cronjob(timeZone="Europe/Berlin", startingDeadlineSeconds=0,
+                                concurrencyPolicy="Replace", suspend=True,
+                                successfulJobsHistoryLimit=0, failedJobsHistoryLimit=0)) == []
+
+
+@pytest.mark.parametrize(("obj", "field", "etype", "detail"), [
+    ({**cronjob(), "metadata": {"name": "x" * 53}}, "metadata.name", ErrorType.INVALID,
+     "must be no more than 52 characters"),
+    (without(cronjob(), "spec"), "spec", ErrorType.REQUIRED, ""),
+    ({**cronjob(), "spec": []}, "spec", ErrorType.INVALID, "must be an object"),
+    (without(cronjob(), "spec", "schedule"), "spec.schedule", ErrorType.REQUIRED, ""),
+    (cronjob(schedule=""), "spec.schedule", ErrorType.REQUIRED, ""),
+    (cronjob(schedule=5), "spec.schedule", ErrorType.INVALID, "must be a string"),
+    (cronjob(schedule="61 * * * *"), "spec.schedule", ErrorType.INVALID, "above the maximum 59"),
+    (cronjob(schedule="0 0 * * * *"), "spec.schedule", ErrorType.INVALID, "found 6"),
+    (cronjob(timeZone="Local"), "spec.timeZone", ErrorType.INVALID, "Local"),
+    (cronjob(timeZone="local"), "spec.timeZone", ErrorType.INVALID, "Local"),
+    (cronjob(timeZone="TZ=Europe/Berlin"), "spec.timeZone", ErrorType.INVALID, "without TZ="),
+    (cronjob(timeZone="CRON_TZ=UTC"), "spec.timeZone", ErrorType.INVALID, "without TZ="),
+    (cronjob(timeZone=""), "spec.timeZone", ErrorType.INVALID, "non-empty"),
+    (cronjob(timeZone="Mars/Olympus"), "spec.timeZone", ErrorType.INVALID, "unknown time zone"),
+    (cronjob(timeZone="../../etc/passwd"), "spec.timeZone", ErrorType.INVALID, "unknown"),
+    (cronjob(timeZone="/usr/share/zoneinfo/UTC"), "spec.timeZone", ErrorType.INVALID, "unknown"),
+    (cronjob(timeZone=3), "spec.timeZone", ErrorType.INVALID, "must be a string"),
+    (cronjob(startingDeadlineSeconds=-1), "spec.startingDeadlineSeconds", ErrorType.INVALID,
+     "greater than or equal to 0"),
+    (cronjob(startingDeadlineSeconds=True), "spec.startingDeadlineSeconds", ErrorType.INVALID,
+     "must be an integer"),
+    (cronjob(startingDeadlineSeconds="10"), "spec.startingDeadlineSeconds", ErrorType.INVALID,
+     "must be an integer"),
+    (cronjob(successfulJobsHistoryLimit=-1), "spec.successfulJobsHistoryLimit",
+     ErrorType.INVALID, "greater than or equal to 0"),
+    (cronjob(failedJobsHistoryLimit=-3), "spec.failedJobsHistoryLimit", ErrorType.INVALID,
+     "greater than or equal to 0"),
+    (cronjob(concurrencyPolicy="Sometimes"), "spec.concurrencyPolicy", ErrorType.NOT_SUPPORTED,
+     'supported values: "Allow", "Forbid", "Replace"'),
+    (cronjob(concurrencyPolicy="allow"), "spec.concurrencyPolicy", ErrorType.NOT_SUPPORTED, ""),
+    (cronjob(suspend="yes"), "spec.suspend", ErrorType.INVALID, "must be a boolean"),
+    (without(cronjob(), "spec", "jobTemplate"), "spec.jobTemplate", ErrorType.REQUIRED, ""),
+    (cronjob(jobTemplate=[]), "spec.jobTemplate", ErrorType.INVALID, "must be an object"),
+    (cronjob(jobTemplate={}), "spec.jobTemplate.spec", ErrorType.REQUIRED, ""),
+    (cronjob(jobTemplate={"spec": "x"}), "spec.jobTemplate.spec", ErrorType.INVALID,
+     "must be an object"),
+    (cronjob(jobTemplate={"spec": {}, "metadata": {"labels": {"a": 1}}}),
+     "spec.jobTemplate.metadata.labels", ErrorType.INVALID, "map of strings"),
+    (cronjob(jobTemplate={"spec": {}, "metadata": "x"}), "spec.jobTemplate.metadata",
+     ErrorType.INVALID, "must be an object"),
+])
+def test_validation_reports_field_type_and_detail(
+    obj: dict[str, Any], field: str, etype: ErrorType, detail: str
+) -> None:
+    errors = api.validate(obj)
+    assert [(e.field, e.type) for e in errors] == [(field, etype)]
+    assert detail in errors[0].detail
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Etc/GMT+5", "America/New_York", "Asia/Kolkata",
+                                  "Australia/Lord_Howe"])
+def test_valid_iana_zones(zone: str) -> None:
+    assert api.validate(cronjob(timeZone=zone)) == []
+
+
+def test_name_of_exactly_52_characters_is_valid() -> None:
+    assert api.validate({**cronjob(), "metadata": {"name": "x" * 52}}) == []
+
+
+def test_errors_accumulate() -> None:
+    errors = api.validate(cronjob(schedule="L", timeZone="Local", concurrencyPolicy="No"))
+    assert [e.field for e in errors] == ["spec.schedule", "spec.timeZone",
+                                         "spec.concurrencyPolicy"]
+
+
+def test_error_strings_read_like_the_apiserver() -> None:
+    [err] = api.validate(cronjob(schedule="61 * * * *"))
+    assert str(err) == ('spec.schedule: Invalid value: "61 * * * *": '
+                        'minute field "61": 61 is above the maximum 59')
+    assert err.body.startswith('Invalid value: "61 * * * *"')
+    assert str(FieldError("spec", ErrorType.REQUIRED, "")) == "spec: Required value"
+    assert str(FieldError("spec.suspend", ErrorType.INVALID, "must be a boolean", 1)) == (
+        "spec.suspend: Invalid value: 1: must be a boolean")
+    assert str(FieldError("x", ErrorType.INVALID, "d", True)) == "x: Invalid value: true: d"
+    assert ErrorType.NOT_SUPPORTED.reason == "FieldValueNotSupported"
+
+
+@pytest.mark.parametrize(("errors", "reason"), [
+    ([FieldError("spec.schedule", ErrorType.INVALID, "x")], api.REASON_INVALID_SCHEDULE),
+    ([FieldError("spec.timeZone", ErrorType.INVALID, "x")], api.REASON_UNKNOWN_TIME_ZONE),
+    ([FieldError("spec.timeZone", ErrorType.INVALID, "x"),
+      FieldError("spec.schedule", ErrorType.INVALID, "x")], api.REASON_INVALID_SCHEDULE),
+    ([FieldError("spec.suspend", ErrorType.INVALID, "x")], api.REASON_INVALID_SPEC),
+])
+def test_condition_reason(errors: list[FieldError], reason: str) -> None:
+    assert api.condition_reason(errors) == reason
+
+
+# ---------------------------------------------------------------------------------------
+# Defaulting
+
+
+def test_default_patch_adds_only_missing_defaults() -> None:
+    assert api.default_patch(cronjob()) == [
+        {"op": "add", "path": "/spec/concurrencyPolicy", "value": "Allow"},
+        {"op": "add", "path": "/spec/suspend", "value": False},
+        {"op": "add", "path": "/spec/successfulJobsHistoryLimit", "value": 3},
+        {"op": "add", "path": "/spec/failedJobsHistoryLimit", "value": 1},
+    ]
+    full = cronjob(concurrencyPolicy="Forbid", suspend=True, successfulJobsHistoryLimit=0,
+                   failedJobsHistoryLimit=0)
+    assert api.default_patch(full) == []
+    assert api.default_patch({"metadata": {}}) == []
+
+
+def test_with_defaults_copies() -> None:
+    obj = cronjob(suspend=True)
+    before = copy.deepcopy(obj)
+    out: dict[str, Any] = api.with_defaults(obj)
+    assert obj == before
+    assert out["spec"]["suspend"] is True
+    assert out["spec"]["concurrencyPolicy"] == "Allow"
+    assert out["spec"]["failedJobsHistoryLimit"] == 1
+
+
+# ---------------------------------------------------------------------------------------
+# Typed view
+
+
+def test_from_dict_applies_defaults_and_parses_times() -> None:
+    obj = cronjob(timeZone="Europe/Berlin", startingDeadlineSeconds=30)
+    obj["metadata"].update(generation=4, resourceVersion="77",
+                           creationTimestamp="2024-01-01T00:00:00Z")
+    obj["spec"]["jobTemplate"]["metadata"] = {"labels": {"a": "b"}, "annotations": {"c": "d"}}
+    obj["status"] = {
+        "active": [{"apiVersion": "batch/v1", "kind": "Job", "name": "hello-1", "namespace": "ns",
+                    "uid": "j1"}],
+        "lastScheduleTime": "2024-01-02T03:04:05Z", "observedGeneration": 3,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Scheduled", "message": "",
+                        "lastTransitionTime": "2024-01-01T00:00:00Z"}],
+    }
+    before = copy.deepcopy(obj)
+    cj = api.CronJob.from_dict(obj)
+    assert obj == before
+    assert (cj.name, cj.namespace, cj.uid, cj.generation, cj.resource_version) == (
+        "hello", "ns", "u-1", 4, "77")
+    assert cj.creation_timestamp == datetime(2024, 1, 1, tzinfo=UTC)
+    assert cj.deletion_timestamp is None
+    assert cj.spec.schedule == "*/5 * * * *"
+    assert cj.spec.time_zone == "Europe/Berlin"
+    assert cj.spec.starting_deadline_seconds == 30
+    assert cj.spec.concurrency_policy == "Allow"
+    assert cj.spec.suspend is False
+    assert (cj.spec.successful_jobs_history_limit, cj.spec.failed_jobs_history_limit) == (3, 1)
+    assert dict(cj.spec.job_template.labels) == {"a": "b"}
+    assert dict(cj.spec.job_template.annotations) == {"c": "d"}
+    assert cj.status.active == (api.ObjectReference("hello-1", "ns", "j1"),)
+    assert cj.status.last_schedule_time == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert cj.status.observed_generation == 3
+    assert cj.status.conditions[0].reason == "Scheduled"
+
+
+def test_from_dict_tolerates_bad_values_but_not_bad_types() -> None:
+    cj = api.CronJob.from_dict(cronjob(schedule="not a schedule", successfulJobsHistoryLimit=-1))
+    assert cj.spec.schedule == "not a schedule"
+    assert cj.spec.successful_jobs_history_limit == -1
+    with pytest.raises(api.InvalidCronJobError) as err:
+        api.CronJob.from_dict(cronjob(suspend="yes"))
+    assert [e.field for e in err.value.errors] == ["spec.suspend"]
+    with pytest.raises(api.InvalidCronJobError):
+        api.CronJob.from_dict(without(cronjob(), "spec", "jobTemplate"))
+
+
+def test_status_to_dict_counts_active_and_formats_times() -> None:
+    t = datetime(2024, 1, 1, 12, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+    status = api.CronJobStatus(
+        active=(api.ObjectReference("a", "ns", "u", resource_version="5"),),
+        last_schedule_time=t, observed_generation=2,
+        conditions=(api.Condition("Ready", "True", "Scheduled", "ok", t, 2),),
+    )
+    assert status.to_dict() == {
+        "active": [{"apiVersion": "batch/v1", "kind": "Job", "name": "a", "namespace": "ns",
+                    "uid": "u", "resourceVersion": "5"}],
+        "activeCount": 1,
+        "lastScheduleTime": "2024-01-01T10:00:00Z",
+        "observedGeneration": 2,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Scheduled",
+                        "message": "ok", "lastTransitionTime": "2024-01-01T10:00:00Z",
+                        "observedGeneration": 2}],
+    }
+    assert api.CronJobStatus().to_dict() == {"active": [], "activeCount": 0}
+
+
+def test_object_reference_for_job() -> None:
+    job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u", "resourceVersion": "9"}}
+    assert api.ObjectReference.for_job(job).to_dict() == {
+        "apiVersion": "batch/v1", "kind": "Job", "name": "j", "namespace": "ns", "uid": "u",
+        "resourceVersion": "9"}
+
+
+# ---------------------------------------------------------------------------------------
+# Time helpers and constants
+
+
+@pytest.mark.parametrize(("t", "text"), [
+    (datetime(2024, 1, 1, tzinfo=UTC), "2024-01-01T00:00:00Z"),
+    (datetime(2024, 1, 1, 0, 0, 0, 999999, tzinfo=UTC), "2024-01-01T00:00:00Z"),
+    (datetime(2024, 1, 1, tzinfo=ZoneInfo("America/New_York")), "2024-01-01T00:00:00-05:00"),
+    (datetime(2024, 7, 1, tzinfo=ZoneInfo("Asia/Kolkata")), "2024-07-01T00:00:00+05:30"),
+    (datetime(2024, 1, 1, tzinfo=ZoneInfo("Europe/London")), "2024-01-01T00:00:00Z"),  # as Go
+    (datetime(2024, 7, 1, tzinfo=ZoneInfo("Europe/London")), "2024-07-01T00:00:00+01:00"),
+])
+def test_format_rfc3339_like_go(t: datetime, text: str) -> None:
+    assert api.format_rfc3339(t) == text
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2024-01-01T00:00:00Z", datetime(2024, 1, 1, tzinfo=UTC)),
+    ("2024-01-01T00:00:00-05:00", datetime(2024, 1, 1, 5, tzinfo=UTC)),
+    ("2024-01-01T00:00:00", None),  # naive: not RFC 3339
+    ("yesterday", None), ("", None), (None, None), (5, None),
+])
+def test_parse_time(text: object, expected: datetime | None) -> None:
+    assert api.parse_time(text) == expected
+
+
+def test_format_time_is_utc() -> None:
+    t = datetime(2024, 1, 1, tzinfo=ZoneInfo("America/New_York"))
+    assert api.format_time(t) == "2024-01-01T05:00:00Z"
+    with pytest.raises(ValueError, match="naive"):
+        api.format_rfc3339(datetime(2024, 1, 1))
+
+
+def test_load_zone() -> None:
+    assert api.load_zone(None) is UTC
+    assert api.load_zone("Europe/Berlin") == ZoneInfo("Europe/Berlin")
+    with pytest.raises(api.UnknownTimeZoneError):
+        api.load_zone("Local")
+
+
+def test_resource_constants() -> None:
+    assert api.CRONJOBS.path("ns", "x") == "/apis/batch.pyctrl.io/v1/namespaces/ns/cronjobs/x"
+    assert api.CRONJOBS.kind == "CronJob"
+    assert api.SCHEDULED_TIMESTAMP_ANNOTATION == "batch.pyctrl.io/scheduled-timestamp"
+
+
+# ---------------------------------------------------------------------------------------
+# The CRD agrees with api.py
+
+
+def _crd_version() -> dict[str, Any]:
+    crd = yaml.safe_load(CRD.read_text())
+    assert crd["metadata"]["name"] == "cronjobs.batch.pyctrl.io"
+    [version] = crd["spec"]["versions"]
+    return version  # type: ignore[no-any-return]
+
+
+def test_crd_names_and_subresources() -> None:
+    crd = yaml.safe_load(CRD.read_text())
+    names = crd["spec"]["names"]
+    assert (crd["spec"]["group"], names["kind"], names["plural"], names["singular"]) == (
+        api.GROUP, api.KIND, "cronjobs", "cronjob")
+    assert names["shortNames"] == ["pcj"]
+    assert names["categories"] == ["pyctrl"]
+    version = _crd_version()
+    assert (version["name"], version["served"], version["storage"]) == (api.VERSION, True, True)
+    assert version["subresources"] == {"status": {}}
+    assert [c["name"].upper() for c in version["additionalPrinterColumns"]] == [
+        "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "NEXT", "AGE"]
+
+
+def test_crd_defaults_and_enum_match_api() -> None:
+    schema = _crd_version()["schema"]["openAPIV3Schema"]
+    spec = schema["properties"]["spec"]["properties"]
+    for key, value in api.DEFAULTS.items():
+        assert spec[key]["default"] == value, key
+    assert tuple(spec["concurrencyPolicy"]["enum"]) == api.CONCURRENCY_POLICIES
+    [rule] = schema["x-kubernetes-validations"]
+    assert rule["rule"] == f"self.metadata.name.size() <= {api.MAX_NAME_LENGTH}"
+    assert set(schema["properties"]["status"]["properties"]) >= {
+        "active", "activeCount", "lastScheduleTime", "lastSuccessfulTime", "nextScheduleTime",
+        "observedGeneration", "conditions", "observedSchedule"}
+    assert set(api.CronJobStatus(active=(api.ObjectReference("a", "b", "c"),),
+                                 last_schedule_time=datetime.now(UTC)).to_dict()) <= set(
+        schema["properties"]["status"]["properties"])

@@ -1,0 +1,155 @@
+"""jobs.py: names, the Job built from the template, finished/ownership/annotation facts."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from cronjob_controller import jobs
+from cronjob_controller.api import SCHEDULED_TIMESTAMP_ANNOTATION
+
+NY = ZoneInfo("America/New_York")
+
+
+def cronjob() -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.pyctrl.io/v1", "kind": "CronJob",
+        "metadata": {"name": "hello", "namespace": "team-a", "uid": "cj-uid",
+                     "labels": {"not": "copied"}},
+        "spec": {
+            "schedule": "0 0 * * *",
+            "jobTemplate": {
+                "metadata": {
+                    "name": "ignored", "generateName": "ignored-",
+                    "labels": {"app": "hello"},
+                    "annotations": {"note": "x", SCHEDULED_TIMESTAMP_ANNOTATION: "spoofed"},
+                },
+                "spec": {"backoffLimit": 2, "template": {"spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}},
+            },
+        },
+    }
+
+
+def test_job_name_is_name_dash_unix_minutes() -> None:
+    t = datetime(2024, 1, 1, tzinfo=UTC)  # 1704067200 s
+    assert jobs.job_name("hello", t) == "hello-28401120"
+    assert jobs.job_name("hello", t + timedelta(seconds=59)) == "hello-28401120"
+    assert jobs.job_name("hello", t.astimezone(NY)) == "hello-28401120"  # instant, not wall
+    with pytest.raises(ValueError, match="naive"):
+        jobs.job_name("hello", datetime(2024, 1, 1))
+
+
+def test_build_job_from_template() -> None:
+    cj = cronjob()
+    before = copy.deepcopy(cj)
+    scheduled = datetime(2024, 1, 1, 5, 0, tzinfo=UTC)
+    job = jobs.build_job(cj, scheduled, NY)
+    assert cj == before
+    assert job == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "hello-28401420",
+            "namespace": "team-a",
+            "labels": {"app": "hello"},
+            "annotations": {"note": "x",
+                            SCHEDULED_TIMESTAMP_ANNOTATION: "2024-01-01T00:00:00-05:00"},
+            "ownerReferences": [{
+                "apiVersion": "batch.pyctrl.io/v1", "kind": "CronJob", "name": "hello",
+                "uid": "cj-uid", "controller": True, "blockOwnerDeletion": True}],
+        },
+        "spec": before["spec"]["jobTemplate"]["spec"],
+    }
+
+
+def test_build_job_shares_nothing_with_the_template() -> None:
+    cj = cronjob()
+    job: dict[str, Any] = jobs.build_job(cj, datetime(2024, 1, 1, tzinfo=UTC), UTC)
+    job["spec"]["template"]["spec"]["containers"][0]["image"] = "changed"
+    job["metadata"]["labels"]["app"] = "changed"
+    assert cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        "busybox")
+    assert cj["spec"]["jobTemplate"]["metadata"]["labels"]["app"] == "hello"
+
+
+def test_build_job_without_template_metadata() -> None:
+    cj = cronjob()
+    del cj["spec"]["jobTemplate"]["metadata"]
+    job: dict[str, Any] = jobs.build_job(cj, datetime(2024, 1, 1, tzinfo=UTC), UTC)
+    assert job["metadata"]["labels"] == {}
+    assert job["metadata"]["annotations"] == {
+        SCHEDULED_TIMESTAMP_ANNOTATION: "2024-01-01T00:00:00Z"}
+
+
+def test_scheduled_time_round_trips_through_the_annotation() -> None:
+    scheduled = datetime(2024, 3, 10, 7, 0, tzinfo=UTC)
+    job = jobs.build_job(cronjob(), scheduled, NY)
+    got = jobs.scheduled_time_of(job)
+    assert got == scheduled
+    assert got is not None and got.tzinfo is UTC
+
+
+@pytest.mark.parametrize("annotations", [None, {}, {SCHEDULED_TIMESTAMP_ANNOTATION: "x"},
+                                         {SCHEDULED_TIMESTAMP_ANNOTATION: "2024-01-01T00:00"}])
+def test_scheduled_time_missing_or_bad(annotations: dict[str, str] | None) -> None:
+    assert jobs.scheduled_time_of({"metadata": {"annotations": annotations}}) is None
+
+
+def _job(*conditions: tuple[str, str]) -> dict[str, Any]:
+    return {"status": {"conditions": [{"type": t, "status": s} for t, s in conditions]}}
+
+
+@pytest.mark.parametrize(("job", "expected"), [
+    ({}, (False, None)),
+    (_job(), (False, None)),
+    (_job(("Complete", "True")), (True, "Complete")),
+    (_job(("Failed", "True")), (True, "Failed")),
+    (_job(("Complete", "False")), (False, None)),
+    (_job(("Suspended", "True")), (False, None)),
+    # Interim conditions: pods may still be terminating, so the Job is still active.
+    (_job(("SuccessCriteriaMet", "True")), (False, None)),
+    (_job(("FailureTarget", "True")), (False, None)),
+    (_job(("SuccessCriteriaMet", "True"), ("Complete", "True")), (True, "Complete")),
+    (_job(("FailureTarget", "True"), ("Failed", "True")), (True, "Failed")),
+])
+def test_is_job_finished(job: dict[str, Any], expected: tuple[bool, str | None]) -> None:
+    assert jobs.is_job_finished(job) == expected
+
+
+def test_completion_time_of() -> None:
+    assert jobs.completion_time_of({"status": {"completionTime": "2024-01-01T00:01:02Z"}}) == (
+        datetime(2024, 1, 1, 0, 1, 2, tzinfo=UTC))
+    assert jobs.completion_time_of({}) is None
+
+
+def _owned(*refs: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"ownerReferences": list(refs)}}
+
+
+@pytest.mark.parametrize(("job", "controlled"), [
+    (_owned({"uid": "cj-uid", "controller": True}), True),
+    (_owned({"uid": "cj-uid"}), False),  # an owner, but not the controller
+    (_owned({"uid": "cj-uid", "controller": False}), False),
+    (_owned({"uid": "old-uid", "controller": True}), False),  # a recreated CronJob's old Job
+    (_owned({"uid": "x", "controller": False}, {"uid": "cj-uid", "controller": True}), True),
+    (_owned(), False),
+    ({"metadata": {}}, False),
+    ({}, False),
+])
+def test_is_controlled_by_uid(job: dict[str, Any], controlled: bool) -> None:
+    assert jobs.is_controlled_by(job, "cj-uid") is controlled
+
+
+def test_empty_uid_controls_nothing() -> None:
+    assert not jobs.is_controlled_by(_owned({"uid": "", "controller": True}), "")
+
+
+def test_built_job_is_controlled_by_its_cronjob() -> None:
+    job = jobs.build_job(cronjob(), datetime(2024, 1, 1, tzinfo=UTC), UTC)
+    assert jobs.is_controlled_by(job, "cj-uid")
+    assert jobs.controller_uid_of(job) == "cj-uid"
