@@ -129,7 +129,7 @@ def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
     del informer
     gc.collect()
 
-    snapshot = client.list(CONFIGMAPS, namespace, resource_version=rv_before,
+    snapshot: Object = client.list(CONFIGMAPS, namespace, resource_version=rv_before,
                            resource_version_match="Exact")
     watch_start: list[float] = []
 

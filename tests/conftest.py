@@ -7,6 +7,7 @@ kube-apiserver + kube-controller-manager (garbage collection), or the cluster na
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pyctrl import configure_logging
 from pyctrl.testing.envtest import ControlPlane
+
+# Logs go through stdlib logging so pytest captures them per test (shown on failure only).
+configure_logging("console", os.environ.get("PYCTRL_TEST_LOG_LEVEL", "info"))
 
 if TYPE_CHECKING:
     from pyctrl.kube.client import RESTClient

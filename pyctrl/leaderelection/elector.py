@@ -230,7 +230,7 @@ class LeaderElector:
     def _watchdog(self, leading_stop: threading.Event) -> None:
         with self._cond:
             while not self._watchdog_stop:
-                remaining = self._last_renew + self.config.lease_duration - self._clock.monotonic()
+                remaining = self._last_renew + self.config.renew_deadline - self._clock.monotonic()
                 if remaining <= 0:
                     self._fenced = True
                     self._leading = False

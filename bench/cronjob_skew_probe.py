@@ -1,0 +1,240 @@
+"""Measuring instruments for ``bench.cronjob_skew``: process CPU/RSS, a Job watch, statistics.
+
+Contract:
+
+* :class:`ProcessSampler` reads ``/proc/<pid>/stat`` (utime+stime, all threads of the process)
+  and polls ``/proc/<pid>/status`` VmRSS every ``interval`` seconds on a named thread between
+  ``start()`` and ``stop()``; it also reports VmHWM (peak RSS since the process started).
+  Reading a process that has exited stops the sampling quietly; figures are what was seen.
+* :func:`cpu_seconds` is one reading of a process's CPU time; :func:`cpu_busy_since` turns two
+  readings into "cores used" to decide when a controller has settled after start-up.
+* :class:`JobWatch` keeps one WATCH on ``batch/v1`` Jobs in one namespace open (re-watching
+  from the last resourceVersion when the server ends it) and records, per Job name, the
+  wall-clock time (``time.time()``) at which this process decoded its ADDED event, plus the
+  Job's creationTimestamp and annotations. ``close()`` ends it and joins the thread.
+* :func:`summary` gives count/min/p50/p90/p99/max/mean with nearest-rank percentiles.
+
+This is benchmark code: it uses real time on purpose (it measures real time).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pyctrl.errors import ApiError
+from pyctrl.kube import JOBS, RESTClient
+
+__all__ = [
+    "JobSeen",
+    "JobWatch",
+    "ProcessSampler",
+    "cpu_busy_since",
+    "cpu_seconds",
+    "parse_rfc3339",
+    "percentile",
+    "summary",
+]
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of ``pid`` (all its threads) in seconds, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces; fields after the closing paren are fixed.
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def _status_kib(pid: int, key: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f.read().decode().splitlines():
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def cpu_busy_since(pid: int, since_cpu: float, since_wall: float) -> float:
+    """Cores used by ``pid`` between a reading (``since_cpu`` at ``since_wall``) and now."""
+    now_cpu = cpu_seconds(pid)
+    elapsed = time.monotonic() - since_wall
+    if now_cpu is None or elapsed <= 0:
+        return 0.0
+    return (now_cpu - since_cpu) / elapsed
+
+
+class ProcessSampler:
+    """CPU seconds and peak RSS of one process over a window (see module docstring)."""
+
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.cpu_start: float | None = None
+        self.cpu_end: float | None = None
+        self.peak_rss_kib = 0
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.cpu_start = cpu_seconds(self.pid)
+        self._thread = threading.Thread(target=self._poll, name=f"sampler-{self.pid}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            rss = _status_kib(self.pid, "VmRSS")
+            if rss is None:
+                return
+            self.peak_rss_kib = max(self.peak_rss_kib, rss)
+            self.samples += 1
+            self._stop.wait(self.interval)
+
+    def stop(self) -> dict[str, object]:
+        """End the window; return cpu_seconds, peak_rss_mib, hwm_rss_mib, samples."""
+        self.cpu_end = cpu_seconds(self.pid)
+        hwm = _status_kib(self.pid, "VmHWM")
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        cpu = (None if self.cpu_start is None or self.cpu_end is None
+               else round(self.cpu_end - self.cpu_start, 3))
+        return {
+            "cpu_seconds": cpu,
+            "peak_rss_mib": round(self.peak_rss_kib / 1024, 1),
+            "hwm_rss_mib": None if hwm is None else round(hwm / 1024, 1),
+            "rss_samples": self.samples,
+        }
+
+
+@dataclass(frozen=True)
+class JobSeen:
+    """One Job as first seen by the watch."""
+
+    name: str
+    seen_at: float  # time.time() when the ADDED event was decoded here
+    created: float  # metadata.creationTimestamp as a unix time (1 s resolution)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+def parse_rfc3339(text: str) -> float:
+    """Unix time of an API server timestamp such as ``2024-01-02T03:04:05Z``."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+class JobWatch:
+    """Record every Job ADDED in ``namespace`` (see module docstring)."""
+
+    def __init__(self, client: RESTClient, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.seen: dict[str, JobSeen] = {}
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._stream: object = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"jobwatch-{namespace}",
+                                        daemon=True)
+
+    def start(self, timeout: float = 30.0) -> None:
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise RuntimeError(f"the Job watch in {self.namespace} did not open")
+
+    def _run(self) -> None:
+        rv: str | None = None
+        while not self._stop.is_set():
+            try:
+                if rv is None:
+                    listed = self.client.list(JOBS, self.namespace)
+                    rv = str(listed["metadata"]["resourceVersion"])
+                    now = time.time()
+                    for item in listed.get("items") or []:
+                        self._record(item, now)
+                stream = self.client.watch(JOBS, self.namespace, resource_version=rv,
+                                           timeout_seconds=300)
+                self._stream = stream
+                self._ready.set()
+                if self._stop.is_set():  # close() ran before the stream was published
+                    stream.close()
+                for event in stream:
+                    now = time.time()
+                    obj = event["object"]
+                    if event["type"] == "ERROR":
+                        rv = None  # 410 Gone and friends: list again
+                        break
+                    rv = str(obj["metadata"]["resourceVersion"])
+                    if event["type"] == "ADDED":
+                        self._record(obj, now)
+            except ApiError as err:
+                if self._stop.is_set():
+                    return
+                self.errors.append(str(err))
+                self._stop.wait(0.5)
+                rv = None
+
+    def _record(self, obj: dict[str, object], now: float) -> None:
+        meta = obj["metadata"]
+        assert isinstance(meta, dict)
+        name = str(meta["name"])
+        with self._lock:
+            if name not in self.seen:
+                self.seen[name] = JobSeen(
+                    name=name, seen_at=now,
+                    created=parse_rfc3339(str(meta["creationTimestamp"])),
+                    annotations=dict(meta.get("annotations") or {}),
+                )
+
+    def snapshot(self) -> list[JobSeen]:
+        with self._lock:
+            return list(self.seen.values())
+
+    def count_suffix(self, suffix: str) -> int:
+        with self._lock:
+            return sum(1 for name in self.seen if name.endswith(suffix))
+
+    def close(self) -> None:
+        self._stop.set()
+        stream = self._stream
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+        self._thread.join(10.0)
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of an ascending, non-empty sequence."""
+    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def summary(values: Sequence[float]) -> dict[str, float | int | None]:
+    """count, min, p50, p90, p99, max, mean (seconds, rounded to ms); None when empty."""
+    data = sorted(values)
+    if not data:
+        return {"count": 0, "min": None, "p50": None, "p90": None, "p99": None, "max": None,
+                "mean": None}
+    return {
+        "count": len(data),
+        "min": round(data[0], 3),
+        "p50": round(percentile(data, 50), 3),
+        "p90": round(percentile(data, 90), 3),
+        "p99": round(percentile(data, 99), 3),
+        "max": round(data[-1], 3),
+        "mean": round(sum(data) / len(data), 3),
+    }
