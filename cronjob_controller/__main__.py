@@ -28,7 +28,9 @@ from cronjob_controller import api, jobs, schedule
 from cronjob_controller.webhook import WebhookConfig, WebhookServer
 from cronjob_controller.wiring import build
 from pyctrl import (
+    LeaderElectionConfig,
     LeaderElectionLost,
+    LeaseLock,
     Manager,
     RealClock,
     configure_logging,
@@ -75,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="namespace of the leader election Lease")
     parser.add_argument("--leader-elect-name", default="pyctrl-cronjob-controller",
                         help="name of the leader election Lease")
+    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0,
+                        help="seconds a standby waits after the last renew before taking over")
+    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0,
+                        help="seconds the leader keeps trying to renew before stepping down")
+    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0,
+                        help="seconds between leader election attempts")
     parser.add_argument("--metrics-bind-address", default=":8080",
                         help="host:port for /metrics ('0' disables)")
     parser.add_argument("--health-probe-bind-address", default=":8081",
@@ -121,13 +129,23 @@ def _webhook(args: argparse.Namespace) -> WebhookServer | None:
 def run(args: argparse.Namespace) -> int:
     """Run the controller until SIGTERM/SIGINT (see module docstring for exit codes)."""
     configure_logging(cast(Literal["json", "console"], args.log_format), args.log_level)
+    if args.workers < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return 2
     client = _client(args)
     identity = f"{os.environ.get('POD_NAME') or os.uname().nodename}_{uuid.uuid4().hex[:8]}"
+    election: LeaderElectionConfig | None = None
+    if args.leader_elect:
+        election = LeaderElectionConfig(
+            LeaseLock(client, args.leader_elect_namespace, args.leader_elect_name, identity),
+            lease_duration=args.leader_elect_lease_duration,
+            renew_deadline=args.leader_elect_renew_deadline,
+            retry_period=args.leader_elect_retry_period,
+            name=args.leader_elect_name,
+        )
     manager = Manager(
         client,
-        leader_election_id=args.leader_elect_name if args.leader_elect else None,
-        leader_election_namespace=args.leader_elect_namespace,
-        leader_election_identity=identity,
+        leader_election=election,
         metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
