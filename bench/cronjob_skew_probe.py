@@ -34,6 +34,7 @@ __all__ = [
     "JobSeen",
     "JobWatch",
     "ProcessSampler",
+    "alive",
     "cpu_busy_since",
     "cpu_seconds",
     "parse_rfc3339",
@@ -54,6 +55,16 @@ def cpu_seconds(pid: int) -> float | None:
     # The command name (field 2) may hold spaces; fields after the closing paren are fixed.
     fields = raw[raw.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (exited, not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode()
+    except OSError:
+        return False
+    return raw[raw.rindex(")") + 2 :].split()[0] != "Z"
 
 
 def _status_kib(pid: int, key: str) -> int | None:

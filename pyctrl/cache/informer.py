@@ -80,7 +80,8 @@ class SharedIndexInformer:
                  transform: TransformFunc | None = drop_managed_fields,
                  clock: Clock | None = None, name: str = "",
                  detect_mutations: bool | None = None, page_size: int = 500,
-                 watch_silence_timeout: float | None = None) -> None:
+                 watch_silence_timeout: float | None = None,
+                 initial_list_resource_version: str = "") -> None:
         self.name = name or "informer"
         self._lw = lw
         self._clock: Clock = clock or RealClock()
@@ -89,6 +90,7 @@ class SharedIndexInformer:
         self._resync_check_period = self._default_resync
         self._page_size = page_size
         self._watch_silence_timeout = watch_silence_timeout
+        self._initial_list_rv = initial_list_resource_version
         self._indexer = Indexer(indexers=indexers)
         self._processor = SharedProcessor()
         self._lock = threading.Lock()
@@ -207,12 +209,15 @@ class SharedIndexInformer:
             if self._stopped:
                 return
             self._started = True
-            fifo = DeltaFIFO(known_objects=self._indexer, transformer=self._transform,
-                             on_synced=self._mark_synced)
+            # The reflector applies the transform (page by page, see reflector.py), so the
+            # FIFO needs none.
+            fifo = DeltaFIFO(known_objects=self._indexer, on_synced=self._mark_synced)
             self._fifo = fifo
             self._reflector = Reflector(
                 self._lw, fifo, name=f"{self.name}-reflector", clock=self._clock,
                 page_size=self._page_size, watch_silence_timeout=self._watch_silence_timeout,
+                initial_list_resource_version=self._initial_list_rv,
+                transform=self._transform,
             )
             with self._block_deltas:
                 for listener in self._processor.listeners():

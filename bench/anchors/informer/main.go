@@ -19,7 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -63,7 +63,6 @@ func main() {
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.QPS, cfg.Burst = 1000, 1000
 	client := kubernetes.NewForConfigOrDie(cfg)
-	_ = schema.GroupVersionResource{}
 	out := map[string]any{}
 
 	// Phase 1: sync time and memory.
@@ -95,7 +94,7 @@ func main() {
 		}
 		var watchStart atomic.Int64
 		lw := &cache.ListWatch{
-			ListFunc: func(o metav1.ListOptions) (runtime.Object, error) { return snapshot, nil },
+			ListFunc: func(o metav1.ListOptions) (k8sruntime.Object, error) { return snapshot, nil },
 			WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
 				watchStart.CompareAndSwap(0, time.Now().UnixNano())
 				return client.CoreV1().ConfigMaps(*namespace).Watch(ctx, o)

@@ -70,6 +70,7 @@ class Env:
 
     # -- controllers -----------------------------------------------------------------------
     def start(self, workers: int = 4, client: RESTClient | None = None) -> CronJobController:
+        """Start a controller (no leader election: its deadlines need real time)."""
         manager = Manager(client or self.client, clock=self.clock,
                           metrics_bind_address="0", health_probe_bind_address="0",
                           graceful_shutdown_timeout=10, component="cronjob-controller")

@@ -43,7 +43,7 @@ def test_paged_list_then_watch_from_list_resource_version() -> None:
         assert lw.wait_for_watch_calls(1)
     assert [c["limit"] for c in lw.list_calls] == [2, 2, 2]
     assert [c["continue_"] for c in lw.list_calls] == [None, "continue-1", "continue-2"]
-    assert [c["resource_version"] for c in lw.list_calls] == ["0", None, None]
+    assert [c["resource_version"] for c in lw.list_calls] == ["", None, None]
     assert store.snapshot()[0] == ("replace", [f"o{i}" for i in range(5)], "100")
     assert lw.watch_calls[0]["resource_version"] == "100"
     assert lw.watch_calls[0]["allow_watch_bookmarks"] is True
@@ -74,7 +74,7 @@ def test_in_stream_410_error_relists_from_last_version() -> None:
         assert clock.sleeps.wait_for(lambda ev: any(n == "refl-run" for n, _ in ev))
         clock.step(1.0)  # past the 0.8 s backoff
         assert lw.wait_for_watch_calls(2)
-    assert [c["resource_version"] for c in lw.list_calls] == ["0", "11"]
+    assert [c["resource_version"] for c in lw.list_calls] == ["", "11"]
     assert store.snapshot()[-1] == ("replace", ["a", "b"], "12")
     assert lw.watch_calls[1]["resource_version"] == "12"
 
@@ -91,7 +91,7 @@ def test_410_on_watch_open_right_after_list_relists_consistently() -> None:
         clock.step(1.0)
         assert lw.wait_for_watch_calls(2)
     # Watching from the listed version already failed: "at least 10" could return 10 again.
-    assert [c["resource_version"] for c in lw.list_calls] == ["0", ""]
+    assert [c["resource_version"] for c in lw.list_calls] == ["", ""]
     assert lw.watch_calls[1]["resource_version"] == "30"
 
 
@@ -107,7 +107,7 @@ def test_expired_relist_at_last_version_falls_back_to_consistent_read() -> None:
         assert clock.sleeps.wait_for(lambda ev: any(n == "refl-run" for n, _ in ev))
         clock.step(1.0)
         assert lw.wait_for_watch_calls(2)
-    assert [c["resource_version"] for c in lw.list_calls] == ["0", "11", ""]
+    assert [c["resource_version"] for c in lw.list_calls] == ["", "11", ""]
     assert lw.list_calls[1]["limit"] is None  # a relist at a version is never paged
     assert lw.watch_calls[1]["resource_version"] == "30"
 

@@ -1,0 +1,426 @@
+"""CronJob scheduling skew at scale: pyctrl's cronjob_controller against upstream's, one tick.
+
+One run starts one throwaway control plane (envtest: etcd + kube-apiserver, no
+kube-controller-manager at first) and runs two phases in turn, each in its own namespace:
+
+1. ``pyctrl``: ``N`` ``batch.pyctrl.io/v1`` CronJobs, and ``python -m cronjob_controller`` as a
+   subprocess (``--workers``, ``--qps/--burst 2000``, metrics and probes off).
+2. ``upstream``: ``N`` ``batch/v1`` CronJobs of the same shape, and kube-controller-manager with
+   only the ``cronjob`` controller (``--concurrent-cron-job-syncs=50``,
+   ``--kube-api-qps/--kube-api-burst 2000``). The pyctrl controller is stopped (SIGTERM, wait)
+   and its objects deleted before KCM starts, so the two never run at once.
+
+Each phase: the CronJobs (schedule ``* * * * *``, Job template ``suspend: true`` so no pod
+would ever run) are created by parallel threads a little after a minute boundary; then the
+controller starts. Warm-up lasts at least ``--warmup`` seconds and until the controller has
+settled (its CPU use over a 3 s window below ``--settle-cores``), so the measured tick is a
+steady-state one, not start-up. The measured tick ``T`` is the first minute boundary at least
+5 s after that. A Job belongs to ``T`` when its name ends in ``-<T in unix minutes>`` (both
+controllers name Jobs so; the scheduled-timestamp annotations are checked too).
+
+Per phase: skew = Job creation - T, in two ways: ``skew_watch`` (when this process decoded
+the Job's ADDED event on its own WATCH: fine resolution, includes a few ms of watch latency)
+and ``skew_created`` (``metadata.creationTimestamp`` - T: the API server truncates it to whole
+seconds, so it is a floor). The top-level ``p50``/``p99``/``max`` of a phase are the watch
+figures. ``count``/``missing`` are against ``N``. The controller's CPU seconds are the
+``/proc/<pid>/stat`` utime+stime delta over the window T-5 s .. T+60 s, and ``peak_rss_mib`` the
+highest VmRSS polled every 100 ms in that window (``hwm_rss_mib``: VmHWM, since start).
+``prior_jobs`` counts Jobs that existed before the window (a warm-up tick happened).
+
+``ratio`` is pyctrl / upstream (lower is better for every figure); ``goal.p99`` is the ratio
+of p99 skews pyctrl must stay at or under. The JSON result and a PNG of both skew CDFs go to
+``bench/results/cronjob-skew-<UTC timestamp>.{json,png}``. Wall-clock waits are real on
+purpose: this measures real time. One run takes about 5-7 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import math
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.cronjob_skew_probe import (
+    JobSeen,
+    JobWatch,
+    ProcessSampler,
+    alive,
+    cpu_seconds,
+    parse_rfc3339,
+    summary,
+)
+from pyctrl.errors import AlreadyExists, ApiError
+from pyctrl.kube import NAMESPACES, Object, Resource, RESTClient
+from pyctrl.testing.envtest import ControlPlane
+from pyctrl.testing.envtest.process import Proc, spawn
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
+GOALS = {"p99": 0.6}
+PHASES = ("pyctrl", "upstream")
+PYCTRL_CRONJOBS = Resource("batch.pyctrl.io", "v1", "cronjobs", "CronJob")
+BATCH_CRONJOBS = Resource("batch", "v1", "cronjobs", "CronJob")
+ANNOTATIONS = {
+    "pyctrl": "batch.pyctrl.io/scheduled-timestamp",
+    "upstream": "batch.kubernetes.io/cronjob-scheduled-timestamp",
+}
+WINDOW_BEFORE = 5.0  # CPU/RSS window: T-5 s ..
+WINDOW_AFTER = 60.0  # .. T+60 s
+CREATE_LATEST_SECOND = 25.0  # start creating only in the first 25 s of a minute
+
+
+class PhaseError(RuntimeError):
+    """A phase could not be measured (reported in its result, the other phase still runs)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cronjobs", type=int, default=2000, help="CronJobs per controller")
+    parser.add_argument("--only", choices=PHASES, default=None, help="run one phase only")
+    parser.add_argument("--pyctrl-workers", type=int, default=16,
+                        help="cronjob_controller --workers")
+    parser.add_argument("--upstream-syncs", type=int, default=50,
+                        help="kube-controller-manager --concurrent-cron-job-syncs")
+    parser.add_argument("--qps", type=int, default=2000, help="controllers' client QPS/burst")
+    parser.add_argument("--create-threads", type=int, default=16,
+                        help="threads creating the CronJobs")
+    parser.add_argument("--warmup", type=float, default=15.0,
+                        help="minimum seconds between controller start and the window")
+    parser.add_argument("--settle-cores", type=float, default=0.10,
+                        help="settled when the controller uses fewer cores than this (3 s)")
+    parser.add_argument("--settle-timeout", type=float, default=240.0,
+                        help="measure anyway after this many seconds unsettled")
+    parser.add_argument("--collect-timeout", type=float, default=150.0,
+                        help="seconds after T to wait for all N Jobs of T")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS,
+                        help="where the JSON and PNG go")
+    parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
+
+
+# -- objects ------------------------------------------------------------------------------------
+def job_template() -> dict[str, object]:
+    """A valid batch/v1 JobTemplateSpec that never starts a pod."""
+    return {"spec": {
+        "suspend": True,
+        "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "noop", "image": "busybox:1.36", "command": ["true"]}],
+        }},
+    }}
+
+
+def cronjob(name: str) -> Object:
+    return {"metadata": {"name": name},
+            "spec": {"schedule": "* * * * *", "jobTemplate": job_template()}}
+
+
+def create_cronjobs(client: RESTClient, resource: Resource, namespace: str, n: int,
+                    threads: int) -> float:
+    """Create ``cj-00000`` .. in parallel; return the seconds it took."""
+    start = time.monotonic()
+
+    def one(i: int) -> None:
+        name = f"cj-{i:05d}"
+        for attempt in range(5):
+            try:
+                client.create(resource, cronjob(name), namespace)
+                return
+            except AlreadyExists:
+                return
+            except ApiError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="create") as pool:
+        list(pool.map(one, range(n)))
+    return time.monotonic() - start
+
+
+def delete_all(cp: ControlPlane, namespace: str) -> None:
+    """Delete every CronJob of both kinds and every Job in ``namespace`` (no GC is running)."""
+    body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+    for path in (f"/apis/batch.pyctrl.io/v1/namespaces/{namespace}/cronjobs",
+                 f"/apis/batch/v1/namespaces/{namespace}/cronjobs",
+                 f"/apis/batch/v1/namespaces/{namespace}/jobs"):
+        status, reply = cp.http.request("DELETE", path, body, timeout=300)
+        if status >= 300 and status != 404:
+            print(f"cronjob-skew: cleanup of {path} failed: {status} {reply}", file=sys.stderr)
+
+
+# -- time ---------------------------------------------------------------------------------------
+def sleep_until(wall: float, check: Callable[[], None] | None = None) -> None:
+    """Sleep until ``time.time() >= wall``, calling ``check`` (may raise) about every second."""
+    while True:
+        left = wall - time.time()
+        if left <= 0:
+            return
+        if check is not None:
+            check()
+        time.sleep(min(left, 1.0))
+
+
+def wait_for_creation_slot() -> None:
+    """Return a little after a minute boundary (now, if we are early in a minute)."""
+    sec = time.time() % 60
+    if 1.0 <= sec <= CREATE_LATEST_SECOND:
+        return
+    sleep_until(math.floor(time.time() / 60) * 60 + (60.0 if sec > 1.0 else 0.0) + 1.0)
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# -- controllers --------------------------------------------------------------------------------
+class Controller:
+    """The process under test: start, pid, alive check, stop."""
+
+    def __init__(self, phase: str, cp: ControlPlane, args: argparse.Namespace,
+                 log_dir: Path) -> None:
+        self.phase, self.cp, self.args, self.log_dir = phase, cp, args, log_dir
+        self.proc: Proc | None = None
+        self.exit_code: int | None = None
+
+    @property
+    def log_path(self) -> Path:
+        if self.phase == "pyctrl":
+            return self.log_dir / "cronjob_controller.log"
+        return self.cp.directory / "kube-controller-manager.log"
+
+    def start(self) -> int:
+        if self.phase == "pyctrl":
+            argv = [sys.executable, "-m", "cronjob_controller",
+                    "--kubeconfig", self.cp.kubeconfig_path,
+                    "--workers", str(self.args.pyctrl_workers),
+                    "--qps", str(self.args.qps), "--burst", str(self.args.qps),
+                    "--log-level", "warning",
+                    "--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+            self.proc = spawn("cronjob_controller", argv, self.log_path, env=env)
+            return self.proc.pid
+        self.cp.start_controller_manager(controllers=["cronjob"], extra_args=[
+            f"--concurrent-cron-job-syncs={self.args.upstream_syncs}",
+            f"--kube-api-qps={self.args.qps}", f"--kube-api-burst={self.args.qps}",
+        ])
+        pid = self.cp.controller_manager_pid
+        if pid is None:
+            raise PhaseError("kube-controller-manager did not start")
+        return pid
+
+    def check(self) -> None:
+        """Raise PhaseError with the log tail if the controller exited."""
+        pid = self.proc.pid if self.proc is not None else self.cp.controller_manager_pid
+        if pid is None or not alive(pid):
+            raise PhaseError(f"{self.phase} controller exited early; log tail:\n{self.tail()}")
+
+    def tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop(timeout=30.0)
+            self.exit_code = self.proc.popen.returncode
+        elif self.phase == "upstream":
+            self.cp.stop_controller_manager()
+
+
+def wait_settled(pid: int, started: float, args: argparse.Namespace,
+                 check: Callable[[], None]) -> tuple[bool, float]:
+    """Wait >= warmup s after start and until CPU < settle-cores over 3 s; (settled, at)."""
+    readings: list[tuple[float, float]] = []  # (monotonic, cpu seconds), one per second
+    while True:
+        check()
+        now = time.monotonic()
+        cpu = cpu_seconds(pid)
+        if cpu is None:
+            check()
+            raise PhaseError("the controller process disappeared")
+        readings.append((now, cpu))
+        readings = readings[-4:]
+        if now - started >= args.warmup and len(readings) == 4:
+            (t0, c0), (t1, c1) = readings[0], readings[-1]
+            if (c1 - c0) / (t1 - t0) < args.settle_cores:
+                return True, now - started
+        if now - started >= args.settle_timeout:
+            return False, now - started
+        time.sleep(1.0)
+
+
+# -- one phase ----------------------------------------------------------------------------------
+def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.Namespace,
+              log_dir: Path, series: dict[str, dict[str, list[float]]]) -> dict[str, object]:
+    n = args.cronjobs
+    namespace = f"skew-{phase}"
+    resource = PYCTRL_CRONJOBS if phase == "pyctrl" else BATCH_CRONJOBS
+    with contextlib.suppress(AlreadyExists):
+        client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    controller = Controller(phase, cp, args, log_dir)
+    if phase == "pyctrl" and importlib.util.find_spec("cronjob_controller.__main__") is None:
+        raise PhaseError("cronjob_controller/__main__.py does not exist yet: "
+                         "`python -m cronjob_controller` cannot run")
+    watch = JobWatch(client, namespace)
+    watch.start()
+    try:
+        wait_for_creation_slot()
+        created_at = time.time()
+        create_s = create_cronjobs(client, resource, namespace, n, args.create_threads)
+        pid = controller.start()
+        started = time.monotonic()
+        started_wall = time.time()
+        settled, settle_s = wait_settled(pid, started, args, controller.check)
+        tick = math.ceil((time.time() + WINDOW_BEFORE + 1.0) / 60) * 60.0
+        suffix = f"-{int(tick) // 60}"
+        sleep_until(tick - WINDOW_BEFORE, controller.check)
+        prior_jobs = len(watch.snapshot())
+        sampler = ProcessSampler(pid)
+        sampler.start()
+        sleep_until(tick + WINDOW_AFTER, controller.check)
+        usage = sampler.stop()
+        deadline = tick + args.collect_timeout
+        while watch.count_suffix(suffix) < n and time.time() < deadline:
+            controller.check()
+            time.sleep(0.5)
+        jobs = [j for j in watch.snapshot() if j.name.endswith(suffix)]
+    finally:
+        controller.stop()
+        watch.close()
+    delete_all(cp, namespace)
+    skew_watch = [j.seen_at - tick for j in jobs]
+    skew_created = [j.created - tick for j in jobs]
+    series[phase] = {"watch": skew_watch, "created": skew_created}
+    watch_stats = summary(skew_watch)
+    cpu = usage["cpu_seconds"]
+    result: dict[str, object] = {
+        "controller": ("python -m cronjob_controller" if phase == "pyctrl"
+                       else "kube-controller-manager --controllers=cronjob"),
+        "workers": args.pyctrl_workers if phase == "pyctrl" else args.upstream_syncs,
+        "namespace": namespace,
+        "tick": iso(tick),
+        "p50": watch_stats["p50"], "p99": watch_stats["p99"], "max": watch_stats["max"],
+        "count": len(jobs), "missing": n - len(jobs),
+        "skew_watch": watch_stats,
+        "skew_created": summary(skew_created),
+        "annotation_mismatches": _annotation_mismatches(phase, jobs, tick),
+        "cpu_seconds": cpu,
+        "cpu_cores_avg": (None if not isinstance(cpu, float)
+                          else round(cpu / (WINDOW_BEFORE + WINDOW_AFTER), 3)),
+        "peak_rss_mib": usage["peak_rss_mib"], "hwm_rss_mib": usage["hwm_rss_mib"],
+        "rss_samples": usage["rss_samples"],
+        "window": [iso(tick - WINDOW_BEFORE), iso(tick + WINDOW_AFTER)],
+        "create_cronjobs_s": round(create_s, 2),
+        "create_started": iso(created_at),
+        "controller_started": iso(started_wall),
+        "settled": settled, "settle_s": round(settle_s, 1),
+        "prior_jobs": prior_jobs,
+        "watch_errors": len(watch.errors),
+        "log": str(controller.log_path) if phase == "pyctrl" else "(KCM log: temp dir)",
+    }
+    if controller.exit_code is not None:
+        result["exit_code"] = controller.exit_code
+    return result
+
+
+def _annotation_mismatches(phase: str, jobs: list[JobSeen], tick: float) -> int:
+    """Jobs of T whose scheduled-timestamp annotation is absent or is not T."""
+    key = ANNOTATIONS[phase]
+    bad = 0
+    for job in jobs:
+        value = job.annotations.get(key)
+        try:
+            if value is None or abs(parse_rfc3339(value) - tick) > 0.5:
+                bad += 1
+        except ValueError:
+            bad += 1
+    return bad
+
+
+# -- the run ------------------------------------------------------------------------------------
+def machine(cp: ControlPlane | None) -> dict[str, object]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info: dict[str, object] = {
+        "platform": platform.platform(), "cpus": os.cpu_count(), "cpu_model": model,
+        "python": platform.python_version(),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }
+    if cp is not None:
+        info["control_plane"] = cp.binaries.directory.name
+    return info
+
+
+def _ratio(a: object, b: object) -> float | None:
+    if isinstance(a, int | float) and isinstance(b, int | float) and b > 0:
+        return round(a / b, 3)
+    return None
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    if args.cronjobs < 1:
+        raise SystemExit("--cronjobs must be >= 1")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    log_dir = Path(tempfile.mkdtemp(prefix=f"cronjob-skew-{stamp}-"))
+    phases = [args.only] if args.only else list(PHASES)
+    result: dict[str, object] = {"cronjobs": args.cronjobs}
+    series: dict[str, dict[str, list[float]]] = {}
+    with ControlPlane(crd_dirs=[REPO / "crds"], controller_manager=False) as cp:
+        result["machine"] = machine(cp)
+        client = RESTClient.from_kubeconfig(cp.kubeconfig_path, qps=5000, burst=5000,
+                                            pool_maxsize=args.create_threads + 4,
+                                            user_agent="pyctrl-bench")
+        try:
+            for phase in phases:
+                print(f"cronjob-skew: phase {phase}, {args.cronjobs} CronJobs", file=sys.stderr)
+                try:
+                    result[phase] = run_phase(phase, cp, client, args, log_dir, series)
+                except PhaseError as err:
+                    print(f"cronjob-skew: phase {phase} failed: {err}", file=sys.stderr)
+                    result[phase] = {"error": str(err)}
+                    delete_all(cp, f"skew-{phase}")
+        finally:
+            client.close()
+    result["machine"]["loadavg_1m_end"] = round(os.getloadavg()[0], 2)  # type: ignore[index]
+    py = result.get("pyctrl")
+    up = result.get("upstream")
+    pyd = py if isinstance(py, dict) else {}
+    upd = up if isinstance(up, dict) else {}
+    ratio = {key: _ratio(pyd.get(key), upd.get(key))
+             for key in ("p99", "p50", "max", "cpu_seconds", "peak_rss_mib")}
+    ratio["p99_created"] = _ratio((pyd.get("skew_created") or {}).get("p99"),
+                                  (upd.get("skew_created") or {}).get("p99"))
+    result["ratio"] = ratio
+    result["goal"] = dict(GOALS)
+    result["goal_met"] = {k: None if ratio.get(k) is None else ratio[k] <= v  # type: ignore[operator]
+                          for k, v in GOALS.items()}
+    result["logs"] = str(log_dir)
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    json_path = args.results_dir / f"cronjob-skew-{stamp}.json"
+    result["json"] = str(json_path)
+    if not args.no_plot and series:
+        from bench.cronjob_skew_plot import plot_cdfs
+
+        png = args.results_dir / f"cronjob-skew-{stamp}.png"
+        plot_cdfs(series, png, f"CronJob skew at one tick, {args.cronjobs} CronJobs each")
+        result["png"] = str(png)
+    json_path.write_text(json.dumps(result, indent=2) + "\n")
+    return result

@@ -1,0 +1,108 @@
+"""The controller works with exactly the RBAC that manifests/ grants its ServiceAccount.
+
+The test binds manifests/rbac.yaml to the ServiceAccount from manifests/serviceaccount.yaml,
+gets a token for it through the TokenRequest API, and runs the controller with that token
+(leader election included); the core scenarios pass and requests outside the role are refused.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cronjob_controller.api import CRONJOBS
+from cronjob_controller.jobs import job_name
+from pyctrl import (
+    LeaderCallbacks,
+    LeaderElectionConfig,
+    LeaderElector,
+    LeaseLock,
+    RESTClient,
+)
+from pyctrl.errors import Forbidden
+from pyctrl.kube import JOBS, LEASES, SECRETS
+from pyctrl.testing.envtest import ControlPlane
+from tests.integration.cronjob.env import Env, cronjob_body, wait_for
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+SYSTEM_NS = "pyctrl-system"
+
+
+@pytest.fixture
+def sa_client(control_plane: ControlPlane, tmp_path: Path) -> Iterator[RESTClient]:
+    if control_plane.external:
+        pytest.skip("writes a token kubeconfig for an envtest control plane")
+    for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
+        control_plane.kubectl("apply", "-f", str(ROOT / "manifests" / name))
+    token = control_plane.kubectl("create", "token", "cronjob-controller", "-n", SYSTEM_NS,
+                                  "--duration=1h").stdout.strip()
+    path = control_plane.write_token_kubeconfig(token, tmp_path / "sa.kubeconfig")
+    client = RESTClient.from_kubeconfig(str(path), qps=100, burst=200)
+    yield client
+    client.close()
+
+
+def test_controller_runs_with_manifest_rbac(sa_client: RESTClient, env: Env) -> None:
+    env.create_cronjob("lp", successfulJobsHistoryLimit=1)
+    env.start(client=sa_client)
+    made = []
+    for _ in range(3):
+        due = env.next_minute()
+        name = job_name("lp", due)
+        wait_for(lambda n=name: n in env.job_names("lp"), what=name)  # jobs: create
+        env.finish_job(name)
+        made.append(name)
+    # status: patch; events: create/patch; jobs: delete (history).
+    wait_for(lambda: (env.cronjob("lp").get("status") or {}).get("lastSuccessfulTime"),
+             what="status written")
+    wait_for(lambda: made[0] not in env.job_names("lp"), what="history cleanup")
+    assert env.events("SuccessfulCreate", "lp")
+
+
+def test_leader_election_with_manifest_rbac(sa_client: RESTClient, env: Env) -> None:
+    # Leases: get/create/update in the controller's own namespace (real clock: the elector's
+    # deadlines must not be jumped over by a fake clock).
+    led = threading.Event()
+    config = LeaderElectionConfig(
+        LeaseLock(sa_client, SYSTEM_NS, "lp-lease", "lp-identity"),
+        lease_duration=3, renew_deadline=2, retry_period=0.5, name="lp-lease")
+    elector = LeaderElector(config, LeaderCallbacks(lambda stop: (led.set(), stop.wait())))
+    stop = threading.Event()
+    thread = threading.Thread(target=elector.run, args=(stop,), name="lp-elector")
+    thread.start()
+    try:
+        assert led.wait(20), "did not acquire the lease"
+        lease = env.client.get(LEASES, "lp-lease", SYSTEM_NS)
+        assert lease["spec"]["holderIdentity"] == "lp-identity"
+    finally:
+        stop.set()
+        thread.join(20)
+    released = env.client.get(LEASES, "lp-lease", SYSTEM_NS)
+    assert not released["spec"].get("holderIdentity")
+
+
+@pytest.mark.parametrize("attempt", ["list secrets", "create cronjob", "update job",
+                                     "lease elsewhere"])
+def test_requests_outside_the_role_are_refused(sa_client: RESTClient, env: Env,
+                                               attempt: str) -> None:
+    with pytest.raises(Forbidden):
+        if attempt == "list secrets":
+            sa_client.list(SECRETS, env.namespace)
+        elif attempt == "create cronjob":
+            sa_client.create(CRONJOBS, cronjob_body("nope"), env.namespace)
+        elif attempt == "update job":
+            env.create_cronjob("own")
+            job = env.client.create(JOBS, {"metadata": {"name": "j"}, "spec": {
+                "suspend": True, "template": {"spec": {"restartPolicy": "Never",
+                                                       "containers": [{"name": "c",
+                                                                       "image": "x"}]}}}},
+                env.namespace)
+            job["metadata"]["labels"] = {"changed": "yes"}
+            sa_client.update(JOBS, job, env.namespace)
+        else:
+            sa_client.create(LEASES, {"metadata": {"name": "x"}, "spec": {}}, env.namespace)
