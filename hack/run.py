@@ -26,7 +26,6 @@ from pyctrl.kube import JOBS, NAMESPACES  # noqa: E402
 from pyctrl.testing.envtest import ControlPlane  # noqa: E402
 
 
-
 def reachable_kubeconfig() -> str | None:
     """The kubeconfig path if it points at an API server that answers, else None."""
     path = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")

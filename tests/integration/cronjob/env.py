@@ -138,6 +138,10 @@ class Env:
                 if any(r.get("name") == owner and r.get("controller")
                        for r in j["metadata"].get("ownerReferences") or [])]
 
+    def has_job(self, owner: str, name: str) -> Callable[[], bool]:
+        """A predicate for :func:`wait_for`: the Job ``name`` owned by ``owner`` exists."""
+        return lambda: name in self.job_names(owner)
+
     def job_names(self, owner: str | None = None) -> set[str]:
         return {j["metadata"]["name"] for j in self.jobs(owner)}
 

@@ -54,7 +54,7 @@ def test_controller_runs_with_manifest_rbac(sa_client: RESTClient, env: Env) -> 
     for _ in range(3):
         due = env.next_minute()
         name = job_name("lp", due)
-        wait_for(lambda n=name: n in env.job_names("lp"), what=name)  # jobs: create
+        wait_for(env.has_job("lp", name), what=name)  # jobs: create
         env.finish_job(name)
         made.append(name)
     # status: patch; events: create/patch; jobs: delete (history).
@@ -71,7 +71,12 @@ def test_leader_election_with_manifest_rbac(sa_client: RESTClient, env: Env) -> 
     config = LeaderElectionConfig(
         LeaseLock(sa_client, SYSTEM_NS, "lp-lease", "lp-identity"),
         lease_duration=3, renew_deadline=2, retry_period=0.5, name="lp-lease")
-    elector = LeaderElector(config, LeaderCallbacks(lambda stop: (led.set(), stop.wait())))
+
+    def lead(stop: threading.Event) -> None:
+        led.set()
+        stop.wait()
+
+    elector = LeaderElector(config, LeaderCallbacks(lead))
     stop = threading.Event()
     thread = threading.Thread(target=elector.run, args=(stop,), name="lp-elector")
     thread.start()

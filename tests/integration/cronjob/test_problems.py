@@ -43,7 +43,7 @@ def test_invalid_cronjob_reported_once_without_hot_loop(
     # written again nor re-reported, and its key is not spinning in the queue.
     for _ in range(3):
         due = env.next_minute()
-        wait_for(lambda d=due: job_name("good", d) in env.job_names("good"), what="good run")
+        wait_for(env.has_job("good", job_name("good", due)), what="good run")
     assert env.cronjob("bad")["metadata"]["resourceVersion"] == rv
     assert all(e.get("count", 1) == 1 for e in env.events(reason, "bad"))
     assert wired.controller.queue.num_requeues(f"{env.namespace}/bad") == 0

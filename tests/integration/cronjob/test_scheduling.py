@@ -90,7 +90,7 @@ def test_history_limits_keep_newest_finished_jobs(env: Env) -> None:
     for outcome in ("Complete", "Complete", "Failed", "Failed"):
         due = env.next_minute()
         name = job_name("hist", due)
-        wait_for(lambda n=name: n in env.job_names("hist"), what=name)
+        wait_for(env.has_job("hist", name), what=name)
         env.finish_job(name, outcome)
         made.append(name)
     env.next_minute()
