@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -96,6 +97,11 @@ func main() {
 		lw := &cache.ListWatch{
 			ListFunc: func(o metav1.ListOptions) (k8sruntime.Object, error) { return snapshot, nil },
 			WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+				if o.SendInitialEvents != nil && *o.SendInitialEvents {
+					// A streaming watch-list would replay current state as adds; refuse it
+					// so the reflector falls back to LIST (our snapshot) + WATCH from it.
+					return nil, errors.New("watch-list disabled for this measurement")
+				}
 				watchStart.CompareAndSwap(0, time.Now().UnixNano())
 				return client.CoreV1().ConfigMaps(*namespace).Watch(ctx, o)
 			},
