@@ -50,21 +50,18 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.cronjob_skew_controllers import REPO, Controller, PhaseError, wait_settled
 from bench.cronjob_skew_probe import (
     JobSeen,
     JobWatch,
     ProcessSampler,
-    alive,
-    cpu_seconds,
     parse_rfc3339,
     summary,
 )
 from pyctrl.errors import AlreadyExists, ApiError
 from pyctrl.kube import NAMESPACES, Object, Resource, RESTClient
 from pyctrl.testing.envtest import ControlPlane
-from pyctrl.testing.envtest.process import Proc, spawn
 
-REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
 GOALS = {"p99": 0.6}
 PHASES = ("pyctrl", "upstream")
@@ -77,10 +74,6 @@ ANNOTATIONS = {
 WINDOW_BEFORE = 5.0  # CPU/RSS window: T-5 s ..
 WINDOW_AFTER = 60.0  # .. T+60 s
 CREATE_LATEST_SECOND = 25.0  # start creating only in the first 25 s of a minute
-
-
-class PhaseError(RuntimeError):
-    """A phase could not be measured (reported in its result, the other phase still runs)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -179,86 +172,6 @@ def wait_for_creation_slot() -> None:
 
 def iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-# -- controllers --------------------------------------------------------------------------------
-class Controller:
-    """The process under test: start, pid, alive check, stop."""
-
-    def __init__(self, phase: str, cp: ControlPlane, args: argparse.Namespace,
-                 log_dir: Path) -> None:
-        self.phase, self.cp, self.args, self.log_dir = phase, cp, args, log_dir
-        self.proc: Proc | None = None
-        self.exit_code: int | None = None
-
-    @property
-    def log_path(self) -> Path:
-        if self.phase == "pyctrl":
-            return self.log_dir / "cronjob_controller.log"
-        return self.cp.directory / "kube-controller-manager.log"
-
-    def start(self) -> int:
-        if self.phase == "pyctrl":
-            argv = [sys.executable, "-m", "cronjob_controller",
-                    "--kubeconfig", self.cp.kubeconfig_path,
-                    "--workers", str(self.args.pyctrl_workers),
-                    "--qps", str(self.args.qps), "--burst", str(self.args.qps),
-                    "--log-level", "warning",
-                    "--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-            self.proc = spawn("cronjob_controller", argv, self.log_path, env=env)
-            return self.proc.pid
-        self.cp.start_controller_manager(controllers=["cronjob"], extra_args=[
-            f"--concurrent-cron-job-syncs={self.args.upstream_syncs}",
-            f"--kube-api-qps={self.args.qps}", f"--kube-api-burst={self.args.qps}",
-        ])
-        pid = self.cp.controller_manager_pid
-        if pid is None:
-            raise PhaseError("kube-controller-manager did not start")
-        return pid
-
-    def check(self) -> None:
-        """Raise PhaseError with the log tail if the controller exited."""
-        pid = self.proc.pid if self.proc is not None else self.cp.controller_manager_pid
-        if pid is None or not alive(pid):
-            raise PhaseError(f"{self.phase} controller exited early; log tail:\n{self.tail()}")
-
-    def tail(self, lines: int = 25) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.stop(timeout=30.0)
-            self.exit_code = self.proc.popen.returncode
-        elif self.phase == "upstream":
-            self.cp.stop_controller_manager()
-
-
-def wait_settled(pid: int, started: float, args: argparse.Namespace,
-                 check: Callable[[], None]) -> tuple[bool, float]:
-    """Wait >= warmup s after start and until CPU < settle-cores over 3 s; (settled, at)."""
-    readings: list[tuple[float, float]] = []  # (monotonic, cpu seconds), one per second
-    while True:
-        check()
-        now = time.monotonic()
-        cpu = cpu_seconds(pid)
-        if cpu is None:
-            check()
-            raise PhaseError("the controller process disappeared")
-        readings.append((now, cpu))
-        readings = readings[-4:]
-        if now - started >= args.warmup and len(readings) == 4:
-            (t0, c0), (t1, c1) = readings[0], readings[-1]
-            if (c1 - c0) / (t1 - t0) < args.settle_cores:
-                return True, now - started
-        if now - started >= args.settle_timeout:
-            return False, now - started
-        time.sleep(1.0)
 
 
 # -- one phase ----------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, Protocol, cast
 
 import structlog
@@ -184,6 +184,9 @@ class CronJobReconciler:
             self._cleanup_history(raw, owned, plan)
         if meta.get("deletionTimestamp"):
             return self._finish(raw, status, plan, None)
+        # Observed before the validity check: an invalid schedule is a schedule too, so
+        # fixing it counts as an edit and never starts a run for a time before the fix.
+        edited = self._observe_schedule(raw, status, plan, now)
         if errors:
             return self._invalid(key, raw, status, plan, errors)
         self._forget_reports(key, keep=("MissSchedule", "TooManyMissedTimes", "UnexpectedJob",
@@ -191,12 +194,18 @@ class CronJobReconciler:
         cronjob = api.CronJob.from_dict(raw)
         zone = api.load_zone(cronjob.spec.time_zone)
         sched = schedule.parse(cronjob.spec.schedule, zone)
-        anchor = self._anchor(cronjob, status, plan, now)
         if cronjob.spec.suspend:
             plan.ready = ("True", api.REASON_SUSPENDED, "the CronJob is suspended")
             return self._finish(raw, status, plan, None)
+        anchor = self._anchor(cronjob, plan, now, edited)
 
         due, missed = sched.most_recent(anchor, now)
+        deadline = cronjob.spec.starting_deadline_seconds
+        if missed > schedule.TOO_MANY_MISSED and deadline is not None:
+            # As upstream: with a deadline, only times inside (now - D, now] count as missed;
+            # older ones could never start anyway. ``due`` keeps the full window so a run
+            # just past its deadline is still reported (MissSchedule).
+            _, missed = sched.most_recent(max(anchor, now - timedelta(seconds=deadline)), now)
         plan.next_schedule = sched.next_after(now, anchor=anchor)
         if due is not None:
             self._run(key, raw, cronjob, zone, due, missed, now, plan)
@@ -269,20 +278,34 @@ class CronJobReconciler:
         log.info("invalid cronjob", key=key, reason=reason, problem=message)
         return self._finish(raw, status, plan, None)
 
-    def _anchor(self, cronjob: api.CronJob, status: Mapping[str, Any], plan: _Plan,
-                now: datetime) -> datetime:
-        """lastScheduleTime, else creation; never before the last schedule/timeZone edit."""
-        signature = {"schedule": cronjob.spec.schedule, "timeZone": cronjob.spec.time_zone or ""}
+    def _observe_schedule(self, raw: Object, status: Mapping[str, Any], plan: _Plan,
+                          now: datetime) -> datetime | None:
+        """Record in ``plan`` since when the current schedule/timeZone is in force.
+
+        Returns the time of the last schedule or timeZone edit (now, when this sync is the
+        first to see it), or None when no edit is known (the pair is the original one).
+        """
+        raw_spec = raw.get("spec")
+        spec = cast(Mapping[str, Any], raw_spec if isinstance(raw_spec, Mapping) else {})
+        signature = {"schedule": str(spec.get("schedule") or ""),
+                     "timeZone": str(spec.get("timeZone") or "")}
         observed = status.get("observedSchedule")
         since: datetime | None = None
         if isinstance(observed, Mapping):
             same = (observed.get("schedule") == signature["schedule"]
                     and observed.get("timeZone", "") == signature["timeZone"])
             since = api.parse_time(observed.get("since")) if same else now
-        plan.observed_schedule = {**signature, "since": api.format_time(since)} if since else {
-            **signature, "since": api.format_time(cronjob.creation_timestamp or now)}
+        created = api.parse_time(_meta(raw).get("creationTimestamp"))
+        plan.observed_schedule = {**signature,
+                                  "since": api.format_time(since or created or now)}
+        return since
+
+    @staticmethod
+    def _anchor(cronjob: api.CronJob, plan: _Plan, now: datetime,
+                edited: datetime | None) -> datetime:
+        """lastScheduleTime, else creation; never before the last schedule/timeZone edit."""
         base = plan.last_schedule or cronjob.creation_timestamp or now
-        return max(base, since) if since is not None else base
+        return max(base, edited) if edited is not None else base
 
     def _run(self, key: str, raw: Object, cronjob: api.CronJob, zone: tzinfo, due: datetime,
              missed: int, now: datetime, plan: _Plan) -> None:

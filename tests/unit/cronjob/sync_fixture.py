@@ -40,6 +40,7 @@ from pyctrl.kube import JOBS, Object, Resource
 from pyctrl.testing import FakeClient, FakeClock, FakeRecorder
 
 __all__ = [
+    "CREATED",
     "KEY",
     "NAMESPACE",
     "NOW",
@@ -55,6 +56,7 @@ NAMESPACE = "default"
 KEY = f"{NAMESPACE}/hello"
 # A fixed instant 30 s past a round minute (and past a */5 boundary).
 NOW = datetime(2026, 3, 10, 12, 0, 30, tzinfo=UTC)
+CREATED = datetime(2026, 3, 10, 11, 52, tzinfo=UTC)  # default creationTimestamp
 
 Call = tuple[str, str, str | None, str | None]
 Finished = Literal["Complete", "Failed"]
@@ -80,7 +82,7 @@ def new_cronjob(
     name: str = "hello",
     *,
     schedule: str = "*/5 * * * *",
-    created: datetime = at("11:52"),
+    created: datetime = CREATED,
     status: dict[str, Any] | None = None,
     finalizers: list[str] | None = None,
     **spec: Any,

@@ -8,6 +8,7 @@ the Result, in the style of kubernetes/sample-controller's controller_test.go.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -36,7 +37,8 @@ def create(name: str) -> tuple[str, str, str, None]:
     return ("create", "jobs", name, None)
 
 
-def requeue_for(next_run: datetime, now: datetime = NOW) -> float:
+def requeue_for(next_run: datetime, now: datetime = NOW) -> Any:
+    """pytest.approx of the expected ``requeue_after``: seconds to ``next_run`` + slack."""
     return pytest.approx((next_run - now).total_seconds() + REQUEUE_SLACK_SECONDS)
 
 
@@ -435,3 +437,33 @@ def test_fixture_seeds_creation_timestamp_and_leaves_the_clock_at_now() -> None:
         cj["metadata"]["uid"])
     assert NOW - timedelta(seconds=30) == NOON.astimezone(UTC)
     assert KEY == "default/hello"
+
+
+def test_run_in_a_skipped_dst_hour_starts_once_right_after_the_gap() -> None:
+    # New York springs forward on 2026-03-08 at 02:00 -> 03:00: 02:30 does not exist that day.
+    now = datetime(2026, 3, 8, 7, 0, 30, tzinfo=UTC)  # 03:00:30 EDT
+    f = Fixture(now=now)
+    f.add_cronjob(new_cronjob(schedule="30 2 * * *", timeZone="America/New_York",
+                              created=at("12:00", day=7)))
+
+    f.sync()
+
+    [job] = f.created_jobs()
+    assert job["metadata"]["name"] == run_name("hello", datetime(2026, 3, 8, 7, 0, tzinfo=UTC))
+    assert job["metadata"]["annotations"][SCHEDULED_TIMESTAMP_ANNOTATION] == (
+        "2026-03-08T03:00:00-04:00")
+
+
+def test_run_in_a_repeated_dst_hour_starts_only_at_its_first_occurrence() -> None:
+    # New York falls back on 2026-11-01 at 02:00 -> 01:00: 01:30 happens twice.
+    first = datetime(2026, 11, 1, 5, 30, tzinfo=UTC)  # 01:30 EDT
+    f = Fixture(now=datetime(2026, 11, 1, 6, 30, 30, tzinfo=UTC))  # 01:30:30 EST
+    f.add_cronjob(new_cronjob(schedule="30 1 * * *", timeZone="America/New_York",
+                              created=datetime(2026, 10, 30, tzinfo=UTC),
+                              status={"lastScheduleTime": fmt(first)}))
+
+    result = f.sync()
+
+    assert f.created_jobs() == []
+    assert f.status()["nextScheduleTime"] == "2026-11-02T06:30:00Z"
+    assert result is not None

@@ -1,0 +1,112 @@
+"""The processes under test in ``bench.cronjob_skew``, and how to tell they have settled.
+
+Contract:
+
+* :class:`Controller` starts either ``python -m cronjob_controller`` (a subprocess in its own
+  session that dies with us, log in ``log_dir``) or the ControlPlane's kube-controller-manager
+  with only the ``cronjob`` controller; ``check()`` raises :class:`PhaseError` with the log tail
+  once the process has exited; ``stop()`` sends SIGTERM and waits (SIGKILL after 30 s).
+* :func:`wait_settled` returns once ``warmup`` seconds have passed since start and the process
+  used fewer than ``settle_cores`` cores over the last 3 s, or after ``settle_timeout``.
+
+Real time on purpose: these are real processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.cronjob_skew_probe import alive, cpu_seconds
+from pyctrl.testing.envtest import ControlPlane
+from pyctrl.testing.envtest.process import Proc, spawn
+
+__all__ = ["REPO", "Controller", "PhaseError", "wait_settled"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class PhaseError(RuntimeError):
+    """A phase could not be measured (reported in its result, the other phase still runs)."""
+
+class Controller:
+    """The process under test: start, pid, alive check, stop."""
+
+    def __init__(self, phase: str, cp: ControlPlane, args: argparse.Namespace,
+                 log_dir: Path) -> None:
+        self.phase, self.cp, self.args, self.log_dir = phase, cp, args, log_dir
+        self.proc: Proc | None = None
+        self.exit_code: int | None = None
+
+    @property
+    def log_path(self) -> Path:
+        if self.phase == "pyctrl":
+            return self.log_dir / "cronjob_controller.log"
+        return self.cp.directory / "kube-controller-manager.log"
+
+    def start(self) -> int:
+        if self.phase == "pyctrl":
+            argv = [sys.executable, "-m", "cronjob_controller",
+                    "--kubeconfig", self.cp.kubeconfig_path,
+                    "--workers", str(self.args.pyctrl_workers),
+                    "--qps", str(self.args.qps), "--burst", str(self.args.qps),
+                    "--log-level", "warning",
+                    "--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+            self.proc = spawn("cronjob_controller", argv, self.log_path, env=env)
+            return self.proc.pid
+        self.cp.start_controller_manager(controllers=["cronjob"], extra_args=[
+            f"--concurrent-cron-job-syncs={self.args.upstream_syncs}",
+            f"--kube-api-qps={self.args.qps}", f"--kube-api-burst={self.args.qps}",
+        ])
+        pid = self.cp.controller_manager_pid
+        if pid is None:
+            raise PhaseError("kube-controller-manager did not start")
+        return pid
+
+    def check(self) -> None:
+        """Raise PhaseError with the log tail if the controller exited."""
+        pid = self.proc.pid if self.proc is not None else self.cp.controller_manager_pid
+        if pid is None or not alive(pid):
+            raise PhaseError(f"{self.phase} controller exited early; log tail:\n{self.tail()}")
+
+    def tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop(timeout=30.0)
+            self.exit_code = self.proc.popen.returncode
+        elif self.phase == "upstream":
+            self.cp.stop_controller_manager()
+
+
+def wait_settled(pid: int, started: float, args: argparse.Namespace,
+                 check: Callable[[], None]) -> tuple[bool, float]:
+    """Wait >= warmup s after start and until CPU < settle-cores over 3 s; (settled, at)."""
+    readings: list[tuple[float, float]] = []  # (monotonic, cpu seconds), one per second
+    while True:
+        check()
+        now = time.monotonic()
+        cpu = cpu_seconds(pid)
+        if cpu is None:
+            check()
+            raise PhaseError("the controller process disappeared")
+        readings.append((now, cpu))
+        readings = readings[-4:]
+        if now - started >= args.warmup and len(readings) == 4:
+            (t0, c0), (t1, c1) = readings[0], readings[-1]
+            if (c1 - c0) / (t1 - t0) < args.settle_cores:
+                return True, now - started
+        if now - started >= args.settle_timeout:
+            return False, now - started
+        time.sleep(1.0)

@@ -1,0 +1,128 @@
+"""clock_jump_watch: a wall-clock jump (against monotonic time) re-evaluates every CronJob.
+
+The watch runs in a thread on a FakeClock. :class:`CountingClock` counts the watch's sleeps,
+so a test knows exactly when one loop iteration (compare, maybe ``on_jump``) has finished
+without timing anything: it waits for the next sleep to begin.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from cronjob_controller.controller import clock_jump_watch
+from pyctrl.testing import FakeClock
+from tests.unit.cronjob.sync_fixture import NOW
+
+WAIT = 5.0  # real seconds; only an upper bound for a failing test
+
+
+class CountingClock(FakeClock):
+    """A FakeClock that tells how many ``sleep`` calls have started."""
+
+    def __init__(self) -> None:
+        super().__init__(NOW)
+        self._sleeps = 0
+        self._sleeps_cond = threading.Condition()
+
+    def sleep(self, seconds: float, stop: threading.Event) -> bool:
+        with self._sleeps_cond:
+            self._sleeps += 1
+            self._sleeps_cond.notify_all()
+        return super().sleep(seconds, stop)
+
+    def wait_for_sleeps(self, count: int) -> bool:
+        with self._sleeps_cond:
+            return self._sleeps_cond.wait_for(lambda: self._sleeps >= count, WAIT)
+
+    @property
+    def sleeps(self) -> int:
+        with self._sleeps_cond:
+            return self._sleeps
+
+
+class Watch:
+    """A running clock_jump_watch and what it reported."""
+
+    def __init__(self, clock: CountingClock) -> None:
+        self.clock = clock
+        self.stop = threading.Event()
+        self.jumps = 0
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(
+            target=clock_jump_watch, args=(clock, self.stop, self._on_jump),
+            kwargs={"period": 1.0, "threshold": 2.0}, name="test-clock-jump-watch")
+
+    def _on_jump(self) -> None:
+        with self._lock:
+            self.jumps += 1
+
+    def tick(self) -> None:
+        """Let one period pass and wait until the watch has looked at the clock."""
+        before = self.clock.sleeps
+        assert self.clock.wait_for_waiters(1, WAIT)
+        self.clock.step(1.0)
+        assert self.clock.wait_for_sleeps(before + 1), "the watch did not loop"
+
+
+@pytest.fixture
+def watch() -> Iterator[Watch]:
+    w = Watch(CountingClock())
+    w.thread.start()
+    assert w.clock.wait_for_sleeps(1)
+    try:
+        yield w
+    finally:
+        w.stop.set()
+        w.thread.join(WAIT)
+    assert not w.thread.is_alive()
+
+
+def test_backwards_wall_clock_jump_triggers_on_jump(watch: Watch) -> None:
+    watch.clock.set_time(NOW - timedelta(hours=1))
+
+    watch.tick()
+
+    assert watch.jumps == 1
+
+
+def test_time_moving_normally_never_triggers(watch: Watch) -> None:
+    for _ in range(3):
+        watch.tick()
+
+    assert watch.jumps == 0
+
+
+def test_jitter_below_the_threshold_is_ignored(watch: Watch) -> None:
+    watch.clock.set_time(watch.clock.now() - timedelta(seconds=1))
+
+    watch.tick()
+
+    assert watch.jumps == 0
+
+
+def test_one_jump_is_reported_once(watch: Watch) -> None:
+    watch.clock.set_time(NOW - timedelta(minutes=10))
+    watch.tick()
+    watch.tick()
+    watch.tick()
+
+    assert watch.jumps == 1
+
+
+def test_watch_stops_promptly_while_sleeping_a_long_period() -> None:
+    clock = CountingClock()
+    stop = threading.Event()
+    thread = threading.Thread(target=clock_jump_watch, args=(clock, stop, lambda: None),
+                              kwargs={"period": 3600.0}, name="test-clock-jump-watch")
+    thread.start()
+    try:
+        assert clock.wait_for_sleeps(1)
+        assert clock.wait_for_waiters(1, WAIT)
+    finally:
+        stop.set()
+        thread.join(WAIT)
+    assert not thread.is_alive()  # no clock step was needed to notice ``stop``
