@@ -33,6 +33,7 @@ CronJob can not hot-loop.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -71,7 +72,10 @@ class ObjectSource(Protocol):
     def by_index(self, index: str, value: str) -> Sequence[Object]: ...
 
 
-_skew_by_registry: dict[int, Histogram] = {}
+# Keyed by the registry itself, weakly: an ``id()`` key outlives its registry and a new
+# registry that reuses the address would be handed a histogram registered elsewhere.
+_skew_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, Histogram] = (
+    weakref.WeakKeyDictionary())
 _skew_lock = threading.Lock()
 
 
@@ -80,7 +84,7 @@ def skew_histogram(registry: CollectorRegistry | None) -> Histogram | None:
     if registry is None:
         return None
     with _skew_lock:
-        hist = _skew_by_registry.get(id(registry))
+        hist = _skew_by_registry.get(registry)
         if hist is None:
             hist = Histogram(
                 "cronjob_controller_job_creation_skew_seconds",
@@ -88,7 +92,7 @@ def skew_histogram(registry: CollectorRegistry | None) -> Histogram | None:
                 buckets=_SKEW_BUCKETS,
                 registry=registry,
             )
-            _skew_by_registry[id(registry)] = hist
+            _skew_by_registry[registry] = hist
         return hist
 
 

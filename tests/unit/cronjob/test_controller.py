@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from cronjob_controller.api import CRONJOBS, SCHEDULED_TIMESTAMP_ANNOTATION
-from cronjob_controller.controller import REQUEUE_SLACK_SECONDS
+from cronjob_controller.controller import REQUEUE_SLACK_SECONDS, skew_histogram
 from pyctrl.kube import JOBS
 from tests.unit.cronjob.sync_fixture import (
     KEY,
@@ -425,6 +425,17 @@ def test_skew_histogram_is_per_registry() -> None:
 
     assert first.get_sample_value("cronjob_controller_job_creation_skew_seconds_count") == 1.0
     assert second.get_sample_value("cronjob_controller_job_creation_skew_seconds_count") == 0.0
+
+
+def test_skew_histogram_is_registered_on_every_new_registry() -> None:
+    # Registries come and go (one per test, per Manager); CPython reuses the address of a
+    # freed one, which must not hand the new registry a histogram registered on the old.
+    for _ in range(20):
+        registry = CollectorRegistry()
+        assert skew_histogram(registry) is skew_histogram(registry)
+        assert registry.get_sample_value(
+            "cronjob_controller_job_creation_skew_seconds_count") == 0.0
+        del registry
 
 
 def test_fixture_seeds_creation_timestamp_and_leaves_the_clock_at_now() -> None:
