@@ -95,7 +95,12 @@ def _retryable(err: BaseException) -> bool:
     # Worth re-watching from the same version after a backoff.
     if isinstance(err, TooManyRequests | ServerError | ServerTimeout | Timeout | OSError):
         return True
-    return not isinstance(err, ApiError)  # transport-level failures of the REST client
+    if isinstance(err, ApiError):
+        # The REST client reports a failure to reach the server (connection refused or
+        # reset: an apiserver restart) as a plain ApiError without a code. Our cache is still
+        # valid then; re-watch from where we were instead of paying for a relist.
+        return err.code == 0 and err.reason == "ConnectionError"
+    return True  # other transport-level failures
 
 
 class Reflector:

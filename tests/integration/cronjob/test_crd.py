@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ def test_sample_applies_and_defaults_are_filled(control_plane: ControlPlane, nam
     ("limit", {"failedJobsHistoryLimit": -2}, "spec.failedJobsHistoryLimit"),
 ])
 def test_schema_rejects_with_the_field_named(client: RESTClient, namespace: str, name: str,
-                                             spec: dict[str, object], field: str) -> None:
+                                             spec: dict[str, Any], field: str) -> None:
     with pytest.raises(Invalid) as err:
         client.create(CRONJOBS, cronjob_body(name, **spec), namespace)
     assert field in str(err.value) or any(field in c.field for c in err.value.causes)
