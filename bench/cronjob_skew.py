@@ -188,6 +188,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
                          "`python -m cronjob_controller` cannot run")
     watch = JobWatch(client, namespace)
     watch.start()
+    sampler: ProcessSampler | None = None
     try:
         wait_for_creation_slot()
         created_at = time.time()
@@ -210,7 +211,9 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
             time.sleep(0.5)
         jobs = [j for j in watch.snapshot() if j.name.endswith(suffix)]
     finally:
-        controller.stop()
+        if sampler is not None:
+            sampler.stop()  # idempotent; ends the polling thread if the window was cut short
+        log_path = controller.stop()
         watch.close()
     delete_all(cp, namespace)
     skew_watch = [j.seen_at - tick for j in jobs]
@@ -241,7 +244,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         "settled": settled, "settle_s": round(settle_s, 1),
         "prior_jobs": prior_jobs,
         "watch_errors": len(watch.errors),
-        "log": str(controller.log_path) if phase == "pyctrl" else "(KCM log: temp dir)",
+        "log": str(log_path),
     }
     if controller.exit_code is not None:
         result["exit_code"] = controller.exit_code
@@ -306,7 +309,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 print(f"cronjob-skew: phase {phase}, {args.cronjobs} CronJobs", file=sys.stderr)
                 try:
                     result[phase] = run_phase(phase, cp, client, args, log_dir, series)
-                except PhaseError as err:
+                except (PhaseError, ApiError) as err:
                     print(f"cronjob-skew: phase {phase} failed: {err}", file=sys.stderr)
                     result[phase] = {"error": str(err)}
                     delete_all(cp, f"skew-{phase}")

@@ -5,7 +5,8 @@ Contract:
 * :class:`Controller` starts either ``python -m cronjob_controller`` (a subprocess in its own
   session that dies with us, log in ``log_dir``) or the ControlPlane's kube-controller-manager
   with only the ``cronjob`` controller; ``check()`` raises :class:`PhaseError` with the log tail
-  once the process has exited; ``stop()`` sends SIGTERM and waits (SIGKILL after 30 s).
+  once the process has exited; ``stop()`` sends SIGTERM, waits (SIGKILL after 30 s) and
+  returns the path of the kept log (KCM's is copied into ``log_dir``).
 * :func:`wait_settled` returns once ``warmup`` seconds have passed since start and the process
   used fewer than ``settle_cores`` cores over the last 3 s, or after ``settle_timeout``.
 
@@ -15,7 +16,9 @@ Real time on purpose: these are real processes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -82,12 +85,19 @@ class Controller:
         except OSError:
             return "(no log)"
 
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.stop(timeout=30.0)
-            self.exit_code = self.proc.popen.returncode
-        elif self.phase == "upstream":
-            self.cp.stop_controller_manager()
+    def stop(self) -> Path:
+        """Stop the process; return where its log is kept (KCM's is copied out of the
+        control plane's temp dir, which is deleted with it)."""
+        if self.phase == "pyctrl":
+            if self.proc is not None:
+                self.proc.stop(timeout=30.0)
+                self.exit_code = self.proc.popen.returncode
+            return self.log_path
+        self.cp.stop_controller_manager()
+        kept = self.log_dir / "kube-controller-manager.log"
+        with contextlib.suppress(OSError):
+            shutil.copyfile(self.log_path, kept)
+        return kept
 
 
 def wait_settled(pid: int, started: float, args: argparse.Namespace,

@@ -99,6 +99,7 @@ class ProcessSampler:
         self.samples = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._result: dict[str, object] | None = None
 
     def start(self) -> None:
         self.cpu_start = cpu_seconds(self.pid)
@@ -116,7 +117,12 @@ class ProcessSampler:
             self._stop.wait(self.interval)
 
     def stop(self) -> dict[str, object]:
-        """End the window; return cpu_seconds, peak_rss_mib, hwm_rss_mib, samples."""
+        """End the window; return cpu_seconds, peak_rss_mib, hwm_rss_mib, samples.
+
+        Idempotent: later calls return the figures of the first.
+        """
+        if self._result is not None:
+            return self._result
         self.cpu_end = cpu_seconds(self.pid)
         hwm = _status_kib(self.pid, "VmHWM")
         self._stop.set()
@@ -124,12 +130,13 @@ class ProcessSampler:
             self._thread.join()
         cpu = (None if self.cpu_start is None or self.cpu_end is None
                else round(self.cpu_end - self.cpu_start, 3))
-        return {
+        self._result = {
             "cpu_seconds": cpu,
             "peak_rss_mib": round(self.peak_rss_kib / 1024, 1),
             "hwm_rss_mib": None if hwm is None else round(hwm / 1024, 1),
             "rss_samples": self.samples,
         }
+        return self._result
 
 
 @dataclass(frozen=True)

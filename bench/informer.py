@@ -197,7 +197,10 @@ def child_kubernetes(kubeconfig: str, namespace: str, n: int, rv_before: str) ->
     inf = SharedInformer(api.list_namespaced_config_map, namespace=namespace)
     inf.add_event_handler(ADDED, on_add)
     inf.start()
-    synced.wait(600)
+    if not synced.wait(300):
+        # Its list/watch loop has no stop-aware timeout: report and leave without joining.
+        print(json.dumps({"error": f"did not sync in 300 s ({added[0]} adds)"}), flush=True)
+        os._exit(0)
     out["sync_seconds"] = time.perf_counter() - start
     count = len(inf.cache.list_keys())
     after = settled_rss()

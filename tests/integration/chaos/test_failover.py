@@ -3,15 +3,16 @@
 Two ``python -m cronjob_controller --leader-elect`` processes (lease 4 s, renew deadline 3 s,
 retry 0.5 s) share a namespace of ``* * * * *`` CronJobs. Around three consecutive real minute
 ticks T1..T3 the current leader (the Lease's holderIdentity, mapped to a process through the
-identity each replica logs at start) is SIGKILLed: 2 s before T1, 1 s after T2 (possibly in the
-middle of creating T2's Jobs) and 2 s before T3; a fresh replica replaces it at once, so two
-are always around. The standby takes over once the dead leader's lease expires, a few seconds
-late for the tick. There is no startingDeadlineSeconds, so every run that came due during a
-failover must still be started by the new leader.
+identity each replica logs at start) is SIGKILLed: 2 s before T1, 0.15 s after T2 (while it
+creates T2's Jobs, due at T2 + 0.1 s, or before their deferred status writes) and 2 s before
+T3; a fresh replica replaces it at once, so two are always around. The standby takes over
+once the dead leader's lease expires, a few seconds late for the tick. There is no
+startingDeadlineSeconds, so every run that came due during a failover must still be started
+by the new leader.
 
 Asserted: each kill was followed by a different, live leader; no CronJob has two Jobs for one
-scheduled time; every CronJob has a Job for every tick from the first observed one to T3; and
-every replica stopped gracefully (exit 0) at the end.
+scheduled time; every CronJob has a Job for every tick from the first observed one to T3 and
+ends with ``lastScheduleTime`` = T3; and every replica stopped gracefully (exit 0).
 
 Real time: this test takes 2.5-3.5 minutes (it waits for T1 to be at least 12 s away).
 """
@@ -143,7 +144,9 @@ def test_leader_sigkill_around_ticks_loses_and_duplicates_no_run(
     if (t1 - now).total_seconds() < 12:
         t1 += timedelta(minutes=1)
     ticks = [t1, t1 + timedelta(minutes=1), t1 + timedelta(minutes=2)]
-    kill_at = [ticks[0] - timedelta(seconds=2), ticks[1] + timedelta(seconds=1),
+    # Before T1: the successor starts T1's runs late. Just after T2: the leader dies while
+    # creating T2's Jobs or before writing their (deferred) statuses. Before T3: as T1.
+    kill_at = [ticks[0] - timedelta(seconds=2), ticks[1] + timedelta(seconds=0.15),
                ticks[2] - timedelta(seconds=2)]
 
     leaders: list[str | None] = [replicas.identity(first)]
@@ -158,12 +161,19 @@ def test_leader_sigkill_around_ticks_loses_and_duplicates_no_run(
         assert successor is not victim
         leaders.append(replicas.identity(successor))
 
+    last = ticks[-1].strftime("%Y-%m-%dT%H:%M:%SZ")
+
     def complete() -> bool:
         ledger = run_ledger(list_jobs(chaos_client, chaos_namespace))
-        return all(t in ledger.get(n, {}) for n in names for t in ticks)
+        statuses = {o["metadata"]["name"]: o.get("status") or {}
+                    for o in chaos_client.list(CRONJOBS, chaos_namespace)["items"]}
+        # The status write after a create is deferred: a successor must recover it.
+        return all(t in ledger.get(n, {}) for n in names for t in ticks) and all(
+            statuses[n].get("lastScheduleTime") == last for n in names)
 
     try:
-        wait_for(complete, timeout=45, what="a Job of every CronJob for every tick")
+        wait_for(complete, timeout=45,
+                 what="a Job of every CronJob for every tick, and its lastScheduleTime")
     except AssertionError as err:
         raise AssertionError(f"{err}\n{replicas.logs()}") from None
     replicas.stop_all()
