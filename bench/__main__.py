@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 # subcommand -> module (imported only when chosen)
 SUBCOMMANDS: dict[str, str] = {
     "workqueue": "bench.workqueue",
+    "informer": "bench.informer",
     "cronjob-skew": "bench.cronjob_skew",
 }
 

@@ -10,7 +10,7 @@
 
 from pyctrl.testing.fake_client import Action, FakeClient, FakeWatch, Reactor, WatchReactor
 from pyctrl.testing.fake_clock import FakeClock
-from pyctrl.testing.fake_listwatch import FakeListWatch
+from pyctrl.testing.fake_listwatch import FakeListWatch, FakeWatchStream
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
 from pyctrl.testing.fake_recorder import FakeRecorder, RecordedEvent
 
@@ -23,6 +23,7 @@ __all__ = [
     "FakeLockStore",
     "FakeRecorder",
     "FakeWatch",
+    "FakeWatchStream",
     "Reactor",
     "RecordedEvent",
     "WatchReactor",
