@@ -30,6 +30,7 @@ __all__ = [
     "Timeout",
     "TooManyRequests",
     "Unauthorized",
+    "Unreachable",
     "from_status",
     "is_not_found",
 ]
@@ -128,6 +129,10 @@ class ServerTimeout(ApiError):
 
 class Timeout(ApiError):
     """The client gave up: connect or read timeout, no answer from the server."""
+
+
+class Unreachable(ApiError):
+    """The server could not be reached at all (connection refused or reset, DNS)."""
 
 
 class TerminalError(Exception):

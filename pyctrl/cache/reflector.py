@@ -53,6 +53,7 @@ from pyctrl.errors import (
     ServerTimeout,
     Timeout,
     TooManyRequests,
+    Unreachable,
     from_status,
 )
 from pyctrl.kube.interface import Object, WatchStream
@@ -93,14 +94,12 @@ def _is_expired(err: BaseException) -> bool:
 
 def _retryable(err: BaseException) -> bool:
     # Worth re-watching from the same version after a backoff.
-    if isinstance(err, TooManyRequests | ServerError | ServerTimeout | Timeout | OSError):
+    # Unreachable (connection refused or reset: an apiserver restart) leaves our cache valid;
+    # re-watch from where we were instead of paying for a relist.
+    if isinstance(err, TooManyRequests | ServerError | ServerTimeout | Timeout | Unreachable
+                  | OSError):
         return True
-    if isinstance(err, ApiError):
-        # The REST client reports a failure to reach the server (connection refused or
-        # reset: an apiserver restart) as a plain ApiError without a code. Our cache is still
-        # valid then; re-watch from where we were instead of paying for a relist.
-        return err.code == 0 and err.reason == "ConnectionError"
-    return True  # other transport-level failures
+    return not isinstance(err, ApiError)  # other transport-level failures
 
 
 class Reflector:

@@ -18,7 +18,7 @@ Contract:
   ``details.retryAfterSeconds``, else 1 s), waiting on the injected clock, at most
   ``max_retries`` (10, as client-go) times; then :class:`TooManyRequests` is raised. Connect
   and read timeouts raise :class:`pyctrl.errors.Timeout`; other transport failures raise a
-  plain :class:`pyctrl.errors.ApiError` with ``reason="ConnectionError"`` and ``code=0``.
+  :class:`pyctrl.errors.Unreachable` (``reason="ConnectionError"``, ``code=0``).
 * Credentials come from :class:`KubeConfig` on every request, so rotated tokens and exec
   plugins keep working. With a ``registry``, request counts and latencies are recorded (see
   :mod:`pyctrl.kube.metrics`).
@@ -41,7 +41,7 @@ from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
 from pyctrl.clock import Clock, RealClock
-from pyctrl.errors import ApiError, Timeout, TooManyRequests, from_status
+from pyctrl.errors import ApiError, Timeout, TooManyRequests, Unreachable, from_status
 from pyctrl.kube.config import KubeConfig, load_config
 from pyctrl.kube.interface import Object, PatchType, PropagationPolicy
 from pyctrl.kube.metrics import RequestMetrics, request_metrics
@@ -424,4 +424,4 @@ def _transport_error(method: str, url: str, exc: BaseException) -> ApiError:
         reason, NewConnectionError
     ):
         return Timeout(f"{method} {url}: timed out: {reason}", reason="Timeout")
-    return ApiError(f"{method} {url}: {reason}", reason="ConnectionError")
+    return Unreachable(f"{method} {url}: {reason}", reason="ConnectionError")

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from pyctrl.cache.backoff import Backoff
 from pyctrl.cache.reflector import Reflector
-from pyctrl.errors import Forbidden, Gone, ServerError, TooManyRequests
+from pyctrl.errors import Forbidden, Gone, ServerError, TooManyRequests, Unreachable
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch
 from tests.unit.cache.helpers import WAIT, RecordingStore, SleepRecordingClock, cm
@@ -243,3 +243,20 @@ def test_backoff_grows_caps_and_resets() -> None:
     assert b.next() == 1.0
     jittered = Backoff(clock, initial=1.0, jitter=1.0, rand=lambda: 0.5)
     assert jittered.next() == 1.5
+
+
+
+def test_unreachable_server_rewatches_from_the_same_version_without_relisting() -> None:
+    """An apiserver restart (connection refused) keeps the cache: re-watch, no LIST."""
+    lw = FakeListWatch()
+    lw.queue_list([cm("a", "5")], "10")
+    lw.queue_watch_error(Unreachable("connection refused", reason="ConnectionError"))
+    lw.queue_watch()
+    clock = SleepRecordingClock()
+    refl, _ = make(lw, clock)
+    with running(refl):
+        assert clock.sleeps.wait_for(lambda ev: any(n == "refl-run" for n, _ in ev))
+        clock.step(1.0)  # past the backoff
+        assert lw.wait_for_watch_calls(2)
+    assert [c["resource_version"] for c in lw.watch_calls[:2]] == ["10", "10"]
+    assert len(lw.list_calls) == 1
