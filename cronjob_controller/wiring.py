@@ -102,6 +102,10 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
         CONTROLLER_NAME, reconciler, workers=workers, clock=manager.clock,
         registry=manager.registry, wait_for=[*cronjob_informers, *job_informers],
     )
+    # Job creates are the critical writes at a minute tick; the events describing them wait
+    # until the queue has drained (bounded by the broadcaster's max_defer).
+    queue = controller.queue
+    manager.event_broadcaster().set_defer_while(lambda: len(queue) > 0)
     for informer in cronjob_informers:
         informer.add_event_handler(enqueue_object(controller.queue))
     for informer in job_informers:

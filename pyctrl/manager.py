@@ -76,8 +76,12 @@ class Manager:
         namespace: str | None = None,
         default_resync: float = 0.0,
         component: str = "pyctrl",
+        event_queue_size: int = 10_000,
     ) -> None:
         self.client = client
+        # Events buffered before the sink writes them; a controller acting on N objects at
+        # once (a CronJob minute tick) records up to N events in a burst.
+        self.event_queue_size = event_queue_size
         self.registry = registry if registry is not None else CollectorRegistry()
         self.clock: Clock = clock or RealClock()
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
@@ -125,15 +129,19 @@ class Manager:
     def add_readyz_check(self, name: str, fn: Check) -> None:
         self._readyz.add(name, fn)
 
-    def event_recorder(self, component: str | None = None) -> EventRecorder:
-        """A recorder on the manager's broadcaster (flushed when the manager stops)."""
+    def event_broadcaster(self) -> EventBroadcaster:
+        """The manager's event broadcaster (created on first use, flushed on stop)."""
         with self._mu:
             if self._broadcaster is None:
                 self._broadcaster = EventBroadcaster(
                     self.client, component=self.component, clock=self.clock,
-                    registry=self.registry,
+                    registry=self.registry, queue_size=self.event_queue_size,
                 )
-            return self._broadcaster.new_recorder(component)
+            return self._broadcaster
+
+    def event_recorder(self, component: str | None = None) -> EventRecorder:
+        """A recorder on the manager's broadcaster (flushed when the manager stops)."""
+        return self.event_broadcaster().new_recorder(component)
 
     def _address(self, name: str) -> tuple[str, int] | None:
         server = self._servers.get(name)

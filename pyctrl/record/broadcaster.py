@@ -11,6 +11,11 @@ Contract:
   is created; a repeated one is merge-patched with the higher count and created afresh when
   the patch finds it gone (NotFound). AlreadyExists and other 4xx answers drop the event;
   5xx/timeouts are retried up to ``max_retries`` times with ``retry_backoff`` seconds between.
+* Events are the writes that can wait. With ``defer_while`` (a cheap predicate such as "the
+  controller's work queue is not empty"), the sink holds back while it is true, so a burst of
+  critical writes (Jobs at a minute tick) is not slowed by the events describing them; it
+  never holds an event back for more than ``max_defer`` seconds of real time in a row, so
+  events still flow under constant load. Deferral polls ``defer_while`` every 50 ms.
 * ``shutdown(timeout)`` stops accepting events, lets the sink drain for at most ``timeout``
   seconds, drops what is left (counted), and joins the thread.
 * Events land in the involved object's namespace ("default" for cluster-scoped objects), with
@@ -23,6 +28,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import deque
+from collections.abc import Callable
 from datetime import UTC
 from typing import Any, Literal, Protocol
 
@@ -49,6 +55,7 @@ log = structlog.get_logger(__name__)
 
 EventType = Literal["Normal", "Warning"]
 _RETRYABLE = (ServerError, ServerTimeout, Timeout, TooManyRequests)
+_DEFER_POLL_SECONDS = 0.05
 
 
 class EventRecorder(Protocol):
@@ -125,6 +132,8 @@ class EventBroadcaster:
         max_retries: int = 3,
         retry_backoff: float = 1.0,
         correlator: EventCorrelator | None = None,
+        defer_while: Callable[[], bool] | None = None,
+        max_defer: float = 10.0,
     ) -> None:
         self._client = client
         self._component = component
@@ -142,6 +151,15 @@ class EventBroadcaster:
         self._abort = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_ns = 0
+        self._defer_while = defer_while
+        self._max_defer = max_defer
+
+    def set_defer_while(self, predicate: Callable[[], bool] | None,
+                        max_defer: float | None = None) -> None:
+        """Hold events back while ``predicate()`` is true (see module docstring)."""
+        self._defer_while = predicate
+        if max_defer is not None:
+            self._max_defer = max_defer
 
     def new_recorder(self, component: str | None = None) -> EventRecorder:
         """A recorder whose events carry ``source.component = component`` (default: ours)."""
@@ -232,6 +250,7 @@ class EventBroadcaster:
                 event = self._buffer.popleft()
                 self._busy = True
             try:
+                self._yield_to_critical_writes()
                 if self._abort.is_set():
                     self._dropped.labels(reason="shutdown").inc()
                 else:
@@ -243,6 +262,22 @@ class EventBroadcaster:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+
+    def _yield_to_critical_writes(self) -> None:
+        predicate = self._defer_while
+        if predicate is None or self._closed:
+            return
+        # Real-time polls (stop-event waits), not the Clock: deferral is about sharing the
+        # API server with other writes happening now, and must end even under a FakeClock.
+        for _ in range(max(0, int(self._max_defer / _DEFER_POLL_SECONDS))):
+            try:
+                if not predicate():
+                    return
+            except Exception:
+                log.exception("event defer predicate failed; writing now")
+                return
+            if self._closed or self._abort.wait(_DEFER_POLL_SECONDS):
+                return
 
     def _handle(self, event: Object) -> None:
         result = self._correlator.correlate(event)

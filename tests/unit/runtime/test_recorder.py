@@ -199,3 +199,33 @@ def test_fake_recorder_collects_events() -> None:
     rec.eventf(POD, "Warning", "ErrResourceExists", "Resource %r exists", "d")
     assert rec.events == ["Warning ErrResourceExists Resource 'd' exists"]
     assert rec.records[0].key == "ns1/web-1"
+
+
+def test_events_wait_while_critical_work_is_pending(
+    client: FakeClient, broadcaster: EventBroadcaster
+) -> None:
+    busy = threading.Event()
+    busy.set()
+    asked = threading.Event()
+
+    def pending() -> bool:
+        asked.set()
+        return busy.is_set()
+
+    broadcaster.set_defer_while(pending, max_defer=60.0)
+    broadcaster.new_recorder().event(POD, "Normal", "Created", "made it")
+    assert asked.wait(5)
+    assert not broadcaster.wait_idle(0.2)  # held back: nothing written yet
+    assert _verbs(client) == []
+    busy.clear()
+    assert broadcaster.wait_idle()
+    assert _verbs(client) == ["create"]
+
+
+def test_deferral_is_bounded_so_events_flow_under_constant_load(
+    client: FakeClient, broadcaster: EventBroadcaster
+) -> None:
+    broadcaster.set_defer_while(lambda: True, max_defer=0.1)
+    broadcaster.new_recorder().event(POD, "Normal", "Created", "made it")
+    assert broadcaster.wait_idle()
+    assert _verbs(client) == ["create"]
