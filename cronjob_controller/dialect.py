@@ -1,0 +1,288 @@
+"""The Kubernetes cron dialect (robfig/cron ``ParseStandard``), checked by us.
+
+Contract: :func:`check` accepts exactly five fields ``minute hour day-of-month month
+day-of-week`` (``*``, ``?``, numbers, lists, ranges, steps, month and weekday names), the
+descriptors ``@yearly``/``@annually``/``@monthly``/``@weekly``/``@daily``/``@midnight``/
+``@hourly`` and ``@every <Go duration>``, and returns the expanded :class:`CronFields` or the
+interval. Anything else raises :class:`ScheduleError` with a message naming the field and the
+problem; 6/7 fields, ``L``, ``W``, ``#``, ``H`` and ``TZ=``/``CRON_TZ=`` get dedicated messages.
+:func:`croniter_expr` renders fields as an explicit expression croniter evaluates exactly as
+robfig would (croniter treats a full range such as ``1-31`` as ``*``; robfig does not).
+The arithmetic on top lives in :mod:`cronjob_controller.schedule`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+__all__ = [
+    "CronFields",
+    "ScheduleError",
+    "check",
+    "croniter_expr",
+    "parse_go_duration",
+    "satisfiable",
+]
+
+_ZONE_HINT = "set spec.timeZone instead"
+
+
+class ScheduleError(ValueError):
+    """The schedule is outside the dialect; ``str(err)`` is a message for the user."""
+
+
+# --------------------------------------------------------------------------------------
+# Dialect
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldSpec:
+    name: str
+    low: int
+    high: int
+    names: dict[str, int]
+
+
+_MONTH_NAMES = {n: i + 1 for i, n in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}
+_DOW_NAMES = {n: i for i, n in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
+_FIELDS = (
+    _FieldSpec("minute", 0, 59, {}),
+    _FieldSpec("hour", 0, 23, {}),
+    _FieldSpec("day-of-month", 1, 31, {}),
+    _FieldSpec("month", 1, 12, _MONTH_NAMES),
+    _FieldSpec("day-of-week", 0, 6, _DOW_NAMES),
+)
+_DESCRIPTORS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+_EVERY = "@every "
+_INT = re.compile(r"\+?[0-9]+")  # Go's strconv.Atoi, minus the sign handled by the caller
+_LAST = re.compile(r"(?i)(l|lw|[0-9]+l|l-[0-9]+)")
+_WEEKDAY = re.compile(r"(?i)[0-9]+w")
+_HASH = re.compile(r"(?i)h(\(.*\))?(/.*)?")
+_FIELD_FORMAT = "minute hour day-of-month month day-of-week"
+_DAYS_IN_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # February may have 29
+
+
+@dataclass(frozen=True, slots=True)
+class CronFields:
+    """The sets a five-field schedule matches; ``*_star`` flags follow robfig's star bit."""
+
+    minutes: frozenset[int]
+    hours: frozenset[int]
+    days_of_month: frozenset[int]
+    months: frozenset[int]
+    days_of_week: frozenset[int]  # 0 = Sunday
+    dom_star: bool
+    dow_star: bool
+
+    def matches(self, wall: datetime) -> bool:
+        """Whether the wall-clock minute ``wall`` (seconds ignored) is a scheduled time."""
+        if (wall.minute not in self.minutes or wall.hour not in self.hours
+                or wall.month not in self.months):
+            return False
+        dom = wall.day in self.days_of_month
+        dow = (wall.weekday() + 1) % 7 in self.days_of_week
+        if self.dom_star or self.dow_star:
+            return dom and dow
+        return dom or dow
+
+
+def _check_extensions(field: _FieldSpec, text: str, atom: str) -> None:
+    """Name the non-standard cron extensions Kubernetes rejects, for a clearer message."""
+    where = f'{field.name} field "{text}"'
+    if _LAST.fullmatch(atom):
+        raise ScheduleError(f"{where}: 'L' (last day) is not supported")
+    if _WEEKDAY.fullmatch(atom):
+        raise ScheduleError(f"{where}: 'W' (nearest weekday) is not supported")
+    if _HASH.fullmatch(atom):
+        raise ScheduleError(f"{where}: 'H' (hashed values) is not supported")
+
+
+def _atom_error(field: _FieldSpec, text: str, atom: str) -> ScheduleError:
+    """The message for an atom that is neither a number nor a known name."""
+    where = f'{field.name} field "{text}"'
+    if field.names:
+        return ScheduleError(f'{where}: "{atom}" is neither a number nor a {field.name} name')
+    return ScheduleError(f'{where}: "{atom}" is not a number')
+
+
+def _value(field: _FieldSpec, text: str, atom: str, *, names: bool = True) -> int:
+    if names and atom.lower() in field.names:
+        return field.names[atom.lower()]
+    if not _INT.fullmatch(atom):
+        raise _atom_error(field, text, atom)
+    return int(atom)
+
+
+def _parse_field(field: _FieldSpec, text: str) -> tuple[frozenset[int], bool]:
+    """Values of one field and whether robfig would set its star bit."""
+    where = f'{field.name} field "{text}"'
+    values: set[int] = set()
+    star = False
+    for atom in filter(None, text.split(",")):  # robfig drops empty list items
+        _check_extensions(field, text, atom)
+        range_and_step = atom.split("/")
+        if len(range_and_step) > 2:
+            raise ScheduleError(f'{where}: too many slashes in "{atom}"')
+        low_high = range_and_step[0].split("-")
+        atom_star = low_high[0] in ("*", "?")
+        if atom_star:  # robfig ignores anything after "*-" here; so do we
+            start, end = field.low, field.high
+        elif len(low_high) > 2:
+            raise ScheduleError(f'{where}: too many hyphens in "{atom}"')
+        else:
+            start = _value(field, text, low_high[0])
+            end = _value(field, text, low_high[1]) if len(low_high) == 2 else start
+        step = 1
+        if len(range_and_step) == 2:
+            step = _value(field, text, range_and_step[1], names=False)
+            if len(low_high) == 1:  # "N/step" means "N-max/step"
+                end = field.high
+            if step > 1:
+                atom_star = False
+        if start < field.low:
+            raise ScheduleError(f"{where}: {start} is below the minimum {field.low}")
+        if end > field.high:
+            hint = " (use 0 for Sunday)" if field.name == "day-of-week" and end == 7 else ""
+            raise ScheduleError(f"{where}: {end} is above the maximum {field.high}{hint}")
+        if start > end:
+            raise ScheduleError(f"{where}: range start {start} is beyond its end {end}")
+        if step == 0:
+            raise ScheduleError(f"{where}: the step must be a positive number")
+        values.update(range(start, end + 1, step))
+        star = star or atom_star
+    return frozenset(values), star
+
+
+def _parse_fields(spec: str) -> CronFields:
+    parts = spec.split()
+    if len(parts) in (6, 7):
+        raise ScheduleError(
+            f"expected 5 fields ({_FIELD_FORMAT}), found {len(parts)}: seconds and year "
+            "fields are not supported")
+    if len(parts) != 5:
+        raise ScheduleError(f"expected exactly 5 fields ({_FIELD_FORMAT}), found {len(parts)}")
+    if "#" in spec:
+        raise ScheduleError("'#' (nth weekday of the month) is not supported")
+    parsed = [_parse_field(f, p) for f, p in zip(_FIELDS, parts, strict=True)]
+    return CronFields(
+        minutes=parsed[0][0], hours=parsed[1][0], days_of_month=parsed[2][0],
+        months=parsed[3][0], days_of_week=parsed[4][0],
+        dom_star=parsed[2][1], dow_star=parsed[4][1],
+    )
+
+
+_DURATION_UNITS = {
+    "ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
+    "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,
+}
+_NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?")
+_UNIT = re.compile(r"[^0-9.]*")
+_MAX_DURATION = 2**63 - 1
+
+
+def parse_go_duration(text: str) -> int:
+    """Nanoseconds in a Go ``time.ParseDuration`` string such as ``1h30m`` or ``1.5h``."""
+    rest = text
+    negative = rest[:1] == "-"
+    if rest[:1] in ("-", "+"):
+        rest = rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        raise ScheduleError(f'invalid duration "{text}"')
+    total = 0
+    while rest:
+        number = _NUMBER.match(rest)
+        assert number is not None  # the pattern matches the empty string
+        whole, fraction = number.group(1), number.group(2) or ""
+        if not whole and not fraction:
+            raise ScheduleError(f'invalid duration "{text}"')
+        rest = rest[number.end():]
+        unit_match = _UNIT.match(rest)
+        unit = unit_match.group(0) if unit_match else ""
+        if not unit:
+            raise ScheduleError(f'missing unit in duration "{text}" (use ns, us, ms, s, m or h)')
+        if unit not in _DURATION_UNITS:
+            raise ScheduleError(
+                f'unknown unit "{unit}" in duration "{text}" (use ns, us, ms, s, m or h)')
+        rest = rest[len(unit):]
+        scale = _DURATION_UNITS[unit]
+        total += int(whole or "0") * scale
+        if fraction:
+            total += int(fraction) * scale // 10 ** len(fraction)
+        if total > _MAX_DURATION:
+            raise ScheduleError(f'invalid duration "{text}": too large')
+    return -total if negative else total
+
+
+# --------------------------------------------------------------------------------------
+# Time arithmetic
+
+
+def satisfiable(fields: CronFields) -> bool:
+    """False for schedules such as ``0 0 30 2 *`` that name a day no month has."""
+    if not (fields.minutes and fields.hours and fields.months):
+        return False  # e.g. a field of only commas, which robfig accepts
+    if not fields.dom_star and not fields.dow_star:
+        return bool(fields.days_of_week) or satisfiable(
+            CronFields(fields.minutes, fields.hours, fields.days_of_month, fields.months,
+                       frozenset(range(7)), dom_star=False, dow_star=True))
+    if fields.dom_star:
+        return bool(fields.days_of_week)
+    if not fields.days_of_week:
+        return False
+    return any(d <= _DAYS_IN_MONTH[m - 1] for m in fields.months for d in fields.days_of_month)
+
+
+def croniter_expr(fields: CronFields) -> str:
+    """An expression croniter evaluates exactly like robfig evaluates ``fields``."""
+
+    def listing(values: frozenset[int], spec: _FieldSpec) -> str:
+        if len(values) == spec.high - spec.low + 1:
+            return "*"
+        return ",".join(str(v) for v in sorted(values))
+
+    dom = listing(fields.days_of_month, _FIELDS[2])
+    dow = listing(fields.days_of_week, _FIELDS[4])
+    if fields.dom_star or not fields.days_of_month:
+        dom = "*"  # AND with a star (or OR with nothing): weekdays alone decide
+    elif fields.dow_star or not fields.days_of_week:
+        dow = "*"
+    elif "*" in (dom, dow):
+        dom = dow = "*"  # OR with a field that matches every day: every day
+    return " ".join((
+        listing(fields.minutes, _FIELDS[0]), listing(fields.hours, _FIELDS[1]), dom,
+        listing(fields.months, _FIELDS[3]), dow,
+    ))
+
+
+def check(spec: str) -> CronFields | timedelta:
+    """Check ``spec`` against the dialect: five-field sets, or an ``@every`` interval."""
+    if not spec:
+        raise ScheduleError("the schedule must not be empty")
+    if "TZ=" in spec:
+        raise ScheduleError(f"time zones (TZ= or CRON_TZ=) are not allowed in the schedule; "
+                            f"{_ZONE_HINT}")
+    if spec.startswith("@"):
+        if spec in _DESCRIPTORS:
+            return _parse_fields(_DESCRIPTORS[spec])
+        if spec.startswith(_EVERY):
+            try:
+                nanos = parse_go_duration(spec[len(_EVERY):])
+            except ScheduleError as err:
+                raise ScheduleError(f"failed to parse the duration of {spec}: {err}") from None
+            return timedelta(seconds=max(1, nanos // 1_000_000_000))
+        raise ScheduleError(f"unrecognized descriptor {spec!r} (use @yearly, @annually, "
+                            "@monthly, @weekly, @daily, @midnight, @hourly or @every <duration>)")
+    return _parse_fields(spec)
