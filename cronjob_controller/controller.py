@@ -194,7 +194,7 @@ class CronJobReconciler:
         if errors:
             return self._invalid(key, raw, status, plan, errors)
         self._forget_reports(key, keep=("MissSchedule", "TooManyMissedTimes", "UnexpectedJob",
-                                        "JobAlreadyActive"))
+                                        "JobAlreadyActive", "SawCompletedJob"))
         cronjob = api.CronJob.from_dict(raw)
         zone = api.load_zone(cronjob.spec.time_zone)
         sched = schedule.parse(cronjob.spec.schedule, zone)
@@ -233,9 +233,11 @@ class CronJobReconciler:
             if how == "Complete":
                 last_successful = _latest(last_successful, jobs.completion_time_of(job))
             if _meta(job).get("uid") in previously_active:
-                self.recorder.event(raw, "Normal", "SawCompletedJob",
-                                    f"Saw completed job: {_meta(job).get('name')}, "
-                                    f"condition: {how}")
+                # Once per Job: a deferred status write can leave it listed active for one
+                # more sync.
+                self._report_once(key, raw, "Normal", "SawCompletedJob",
+                                  f"Saw completed job: {_meta(job).get('name')}, "
+                                  f"condition: {how}")
         return _Plan(active=active, last_schedule=last_schedule,
                      last_successful=last_successful)
 

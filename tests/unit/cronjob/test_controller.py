@@ -478,3 +478,25 @@ def test_run_in_a_repeated_dst_hour_starts_only_at_its_first_occurrence() -> Non
     assert f.created_jobs() == []
     assert f.status()["nextScheduleTime"] == "2026-11-02T06:30:00Z"
     assert result is not None
+
+
+def test_saw_completed_job_is_reported_once_across_a_deferred_status_write() -> None:
+    f = Fixture()
+    cj = f.add_cronjob(new_cronjob(created=at("11:00"), status={"lastScheduleTime": fmt(NOON)}))
+    f.add_job(new_job(cj, NOON))
+    f.settle()  # lists the 12:00 Job as active
+    f.client.patch(JOBS, NOON_JOB, {"status": {"conditions": [
+        {"type": "Complete", "status": "True"}]}}, NAMESPACE, subresource="status")
+    f.refresh()
+    f.clear()
+    f.clock.set_time(at("12:05", second=1))  # the next */5 run
+
+    f.sync()  # sees the completion and creates the 12:05 run; status write deferred
+    assert ("Normal", "SawCompletedJob") in f.events()
+    assert f.created_jobs() and not f.status_writes()
+
+    f.refresh()
+    f.clear()
+    f.sync()  # status still listed the 12:00 Job as active until this sync writes it
+    assert ("Normal", "SawCompletedJob") not in f.events()
+    assert f.status_writes()
