@@ -1,20 +1,43 @@
-"""ListWatch: the two calls a Reflector needs, bound to one resource and scope.
+"""ListWatch: the calls a Reflector needs, bound to one resource and scope.
 
 Contract: a :class:`ListerWatcher` lists (one page per call) and opens watches for a single
 resource in a single scope (namespace or all) with fixed label/field selectors. The Reflector
 adds paging, resourceVersion bookkeeping and retries; fakes in ``pyctrl.testing`` implement
 this protocol to script 410s, dropped streams, silence, bookmarks and server errors.
+
+Optionally a lister also offers ``list_pages(limit=, resource_version=)`` (see
+:class:`PageLister`): a generator of the pages of one paged LIST, ending with the page that
+has no ``continue`` token; the Reflector prefers it. :func:`sequential_pages` builds it from
+``list``. :meth:`ListWatch.list_pages` over a client with ``list_raw`` (the RESTClient)
+pipelines: once page N's body has arrived, its ``continue`` token is read from the head of
+the body (the server writes ``metadata`` before ``items``) and page N+1 is requested by one
+background thread while page N is decoded and consumed. The token is checked against the
+decoded page; a wrong guess is discarded and the right page requested. Errors (410 on a
+continue included) are raised from ``next()`` exactly as ``list`` raises them, for the page
+they belong to. At most one request is in flight; closing the generator (or its end, or an
+error) joins the background thread, so no thread outlives it.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+import orjson
+
+from pyctrl.errors import ApiError
 from pyctrl.kube.interface import Client, Object, WatchStream
 from pyctrl.kube.resource import Resource
 
-__all__ = ["ListWatch", "ListerWatcher"]
+__all__ = ["ListWatch", "ListerWatcher", "PageLister", "sequential_pages"]
+
+Pages = Generator[Object, None, None]
+
+# The list metadata (resourceVersion, continue, remainingItemCount) precedes "items" within
+# this many bytes; a continue token is a few hundred bytes at most.
+_HEAD_BYTES = 8192
 
 
 class ListerWatcher(Protocol):
@@ -29,9 +52,27 @@ class ListerWatcher(Protocol):
     ) -> WatchStream: ...
 
 
+class PageLister(Protocol):
+    """The optional paged-LIST generator a Reflector uses when a lister has it."""
+
+    def list_pages(self, *, limit: int | None, resource_version: str) -> Pages: ...
+
+
+def sequential_pages(lw: ListerWatcher, *, limit: int | None, resource_version: str) -> Pages:
+    """The pages of one LIST, each requested after the previous one was consumed."""
+    cont: str | None = None
+    while True:
+        page = lw.list(limit=limit, continue_=cont,
+                       resource_version=None if cont else resource_version)
+        yield page
+        cont = (page.get("metadata") or {}).get("continue") or None
+        if not cont:
+            return
+
+
 @dataclass(frozen=True)
 class ListWatch:
-    """A :class:`ListerWatcher` over a :class:`pyctrl.kube.Client`."""
+    """A :class:`ListerWatcher` (and :class:`PageLister`) over a :class:`pyctrl.kube.Client`."""
 
     client: Client
     resource: Resource
@@ -52,6 +93,23 @@ class ListWatch:
             resource_version=resource_version,
         )
 
+    def list_pages(self, *, limit: int | None, resource_version: str) -> Pages:
+        """The pages of one LIST, pipelined when possible (see module docstring)."""
+        list_raw = getattr(self.client, "list_raw", None)
+        if list_raw is None or type(self).list is not ListWatch.list:
+            # A subclass that overrides list() must keep being asked for every page.
+            return sequential_pages(self, limit=limit, resource_version=resource_version)
+
+        def fetch(cont: str | None) -> bytes:
+            body: bytes = list_raw(
+                self.resource, self.namespace, label_selector=self.label_selector,
+                field_selector=self.field_selector, limit=limit, continue_=cont,
+                resource_version=None if cont else resource_version,
+            )
+            return body
+
+        return pipelined_pages(fetch, name=f"list-prefetch-{self.resource.plural}")
+
     def watch(
         self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
     ) -> WatchStream:
@@ -64,3 +122,91 @@ class ListWatch:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
         )
+
+
+class _Prefetch:
+    """One page request running on its own (joined) thread."""
+
+    def __init__(self, fetch: Callable[[str | None], bytes], cont: str, name: str) -> None:
+        self._fetch = fetch
+        self._cont = cont
+        self._body: bytes | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._body = self._fetch(self._cont)
+        except BaseException as err:  # handed to the consumer by result()
+            self._error = err
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> bytes:
+        self._thread.join()
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+        body, self._body = self._body, None
+        assert body is not None
+        return body
+
+
+def pipelined_pages(fetch: Callable[[str | None], bytes], *, name: str) -> Pages:
+    """Pages of one LIST from ``fetch(continue_or_None) -> body``, next page prefetched."""
+    body = fetch(None)
+    pending: _Prefetch | None = None
+    try:
+        while True:
+            guess = continue_token(body)
+            if guess:
+                pending = _Prefetch(fetch, guess, name)
+            page = _decode(body)
+            del body
+            cont = (page.get("metadata") or {}).get("continue") or None
+            if cont != guess:
+                # The head said otherwise (or nothing): drop the speculative request.
+                if pending is not None:
+                    pending.join()
+                    pending = None
+                if cont:
+                    pending = _Prefetch(fetch, cont, name)
+            yield page
+            del page
+            if pending is None:
+                return
+            current, pending = pending, None
+            body = current.result()
+    finally:
+        if pending is not None:
+            pending.join()
+
+
+def continue_token(body: bytes) -> str | None:
+    """The ``metadata.continue`` of a JSON list body, read from its head; None if unsure."""
+    at = body.find(b'"items":', 0, _HEAD_BYTES)
+    if at <= 0:
+        return None
+    head = body[:at].rstrip()
+    if not head.endswith(b","):
+        return None
+    try:
+        obj: Any = orjson.loads(head[:-1] + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    md = obj.get("metadata") if isinstance(obj, dict) else None
+    cont = md.get("continue") if isinstance(md, dict) else None
+    return cont if isinstance(cont, str) and cont else None
+
+
+def _decode(body: bytes) -> Object:
+    # As RESTClient.list decodes.
+    try:
+        obj: Any = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(f"undecodable response body: {exc}", reason="DecodeError") from exc
+    if not isinstance(obj, dict):
+        raise ApiError("response body is not a JSON object", reason="DecodeError")
+    return obj

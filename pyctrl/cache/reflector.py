@@ -21,6 +21,10 @@ Contract:
   was compacted: LIST again. 429/5xx/transport errors back off (0.8 s doubling to 30 s,
   jittered, reset after 2 healthy minutes) and re-WATCH from the last version; other API
   errors (403, 404, ...) back off and LIST again.
+* Pages come from the lister's ``list_pages`` generator when it has one (the
+  :class:`~pyctrl.cache.listwatch.ListWatch` over a RESTClient requests page N+1 while page
+  N is decoded and transformed), else from ``list`` one call per page. The generator is
+  closed (its prefetch thread joined) when the list ends, fails or is stopped.
 * ``transform`` (optional) is applied to every listed object page by page, and to every
   watched object, before the store sees it (see :mod:`pyctrl.cache.mutation`).
 * Each watch asks the server to end it after a random ``[min_watch_timeout,
@@ -35,16 +39,17 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Protocol
 
 import structlog
 
 from pyctrl.cache.backoff import Backoff
 from pyctrl.cache.keys import DeletedFinalStateUnknown
-from pyctrl.cache.listwatch import ListerWatcher
+from pyctrl.cache.listwatch import ListerWatcher, sequential_pages
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import (
     ApiError,
@@ -216,41 +221,51 @@ class Reflector:
 
     def _paged_list(self, rv: str, stop: threading.Event) -> tuple[list[Object], str]:
         items: list[Object] = []
-        cont: str | None = None
         limit = self._page_size if self._page_size > 0 else None
         if rv not in ("", "0"):
             # As client-go: a relist at a specific version is served unpaged from the watch
             # cache ("not older than"). Paged with a version means "exactly this version"
             # from etcd, which can hand back the very state a 410 told us to move past.
             limit = None
-        while True:
-            if stop.is_set():
-                raise _Stopped
-            try:
-                page = self._lw.list(limit=limit, continue_=cont,
-                                     resource_version=None if cont else rv)
-            except Exception as err:
-                if cont is None or not _is_expired(err):
-                    raise
-                log.info("list continue expired, restarting unpaged", reflector=self.name)
-                page = self._lw.list(limit=None, continue_=None, resource_version="")
+        list_pages = getattr(self._lw, "list_pages", None)
+        if stop.is_set():
+            raise _Stopped
+        pages: Generator[Object, None, None] = (
+            list_pages(limit=limit, resource_version=rv) if list_pages is not None
+            else sequential_pages(self._lw, limit=limit, resource_version=rv))
+        transform = self._transform
+        continued = False
+        with contextlib.closing(pages):
+            while True:
+                if stop.is_set():
+                    raise _Stopped
+                try:
+                    page = next(pages)
+                except Exception as err:
+                    if not continued or not _is_expired(err):
+                        raise
+                    return self._unpaged_list()
+                page_items = page.get("items") or ()
+                if transform is not None:
+                    # Per page, so the dropped parts of one page are freed (and their memory
+                    # reused by the next page) before the next page is decoded.
+                    page_items = [transform(o) for o in page_items]
+                items.extend(page_items)
+                del page_items
                 md = page.get("metadata") or {}
-                full = page.get("items") or []
-                if self._transform is not None:
-                    full = [self._transform(o) for o in full]
-                return list(full), md.get("resourceVersion", "")
-            page_items = page.get("items") or ()
-            transform = self._transform
-            if transform is not None:
-                # Per page, so the dropped parts of one page are freed (and their memory
-                # reused by the next page) before the next page is decoded.
-                page_items = [transform(o) for o in page_items]
-            items.extend(page_items)
-            del page_items
-            md = page.get("metadata") or {}
-            cont = md.get("continue") or None
-            if not cont:
-                return items, md.get("resourceVersion", "")
+                del page
+                if not md.get("continue"):
+                    return items, md.get("resourceVersion", "")
+                continued = True
+
+    def _unpaged_list(self) -> tuple[list[Object], str]:
+        log.info("list continue expired, restarting unpaged", reflector=self.name)
+        page = self._lw.list(limit=None, continue_=None, resource_version="")
+        md = page.get("metadata") or {}
+        full = page.get("items") or []
+        if self._transform is not None:
+            full = [self._transform(o) for o in full]
+        return list(full), md.get("resourceVersion", "")
 
     # -- WATCH ------------------------------------------------------------------------------
     def _watch_once(self, stop: threading.Event) -> None:

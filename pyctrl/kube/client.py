@@ -246,6 +246,28 @@ class RESTClient:
         resource_version: str | None = None,
         resource_version_match: str | None = None,
     ) -> Object:
+        return _decode_object(self.list_raw(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector,
+            limit=limit, continue_=continue_, resource_version=resource_version,
+            resource_version_match=resource_version_match,
+        ))
+
+    def list_raw(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+    ) -> bytes:
+        """:meth:`list`, but the undecoded JSON body (errors are raised as by ``list``).
+
+        Lets a paged lister read the next ``continue`` token before decoding a whole page.
+        """
         query: dict[str, str] = {}
         if label_selector:
             query["labelSelector"] = label_selector
@@ -260,7 +282,7 @@ class RESTClient:
         if resource_version_match:
             query["resourceVersionMatch"] = resource_version_match
         ns = self._scope(resource, namespace, required=False)
-        return self._call("GET", self.url(resource, ns, query=query))
+        return self._request("GET", self.url(resource, ns, query=query)).data
 
     def watch(
         self,

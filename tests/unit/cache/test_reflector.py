@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pyctrl.cache.backoff import Backoff
+from pyctrl.cache.listwatch import sequential_pages
 from pyctrl.cache.reflector import Reflector
 from pyctrl.errors import Forbidden, Gone, ServerError, TooManyRequests, Unreachable
+from pyctrl.kube.interface import Object
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch
 from tests.unit.cache.helpers import WAIT, RecordingStore, SleepRecordingClock, cm
@@ -260,3 +262,52 @@ def test_unreachable_server_rewatches_from_the_same_version_without_relisting() 
         assert lw.wait_for_watch_calls(2)
     assert [c["resource_version"] for c in lw.watch_calls[:2]] == ["10", "10"]
     assert len(lw.list_calls) == 1
+
+
+class PagingListWatch(FakeListWatch):
+    """A FakeListWatch that also offers list_pages (and records its use and closing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pages_calls: list[dict[str, object]] = []
+        self.closed = 0
+
+    def list_pages(self, *, limit: int | None, resource_version: str) -> Iterator[Object]:
+        self.pages_calls.append({"limit": limit, "resource_version": resource_version})
+        try:
+            yield from sequential_pages(self, limit=limit, resource_version=resource_version)
+        finally:
+            self.closed += 1
+
+
+def test_list_pages_is_used_when_offered_and_410_on_continue_restarts_unpaged() -> None:
+    lw = PagingListWatch()
+    lw.queue_list([cm("a")], "10", continue_="c1")
+    lw.queue_list_error(Gone("continue token expired", 410, "Expired"))
+    lw.queue_list([cm("a"), cm("b")], "15")
+    refl, store = make(lw, FakeClock())
+    with running(refl):
+        assert lw.wait_for_watch_calls(1)
+    assert lw.pages_calls == [{"limit": 2, "resource_version": ""}]
+    assert lw.list_calls[2] == {"limit": None, "continue_": None, "resource_version": ""}
+    assert store.snapshot()[0] == ("replace", ["a", "b"], "15")
+    assert lw.closed == 1
+
+
+def test_stop_during_a_paged_list_closes_the_page_generator() -> None:
+    lw = PagingListWatch()
+    lw.queue_list([cm("a")], "10", continue_="c1")
+    lw.queue_list([cm("b")], "10")
+    store = RecordingStore()
+    stop = threading.Event()
+
+    def stopping(obj: Object) -> Object:
+        stop.set()  # stop arrives while the first page is being consumed
+        return obj
+
+    refl = Reflector(lw, store, name="refl", clock=FakeClock(), page_size=1,
+                     transform=stopping)
+    refl.run(stop)
+    assert len(lw.list_calls) == 1
+    assert lw.closed == 1
+    assert store.snapshot() == []
