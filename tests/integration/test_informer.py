@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from pyctrl.kube.client import RESTClient
 from pyctrl.kube.interface import Object, WatchStream
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.testing.envtest import ControlPlane
+from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
 
@@ -54,12 +54,7 @@ def create_configmaps(client: RESTClient, namespace: str, n: int, prefix: str = 
 
 
 def wait_until(pred: Callable[[], bool], timeout: float = SYNC_TIMEOUT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.1)
-    return pred()
+    return bool(poll(pred, timeout, interval=0.1)) or pred()
 
 
 def fresh_state(client: RESTClient, namespace: str) -> dict[str, str]:

@@ -17,6 +17,7 @@ from pyctrl.errors import ServerError
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import LEASES, Resource
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
+from tests.waiting import elapsed_until
 
 pytestmark = pytest.mark.integration
 
@@ -96,12 +97,7 @@ class Monitor:
 
 def wait_for(pred: Any, timeout: float) -> float:
     """Wait until pred() is true; returns the time it took (fails on timeout)."""
-    start = time.monotonic()
-    while not pred():
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
-    return time.monotonic() - start
+    return elapsed_until(pred, timeout)
 
 
 def leader_of(cands: list[Candidate]) -> list[Candidate]:
@@ -136,7 +132,13 @@ def test_exactly_one_leads_and_takeover_after_expiry_without_release(
     cands, monitor = group
     start(cands, *(Candidate(client, namespace, f"c{i}", release=False) for i in range(3)))
     wait_for(lambda: len(leader_of(cands)) == 1, 10)
-    time.sleep(2 * LEASE)  # several renew rounds: leadership stays put
+    # Several renew rounds (two lease durations of renewals observed on the Lease itself)
+    # while the monitor checks that leadership stays put.
+    lock = LeaseLock(client, namespace, "election", "observer")
+    first_renew = lock.get().renew_time
+    assert first_renew is not None
+    wait_for(lambda: (r := lock.get().renew_time) is not None
+             and (r - first_renew).total_seconds() >= 2 * LEASE, 4 * LEASE)
     [first] = leader_of(cands)
     assert first.started_at is not None
     first.halt()  # no release: the others must wait out the lease

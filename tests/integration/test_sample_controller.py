@@ -13,6 +13,7 @@ from examples.sample_controller import FOOS, setup
 from pyctrl.errors import NotFound
 from pyctrl.kube.resource import DEPLOYMENTS, EVENTS
 from pyctrl.manager import Manager
+from tests.waiting import pause
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +31,7 @@ def eventually(fn: Callable[[], T | None], timeout: float = 20.0) -> T:
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.05)
+        pause(0.05)
 
 
 @pytest.fixture

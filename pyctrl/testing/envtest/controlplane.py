@@ -30,7 +30,6 @@ import socket
 import subprocess
 import tempfile
 import threading
-import time
 import types
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from pyctrl.clock import RealClock
 from pyctrl.testing.envtest.binaries import Binaries, find_binaries
 from pyctrl.testing.envtest.certs import Pki, generate_pki
 from pyctrl.testing.envtest.http import AdminHttp, plain_post
@@ -51,6 +51,8 @@ DEFAULT_CONTROLLERS: tuple[str, ...] = (
     "garbagecollector", "namespace", "serviceaccount", "serviceaccount-token",
 )
 _DIR_PREFIX = "pyctrl-envtest-"
+# These are real processes: envtest waits on them in real time, through the Clock API.
+_CLOCK = RealClock()
 _CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -64,7 +66,7 @@ class Unsupported(RuntimeError):
 
 def _wait(predicate: Any, timeout: float, what: str, proc: Proc | None = None) -> None:
     """Poll ``predicate`` (real time: these are real servers) until true or fail loudly."""
-    deadline = time.monotonic() + timeout
+    deadline = _CLOCK.monotonic() + timeout
     delay = 0.05
     while True:
         if proc is not None and not proc.running():
@@ -72,10 +74,10 @@ def _wait(predicate: Any, timeout: float, what: str, proc: Proc | None = None) -
         with contextlib.suppress(OSError):
             if predicate():
                 return
-        if time.monotonic() > deadline:
+        if _CLOCK.monotonic() > deadline:
             tail = f"\n{proc.log_tail()}" if proc is not None else ""
             raise ControlPlaneError(f"timed out after {timeout:.0f}s {what}{tail}")
-        time.sleep(delay)
+        threading.Event().wait(delay)
         delay = min(delay * 1.5, 0.5)
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,6 +35,7 @@ from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.process import Proc, spawn
 from tests.integration.chaos.helpers import ROOT, assert_exactly_once, list_jobs, run_ledger
 from tests.integration.cronjob.env import cronjob_body, minute_floor, wait_for
+from tests.waiting import pause_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(330)]
 
@@ -124,9 +124,8 @@ def replicas(chaos_plane: ControlPlane, chaos_client: RESTClient, chaos_namespac
 
 
 def _sleep_until(when: datetime) -> None:
-    delay = (when - datetime.now(UTC)).total_seconds()
-    if delay > 0:
-        time.sleep(delay)
+    """Act at a wall-clock instant: this test kills leaders around real minute ticks."""
+    pause_until(when)
 
 
 def test_leader_sigkill_around_ticks_loses_and_duplicates_no_run(

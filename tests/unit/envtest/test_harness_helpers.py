@@ -62,8 +62,8 @@ def test_spawned_process_stops_with_its_process_group(tmp_path: Path) -> None:
     # The child starts a grandchild; stop() must take down the whole group.
     script = (
         "import subprocess,sys,time;"
-        "subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
-        "time.sleep(60)"
+        "subprocess.Popen([sys.executable,'-c','import signal; signal.pause()']);"
+        "import signal; signal.pause()"
     )
     proc = spawn("sleeper", [sys.executable, "-c", script], tmp_path / "log")
     try:
@@ -104,7 +104,7 @@ def test_child_dies_when_spawning_thread_dies(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path;"
         "from pyctrl.testing.envtest.process import spawn;"
-        "p = spawn('c', [sys.executable, '-c', 'import time; time.sleep(60)'],"
+        "p = spawn('c', [sys.executable, '-c', 'import signal; signal.pause()'],"
         f" Path({str(tmp_path / 'l')!r}));"
         "print(p.pid, flush=True); import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
     )
