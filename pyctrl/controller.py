@@ -17,8 +17,19 @@ Contract:
   - raises anything else               -> logged with the key, ``add_rate_limited(key)``
     (both errors: result=error, ``controller_runtime_reconcile_errors_total``)
 
-* An exception never kills a worker. Every log line emitted during one reconcile carries
-  ``controller``, ``key`` and a fresh ``reconcile_id`` (structlog contextvars).
+  - returns anything else (``return 30``, a ``Result`` whose ``requeue_after`` is not a finite
+    number)                          -> an error: logged, counted, ``add_rate_limited(key)``
+
+* Nothing a reconciler does kills a worker: every ``BaseException`` except ``SystemExit`` and
+  ``KeyboardInterrupt`` is an error as above. Those two (a reconciler asking the process to
+  end) requeue the key, are logged and end that worker. Every log line emitted during one
+  reconcile carries ``controller``, ``key`` and a fresh ``reconcile_id`` (structlog
+  contextvars).
+* Liveness: :meth:`check` (a health check, ``fn() -> str | None``; the Manager registers it
+  under ``/healthz``) fails once any worker thread has ended while the controller should be
+  running (workers started, ``stop`` not set): a worker that died of a bug in the loop, or of
+  ``SystemExit``, is logged at error level and makes the process unhealthy, so the kubelet
+  restarts it instead of it idling with fewer (or no) workers.
 * Metrics (label ``controller``): ``controller_runtime_reconcile_total{result}``,
   ``controller_runtime_reconcile_errors_total``,
   ``controller_runtime_terminal_reconcile_errors_total``,
@@ -28,6 +39,7 @@ Contract:
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 import weakref
@@ -160,6 +172,25 @@ class Controller:
         self._m_active = fam.active.labels(name)
         fam.max_concurrent.labels(name).set(workers)
         self._started = False
+        # Liveness bookkeeping (guarded by _mu): the worker threads and the stop event of the
+        # current run, and why workers died.
+        self._mu = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._stop: threading.Event | None = None
+        self._deaths: dict[str, str] = {}
+
+    def check(self) -> str | None:
+        """Health check: a reason when a worker ended while it should be running, else None."""
+        with self._mu:
+            stop, threads, deaths = self._stop, list(self._threads), dict(self._deaths)
+        if stop is None or stop.is_set():
+            return None
+        dead = [t.name for t in threads if not t.is_alive()]
+        if not dead:
+            return None
+        reasons = ", ".join(f"{name} ({deaths.get(name, 'exited')})" for name in dead)
+        return (f"controller {self.name}: {len(dead)} of {len(threads)} worker threads "
+                f"ended: {reasons}")
 
     def add_wait_for(self, synced: HasSynced) -> None:
         """Also wait for ``synced`` before starting workers (call before ``run``)."""
@@ -186,6 +217,8 @@ class Controller:
                 )
                 threads.append(t)
                 t.start()
+            with self._mu:  # only started threads: a new Thread is not alive yet either
+                self._threads, self._stop = list(threads), stop
             stop.wait()
             bound.info("stopping workers; waiting for in-flight reconciles")
         finally:
@@ -196,6 +229,20 @@ class Controller:
             bound.info("all workers finished")
 
     def _worker(self, stop: threading.Event) -> None:
+        try:
+            self._work(stop)
+        except BaseException as err:  # a worker never dies silently
+            name = threading.current_thread().name
+            with self._mu:
+                self._deaths[name] = f"{type(err).__name__}: {err}"
+            if stop.is_set():
+                log.warning("worker ended with an exception during shutdown",
+                            controller=self.name, worker=name, exc_info=err)
+            else:
+                log.error("worker thread died; /healthz fails from now on",
+                          controller=self.name, worker=name, exc_info=err)
+
+    def _work(self, stop: threading.Event) -> None:
         while True:
             try:
                 key = self.queue.get()
@@ -215,25 +262,34 @@ class Controller:
             controller=self.name, key=key, reconcile_id=uuid.uuid4().hex
         ):
             try:
-                result = self.reconciler.reconcile(key)
+                result = _checked(self.reconciler.reconcile(key))
             except TerminalError as err:
                 log.error("reconcile failed with a terminal error; not retrying",
                           error=str(err))
                 self._m_terminal.inc()
-                self._m_errors.inc()
-                self._m_error.inc()
+                self._count_error()
                 self.queue.forget(key)
-            except Exception:
+            except (SystemExit, KeyboardInterrupt) as err:
+                # The reconciler asks the process to end: keep the key for whoever runs
+                # next, then let this worker end (check() turns /healthz red).
+                log.error("reconciler raised; ending this worker", error=repr(err))
+                self._count_error()
+                self.queue.add_rate_limited(key)
+                raise
+            except BaseException:  # nothing a reconciler raises kills a worker
                 log.exception("reconcile failed; requeueing with backoff",
                               requeues=self.queue.num_requeues(key))
-                self._m_errors.inc()
-                self._m_error.inc()
+                self._count_error()
                 self.queue.add_rate_limited(key)
             else:
                 self._handle_result(key, result)
             finally:
                 self._m_active.dec()
                 self._m_time.observe(max(0.0, self._clock.monotonic() - started))
+
+    def _count_error(self) -> None:
+        self._m_errors.inc()
+        self._m_error.inc()
 
     def _handle_result(self, key: str, result: Result | None) -> None:
         if result is not None and result.requeue_after is not None and result.requeue_after > 0:
@@ -249,3 +305,25 @@ class Controller:
             self.queue.forget(key)
             self._m_success.inc()
             log.debug("reconciled")
+
+
+class InvalidResult(TypeError):
+    """A reconciler returned something other than ``None`` or a well-formed :class:`Result`."""
+
+
+def _checked(result: object) -> Result | None:
+    """``result`` if it is None or a valid Result, else raise :class:`InvalidResult`."""
+    if result is None:
+        return None
+    if not isinstance(result, Result):
+        raise InvalidResult(
+            f"reconcile must return None or Result, not {type(result).__name__}: {result!r}"
+        )
+    delay = result.requeue_after
+    if delay is not None and (
+        isinstance(delay, bool) or not isinstance(delay, int | float) or not math.isfinite(delay)
+    ):
+        raise InvalidResult(f"Result.requeue_after must be a finite number, not {delay!r}")
+    if not isinstance(result.requeue, bool):
+        raise InvalidResult(f"Result.requeue must be a bool, not {result.requeue!r}")
+    return result

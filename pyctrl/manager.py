@@ -13,7 +13,8 @@ Contract (controller-runtime's manager, in threads):
 * Losing leadership is fatal: the workers are stopped, everything shuts down as above and
   ``run`` raises :class:`LeaderElectionLost`; the process should exit and restart (cleaner
   than re-acquiring with half-stopped state).
-* Probes: ``/healthz`` has ``ping`` and, with leader election, ``leader-election``
+* Probes: ``/healthz`` has ``ping``, ``controller-<name>-workers`` per controller
+  (:meth:`Controller.check`) and, with leader election, ``leader-election``
   (:meth:`LeaderElector.check`); ``/readyz`` has ``ping`` and ``informers-synced``; more via
   :meth:`add_healthz_check`/:meth:`add_readyz_check`. ``/metrics`` serves ``registry``.
 * :func:`install_signal_handlers`: the first SIGTERM/SIGINT sets ``stop`` (graceful); a second
@@ -122,6 +123,8 @@ class Manager:
             if self._ran:
                 raise RuntimeError("add controllers before Manager.run")
             self._controllers.append(controller)
+        # A worker thread that ended while it should run fails /healthz (restart the pod).
+        self._healthz.add(f"controller-{controller.name}-workers", controller.check)
 
     def add_healthz_check(self, name: str, fn: Check) -> None:
         self._healthz.add(name, fn)

@@ -233,3 +233,141 @@ def test_stop_lets_in_flight_reconcile_finish_and_starts_nothing_new(
 def test_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="worker"):
         Controller("x", ScriptedReconciler(lambda k, n: None), workers=0)
+
+
+def test_invalid_return_value_is_an_error_and_the_worker_survives(
+    make: Callable[..., Harness],
+) -> None:
+    def bad_return(key: str, n: int) -> Result | None:
+        if key == "ns/bad" and n == 0:
+            return 30  # type: ignore[return-value]  # the bug under test
+        return None
+
+    h = make(bad_return)  # one worker: if it died, nothing else would ever run
+    h.controller.queue.add("ns/bad")
+    eventually(lambda: h.metric("controller_runtime_reconcile_errors_total") == 1,
+               what="invalid return counted as an error")
+    assert h.metric("controller_runtime_reconcile_total", result="error") == 1
+    assert h.controller.queue.num_requeues("ns/bad") == 1, "requeued with backoff"
+    h.controller.queue.add("ns/good")
+    eventually(lambda: h.reconciler.count("ns/good") == 1, what="worker still alive")
+    assert h.controller.check() is None
+    h.clock.step(1)
+    eventually(lambda: h.reconciler.count("ns/bad") == 2, what="retried after backoff")
+    eventually(lambda: h.controller.queue.num_requeues("ns/bad") == 0, what="forgotten")
+
+
+@pytest.mark.parametrize("bad", [Result(requeue_after=float("nan")),
+                                 Result(requeue_after="5")])  # type: ignore[arg-type]
+def test_malformed_result_is_an_error(make: Callable[..., Harness], bad: Result) -> None:
+    h = make(lambda key, n: bad if n == 0 else None)
+    h.controller.queue.add("ns/a")
+    eventually(lambda: h.metric("controller_runtime_reconcile_errors_total") == 1)
+    assert h.controller.queue.num_requeues("ns/a") == 1
+    h.controller.queue.add("ns/b")
+    eventually(lambda: h.reconciler.count("ns/b") == 1, what="worker still alive")
+
+
+class _NotAnException(BaseException):
+    """A BaseException subclass that is not an Exception (like GeneratorExit)."""
+
+
+def test_base_exception_from_reconciler_does_not_kill_the_worker(
+    make: Callable[..., Harness],
+) -> None:
+    def raise_base(key: str, n: int) -> Result | None:
+        if key == "ns/bad" and n == 0:
+            raise _NotAnException("not an Exception")
+        return None
+
+    h = make(raise_base)
+    h.controller.queue.add("ns/bad")
+    eventually(lambda: h.metric("controller_runtime_reconcile_errors_total") == 1)
+    assert h.controller.queue.num_requeues("ns/bad") == 1
+    h.controller.queue.add("ns/good")
+    eventually(lambda: h.reconciler.count("ns/good") == 1, what="worker still alive")
+    assert h.controller.check() is None
+
+
+def _poison_queue(controller: Controller, poison: str) -> None:
+    """Make the worker loop itself raise (outside any reconcile) when it takes ``poison``."""
+    queue = controller.queue
+    real_get = queue.get
+
+    def get() -> str:
+        key = real_get()
+        if key == poison:
+            raise RuntimeError("injected failure in the worker loop")
+        return key
+
+    queue.get = get  # type: ignore[method-assign]
+
+
+def test_a_worker_that_dies_fails_the_health_check(make: Callable[..., Harness]) -> None:
+    h = make(lambda key, n: None, workers=2)
+    _poison_queue(h.controller, "ns/poison")
+    h.controller.queue.add("ns/a")
+    eventually(lambda: h.reconciler.count("ns/a") == 1)
+    assert h.controller.check() is None
+    h.controller.queue.add("ns/poison")
+    eventually(lambda: h.controller.check() is not None, what="check fails")
+    reason = h.controller.check() or ""
+    assert "1 of 2 worker threads ended" in reason and "injected failure" in reason
+    h.stop.set()
+    h.thread.join(5)
+    assert h.controller.check() is None, "a stopped controller is not unhealthy"
+
+
+def test_system_exit_from_reconciler_requeues_and_fails_the_health_check(
+    make: Callable[..., Harness],
+) -> None:
+    def exit_(key: str, n: int) -> Result | None:
+        raise SystemExit(3)
+
+    h = make(exit_)
+    h.controller.queue.add("ns/a")
+    eventually(lambda: h.controller.check() is not None, what="check fails")
+    assert h.metric("controller_runtime_reconcile_errors_total") == 1
+    assert h.controller.queue.num_requeues("ns/a") == 1
+
+
+def test_manager_healthz_fails_when_a_worker_dies() -> None:
+    import urllib.error
+    import urllib.request
+
+    from pyctrl.manager import Manager
+    from pyctrl.testing.fake_client import FakeClient
+
+    clock = FakeClock()
+    manager = Manager(FakeClient(clock), clock=clock, metrics_bind_address="0",
+                      health_probe_bind_address="127.0.0.1:0")
+    reconciler = ScriptedReconciler(lambda key, n: None)
+    controller = Controller("demo", reconciler, clock=clock, registry=manager.registry)
+    _poison_queue(controller, "ns/poison")
+    manager.add_controller(controller)
+    stop = threading.Event()
+    thread = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
+    thread.start()
+
+    def healthz() -> tuple[int, str]:
+        address = manager.health_probe_address
+        assert address is not None
+        url = f"http://127.0.0.1:{address[1]}/healthz?verbose"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    try:
+        eventually(lambda: manager.health_probe_address is not None, what="probes up")
+        controller.queue.add("ns/a")
+        eventually(lambda: reconciler.count("ns/a") == 1, what="controller running")
+        assert healthz()[0] == 200
+        controller.queue.add("ns/poison")
+        eventually(lambda: healthz()[0] == 500, what="/healthz fails")
+        assert "[-]controller-demo-workers failed" in healthz()[1]
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
