@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
+	@bash hack/prereqs.sh python $(PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
@@ -20,6 +20,7 @@ $(VENV)/.installed: pyproject.toml
 # Builds etcd, kube-apiserver, kube-controller-manager and kubectl from the Go module proxy
 # once (cached under ~/.cache/pyctrl/controlplane), or uses $KUBEBUILDER_ASSETS.
 controlplane:
+	@bash hack/prereqs.sh go
 	bash hack/controlplane/build.sh >/dev/null
 
 lint: setup

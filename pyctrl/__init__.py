@@ -47,6 +47,7 @@ from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderE
 from pyctrl.log import configure_logging
 from pyctrl.manager import LeaderElectionLost, Manager, install_signal_handlers
 from pyctrl.record import EventBroadcaster, EventRecorder
+from pyctrl.retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, on_error, retry_on_conflict
 from pyctrl.workqueue import (
     DelayingQueue,
     Queue,
@@ -58,9 +59,12 @@ from pyctrl.workqueue import (
 
 __all__ = [
     "CONTROLLER_UID_INDEX",
+    "DEFAULT_BACKOFF",
+    "DEFAULT_RETRY",
     "NAMESPACE_INDEX",
     "AlreadyExists",
     "ApiError",
+    "Backoff",
     "Client",
     "Clock",
     "Conflict",
@@ -107,6 +111,8 @@ __all__ = [
     "label_selector_predicate",
     "load_config",
     "meta_namespace_key",
+    "on_error",
     "resource_version_changed",
+    "retry_on_conflict",
     "split_meta_namespace_key",
 ]

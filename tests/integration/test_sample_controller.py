@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import pytest
 
 from examples.sample_controller import FOOS, setup
+from pyctrl import retry_on_conflict
 from pyctrl.errors import NotFound
 from pyctrl.kube.resource import DEPLOYMENTS, EVENTS
 from pyctrl.manager import Manager
@@ -62,16 +63,24 @@ def test_foo_drives_an_owned_deployment_and_status(
     assert owner["uid"] == created["metadata"]["uid"] and owner["controller"] is True
     assert dep["spec"]["replicas"] == 1
 
-    current = client.get(FOOS, "example-foo", namespace)
-    current["spec"]["replicas"] = 3
-    client.update(FOOS, current, namespace)
+    # The controller writes the Foo's status concurrently: a read-modify-update must re-read
+    # and re-apply on 409 Conflict, as any client of an object a controller writes must.
+    def scale_foo() -> Any:
+        current = client.get(FOOS, "example-foo", namespace)
+        current["spec"]["replicas"] = 3
+        return client.update(FOOS, current, namespace)
+
+    retry_on_conflict(scale_foo)
     eventually(lambda: client.get(DEPLOYMENTS, "example-dep", namespace)["spec"]["replicas"]
                == 3)
 
     # No kubelet here: play the deployment controller and report two available replicas.
-    dep = client.get(DEPLOYMENTS, "example-dep", namespace)
-    dep["status"] = {"replicas": 3, "readyReplicas": 2, "availableReplicas": 2}
-    client.update_status(DEPLOYMENTS, dep, namespace)
+    def report_available() -> Any:
+        dep = client.get(DEPLOYMENTS, "example-dep", namespace)
+        dep["status"] = {"replicas": 3, "readyReplicas": 2, "availableReplicas": 2}
+        return client.update_status(DEPLOYMENTS, dep, namespace)
+
+    retry_on_conflict(report_available)
     eventually(lambda: (client.get(FOOS, "example-foo", namespace).get("status") or {})
                .get("availableReplicas") == 2)
     eventually(lambda: any(e["reason"] == "Synced" and e["involvedObject"]["name"]
