@@ -13,9 +13,19 @@ Contract:
   5xx/timeouts are retried up to ``max_retries`` times with ``retry_backoff`` seconds between.
 * Events are the writes that can wait. With ``defer_while`` (a cheap predicate such as "the
   controller's work queue is not empty"), the sink holds back while it is true, so a burst of
-  critical writes (Jobs at a minute tick) is not slowed by the events describing them; it
-  never holds an event back for more than ``max_defer`` seconds of real time in a row, so
-  events still flow under constant load. Deferral polls ``defer_while`` every 50 ms.
+  critical writes (Jobs at a minute tick) is not slowed by the events describing them. A
+  minimum flow is guaranteed whatever the predicate says:
+
+  - maximum age: an event buffered for ``max_defer`` seconds (Clock time since it was
+    recorded) is written regardless of the predicate; events leave in FIFO order, so none
+    waits longer than ``max_defer`` plus the time to write the ones ahead of it;
+  - floor rate: while deferring, ``min_rate`` events per second (Clock time, counted from the
+    moment deferral began, at most ``max(1, min_rate)`` saved up) are written anyway;
+    ``min_rate=0`` disables the floor.
+
+  Under constant load an event therefore waits at most ``max_defer`` and events flow at
+  ``min_rate`` or more, instead of one per ``max_defer``. While deferring, the sink re-asks
+  ``defer_while`` every 50 ms of real time (the predicate is about writes happening now).
 * ``shutdown(timeout)`` stops accepting events, lets the sink drain for at most ``timeout``
   seconds, drops what is left (counted), and joins the thread.
 * Events land in the involved object's namespace ("default" for cluster-scoped objects), with
@@ -89,6 +99,13 @@ def _dropped_counter(registry: CollectorRegistry | None) -> Counter:
         return counter
 
 
+def _check_deferral(max_defer: float, min_rate: float) -> None:
+    if not max_defer > 0:
+        raise ValueError("max_defer must be greater than zero")
+    if not min_rate >= 0:
+        raise ValueError("min_rate must not be negative")
+
+
 def _time_str(clock: Clock) -> str:
     return clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -134,7 +151,9 @@ class EventBroadcaster:
         correlator: EventCorrelator | None = None,
         defer_while: Callable[[], bool] | None = None,
         max_defer: float = 10.0,
+        min_rate: float = 5.0,
     ) -> None:
+        _check_deferral(max_defer, min_rate)
         self._client = client
         self._component = component
         self._host = host or ""
@@ -145,7 +164,7 @@ class EventBroadcaster:
         self._correlator = correlator or EventCorrelator(self._clock)
         self._dropped = _dropped_counter(registry)
         self._cond = threading.Condition(threading.Lock())
-        self._buffer: deque[Object] = deque()
+        self._buffer: deque[tuple[float, Object]] = deque()  # (Clock monotonic, event)
         self._busy = False
         self._closed = False
         self._abort = threading.Event()
@@ -153,13 +172,24 @@ class EventBroadcaster:
         self._last_ns = 0
         self._defer_while = defer_while
         self._max_defer = max_defer
+        self._min_rate = min_rate
+        # Floor-rate token bucket, used only by the sink thread while deferring.
+        self._deferring = False
+        self._tokens = 0.0
+        self._refilled_at = 0.0
 
     def set_defer_while(self, predicate: Callable[[], bool] | None,
-                        max_defer: float | None = None) -> None:
-        """Hold events back while ``predicate()`` is true (see module docstring)."""
+                        max_defer: float | None = None,
+                        min_rate: float | None = None) -> None:
+        """Hold events back while ``predicate()`` is true, for at most ``max_defer`` seconds
+        per event, letting at least ``min_rate`` events/s through (see module docstring)."""
+        _check_deferral(self._max_defer if max_defer is None else max_defer,
+                        self._min_rate if min_rate is None else min_rate)
         self._defer_while = predicate
         if max_defer is not None:
             self._max_defer = max_defer
+        if min_rate is not None:
+            self._min_rate = min_rate
 
     def new_recorder(self, component: str | None = None) -> EventRecorder:
         """A recorder whose events carry ``source.component = component`` (default: ours)."""
@@ -210,7 +240,7 @@ class EventBroadcaster:
             elif len(self._buffer) >= self._queue_size:
                 reason = "queue_full"
             else:
-                self._buffer.append(event)
+                self._buffer.append((self._clock.monotonic(), event))
                 if self._thread is None:
                     self._thread = threading.Thread(
                         target=self._sink, name=f"event-sink-{self._component}", daemon=True
@@ -247,10 +277,16 @@ class EventBroadcaster:
                     self._cond.wait()
                 if not self._buffer:
                     return
-                event = self._buffer.popleft()
+                enqueued_at = self._buffer[0][0]
+            if not self._may_write(enqueued_at):
+                # Real-time poll (a stop-event wait), not the Clock: the predicate is about
+                # the API server's load now; the age and floor are judged on the Clock.
+                self._abort.wait(_DEFER_POLL_SECONDS)
+                continue
+            with self._cond:
+                _, event = self._buffer.popleft()  # the only consumer: the head is unchanged
                 self._busy = True
             try:
-                self._yield_to_critical_writes()
                 if self._abort.is_set():
                     self._dropped.labels(reason="shutdown").inc()
                 else:
@@ -263,21 +299,36 @@ class EventBroadcaster:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _yield_to_critical_writes(self) -> None:
+    def _may_write(self, enqueued_at: float) -> bool:
+        """Whether the oldest buffered event (recorded at ``enqueued_at``) may go out now."""
         predicate = self._defer_while
-        if predicate is None or self._closed:
-            return
-        # Real-time polls (stop-event waits), not the Clock: deferral is about sharing the
-        # API server with other writes happening now, and must end even under a FakeClock.
-        for _ in range(max(0, int(self._max_defer / _DEFER_POLL_SECONDS))):
-            try:
-                if not predicate():
-                    return
-            except Exception:
-                log.exception("event defer predicate failed; writing now")
-                return
-            if self._closed or self._abort.wait(_DEFER_POLL_SECONDS):
-                return
+        if predicate is None or self._closed or self._abort.is_set():
+            self._deferring = False
+            return True
+        now = self._clock.monotonic()
+        if now - enqueued_at >= self._max_defer:
+            return True  # maximum age reached: written whatever the predicate says
+        try:
+            defer = predicate()
+        except Exception:
+            log.exception("event defer predicate failed; writing now")
+            defer = False
+        if not defer:
+            self._deferring = False
+            return True
+        if not self._deferring:  # deferral begins: the floor counts from now
+            self._deferring = True
+            self._tokens = 0.0
+            self._refilled_at = now
+        if self._min_rate > 0:
+            burst = max(1.0, self._min_rate)
+            elapsed = max(0.0, now - self._refilled_at)
+            self._tokens = min(burst, self._tokens + elapsed * self._min_rate)
+            self._refilled_at = now
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return True
+        return False
 
     def _handle(self, event: Object) -> None:
         result = self._correlator.correlate(event)

@@ -15,6 +15,7 @@ from pyctrl.record import COMBINED_PREFIX, EventBroadcaster
 from pyctrl.testing.fake_client import Action, FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_recorder import FakeRecorder
+from tests.unit.runtime.helpers import eventually
 
 POD: dict[str, Any] = {
     "apiVersion": "v1",
@@ -222,10 +223,102 @@ def test_events_wait_while_critical_work_is_pending(
     assert _verbs(client) == ["create"]
 
 
-def test_deferral_is_bounded_so_events_flow_under_constant_load(
-    client: FakeClient, broadcaster: EventBroadcaster
+def _write_times(client: FakeClient, clock: FakeClock) -> list[float]:
+    """A fake sink: the Clock's monotonic time of every Event create, in order."""
+    times: list[float] = []
+    mu = threading.Lock()
+
+    def record(action: Action) -> None:
+        with mu:
+            times.append(clock.monotonic())
+
+    client.prepend_reactor("create", EVENTS, record)
+    return times
+
+
+class _Asked:
+    """Counts calls of the always-true defer predicate, so a test can wait for the sink to
+    have decided (twice, so the first decision's write, if any, is recorded) to defer."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.calls = 0
+
+    def ask(self) -> bool:
+        with self._cond:
+            self.calls += 1
+            self._cond.notify_all()
+        return True
+
+    def wait(self, more: int = 1, timeout: float = 5.0) -> bool:
+        with self._cond:
+            target = self.calls + more
+            return self._cond.wait_for(lambda: self.calls >= target, timeout)
+
+
+def _deferring_forever(broadcaster: EventBroadcaster, *, max_defer: float,
+                       min_rate: float) -> _Asked:
+    asked = _Asked()
+    always_busy = asked.ask
+
+    broadcaster.set_defer_while(always_busy, max_defer=max_defer, min_rate=min_rate)
+    return asked
+
+
+def test_events_flow_at_the_floor_rate_and_none_waits_past_max_age_under_constant_load(
+    client: FakeClient, clock: FakeClock, registry: CollectorRegistry
 ) -> None:
-    broadcaster.set_defer_while(lambda: True, max_defer=0.1)
-    broadcaster.new_recorder().event(POD, "Normal", "Created", "made it")
-    assert broadcaster.wait_idle()
-    assert _verbs(client) == ["create"]
+    b = EventBroadcaster(client, component="test-ctrl", clock=clock, registry=registry,
+                         queue_size=100, retry_backoff=0.0)
+    try:
+        writes = _write_times(client, clock)
+        asked = _deferring_forever(b, max_defer=10.0, min_rate=2.0)
+        recorded_at = clock.monotonic()
+        recorder = b.new_recorder()
+        for i in range(50):  # distinct objects: no aggregation, no spam filter
+            obj = {**POD, "metadata": {**POD["metadata"], "name": f"web-{i}", "uid": f"u-{i}"}}
+            recorder.event(obj, "Normal", "Created", "made it")
+        assert asked.wait(), "the sink asked the predicate: deferral began at t0"
+        for second in range(1, 10):
+            clock.step(1)
+            eventually(lambda s=second: len(writes) >= 2 * s,  # type: ignore[misc]
+                       what=f"floor rate: 2 events/s after {second}s")
+            assert asked.wait(2)
+            assert len(writes) == 2 * second, "still deferring beyond the floor"
+        clock.step(1)  # every event has now waited max_defer: all go out
+        eventually(lambda: len(writes) == 50, what="events past max age written")
+        assert b.wait_idle()
+        waits = [t - recorded_at for t in writes]
+        assert max(waits) <= 10.0
+        assert waits.count(10.0) == 50 - 18
+    finally:
+        b.shutdown()
+    assert _dropped(registry, "shutdown") == 0
+
+
+def test_max_age_is_per_event_not_per_deferral(
+    client: FakeClient, clock: FakeClock, broadcaster: EventBroadcaster
+) -> None:
+    writes = _write_times(client, clock)
+    asked = _deferring_forever(broadcaster, max_defer=10.0, min_rate=0.0)  # no floor
+    recorder = broadcaster.new_recorder()
+    recorder.event(POD, "Normal", "First", "a")
+    assert asked.wait()
+    clock.step(6)
+    other = {**POD, "metadata": {**POD["metadata"], "name": "web-2", "uid": "u-2"}}
+    recorder.event(other, "Normal", "Second", "b")
+    clock.step(4)  # the first is 10 s old, the second 4 s
+    eventually(lambda: len(writes) == 1, what="first event written at its max age")
+    clock.step(5)
+    assert asked.wait(2)
+    assert len(writes) == 1, "the second is only 9 s old"
+    clock.step(1)
+    eventually(lambda: len(writes) == 2, what="second event written at its max age")
+    assert [round(t - writes[0], 6) for t in writes] == [0.0, 6.0]
+
+
+def test_deferral_settings_are_validated(broadcaster: EventBroadcaster) -> None:
+    with pytest.raises(ValueError, match="max_defer"):
+        broadcaster.set_defer_while(lambda: True, max_defer=0)
+    with pytest.raises(ValueError, match="min_rate"):
+        broadcaster.set_defer_while(lambda: True, min_rate=-1)
