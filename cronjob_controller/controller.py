@@ -32,6 +32,7 @@ CronJob can not hot-loop.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -43,13 +44,16 @@ import structlog
 from prometheus_client import CollectorRegistry, Histogram
 
 from cronjob_controller import api, jobs, schedule
+from cronjob_controller.expectations import RunRecord
 from pyctrl import Clock, RealClock, Result
-from pyctrl.cache import CONTROLLER_UID_INDEX, split_meta_namespace_key
-from pyctrl.errors import AlreadyExists, ApiError, NotFound
+from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, split_meta_namespace_key
+from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
 from pyctrl.kube import JOBS, Client, Object
 from pyctrl.record import EventRecorder
 
 __all__ = [
+    "MAX_MESSAGE_LENGTH",
+    "REASON_INVALID_JOB_TEMPLATE",
     "REQUEUE_SLACK_SECONDS",
     "CronJobReconciler",
     "ObjectSource",
@@ -62,6 +66,32 @@ log = structlog.get_logger(__name__)
 REQUEUE_SLACK_SECONDS = 0.1
 _SKEW_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Condition and event messages are cut to this many characters (the CRD allows 32768 for a
+# condition message; an apiserver error or a schedule echoed in a message can be longer).
+MAX_MESSAGE_LENGTH = 1024
+# Ready=False reason when the API server rejects the Job built from the template (422).
+REASON_INVALID_JOB_TEMPLATE = "InvalidJobTemplate"
+# A Forbidden create whose cause is this: the namespace is being deleted (NamespaceLifecycle).
+_NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
+
+
+def truncate(message: str, limit: int = MAX_MESSAGE_LENGTH) -> str:
+    """``message`` cut to ``limit`` characters, the cut marked with an ellipsis."""
+    return message if len(message) <= limit else message[:limit - 1] + "\u2026"
+
+
+def schedule_digest(schedule_text: str, time_zone: str) -> str:
+    """A fixed-size fingerprint of the (schedule, timeZone) pair for status.observedSchedule."""
+    data = schedule_text.encode("utf-8", "surrogatepass") + b"\0" + time_zone.encode(
+        "utf-8", "surrogatepass")
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _namespace_terminating(err: ApiError) -> bool:
+    if not isinstance(err, Forbidden):
+        return False
+    return (any(c.reason == _NAMESPACE_TERMINATING_CAUSE for c in err.causes)
+            or "because it is being terminated" in err.message)
 
 
 class ObjectSource(Protocol):
@@ -105,7 +135,7 @@ class _Plan:
     last_successful: datetime | None
     next_schedule: datetime | None = None
     ready: tuple[str, str, str] = ("True", api.REASON_SCHEDULED, "")
-    observed_schedule: dict[str, str] | None = None
+    observed_schedule: dict[str, str | None] | None = None
     created: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -152,14 +182,45 @@ class CronJobReconciler:
         # once instead of on every sync; cleared when the CronJob goes away.
         self._reported: dict[tuple[str, str], str] = {}
         self._reported_lock = threading.Lock()
+        # Runs created or seen that the cached status may not record yet (no run twice).
+        self.runs = RunRecord()
+        # key -> (uid, generation, scheduled time, message) of a create the API server
+        # rejected as invalid (422): not retried until a spec edit or the next scheduled time.
+        self._rejected: dict[str, tuple[str, object, datetime, str]] = {}
 
     # -- reporting helpers ------------------------------------------------------------------
+    def _event(self, obj: Object, kind: str, reason: str, message: str) -> None:
+        self.recorder.event(obj, kind, reason, truncate(message))  # type: ignore[arg-type]
+
     def _report_once(self, key: str, obj: Object, kind: str, reason: str, message: str) -> None:
+        message = truncate(message)
         with self._reported_lock:
             if self._reported.get((key, reason)) == message:
                 return
             self._reported[(key, reason)] = message
         self.recorder.event(obj, kind, reason, message)  # type: ignore[arg-type]
+
+    def observe_deleted_job(self, obj: Object | DeletedFinalStateUnknown) -> None:
+        """Record the scheduled time of a deleted Job controlled by one of our CronJobs.
+
+        Called from the Job informer's delete notification (tombstones unwrapped to their
+        last known state) before the owner's key is enqueued, so a run whose Job vanished
+        before the status recorded it is never created again.
+        """
+        job = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if not isinstance(job, Mapping):
+            return
+        meta = _meta(job)
+        ref = next((r for r in meta.get("ownerReferences") or []
+                    if isinstance(r, Mapping) and r.get("controller") is True), None)
+        if (ref is None or ref.get("kind") != api.KIND
+                or str(ref.get("apiVersion", "")).rpartition("/")[0] != api.GROUP):
+            return
+        owner = str(ref.get("name", ""))
+        scheduled = jobs.scheduled_time_of(job, owner)
+        if scheduled is not None:
+            self.runs.observe(f"{meta.get('namespace')}/{owner}", str(ref.get("uid", "")),
+                              scheduled)
 
     def _forget_reports(self, key: str, keep: Sequence[str] = ()) -> None:
         with self._reported_lock:
@@ -173,6 +234,9 @@ class CronJobReconciler:
             raw = self.cronjobs.get(namespace, name)
         except NotFound:
             self._forget_reports(key)
+            self.runs.forget(key)
+            with self._reported_lock:
+                self._rejected.pop(key, None)
             return None
         now = self.clock.now()
         meta = _meta(raw)
@@ -194,7 +258,7 @@ class CronJobReconciler:
         if errors:
             return self._invalid(key, raw, status, plan, errors)
         self._forget_reports(key, keep=("MissSchedule", "TooManyMissedTimes", "UnexpectedJob",
-                                        "JobAlreadyActive", "SawCompletedJob"))
+                                        "JobAlreadyActive", "SawCompletedJob", "FailedCreate"))
         cronjob = api.CronJob.from_dict(raw)
         zone = api.load_zone(cronjob.spec.time_zone)
         sched = schedule.parse(cronjob.spec.schedule, zone)
@@ -210,11 +274,13 @@ class CronJobReconciler:
             # older ones could never start anyway. ``due`` keeps the full window so a run
             # just past its deadline is still reported (MissSchedule).
             _, missed = sched.most_recent(max(anchor, now - timedelta(seconds=deadline)), now)
-        plan.next_schedule = sched.next_after(now, anchor=anchor)
+        # Never before the anchor: a time at or before it already ran (or predates the
+        # CronJob or the last edit), even when this clock is behind the one that set it.
+        plan.next_schedule = sched.next_after(max(now, anchor), anchor=anchor)
         if due is not None:
             self._run(key, raw, cronjob, zone, due, missed, now, plan)
             if plan.created:
-                plan.next_schedule = sched.next_after(now, anchor=due)
+                plan.next_schedule = sched.next_after(max(now, due), anchor=due)
         requeue = self._requeue_after(plan.next_schedule)
         return self._finish(raw, status, plan, requeue)
 
@@ -222,11 +288,17 @@ class CronJobReconciler:
                         owned: list[Object]) -> _Plan:
         previously_active = {ref.get("uid") for ref in status.get("active") or []}
         active: list[Object] = []
+        meta = _meta(raw)
+        name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
         last_successful = api.parse_time(status.get("lastSuccessfulTime"))
-        last_schedule = api.parse_time(status.get("lastScheduleTime"))
+        recorded = api.parse_time(status.get("lastScheduleTime"))
+        # A run this process created or saw, whose Job may be gone already, counts until the
+        # cached status records it (deferred status write; Job deleted in between).
+        last_schedule = _latest(recorded, self.runs.floor(key, uid, recorded))
+        newest_job: datetime | None = None
         for job in owned:
             finished, how = jobs.is_job_finished(job)
-            last_schedule = _latest(last_schedule, jobs.scheduled_time_of(job))
+            newest_job = _latest(newest_job, jobs.scheduled_time_of(job, name))
             if not finished:
                 active.append(job)
                 continue
@@ -238,7 +310,9 @@ class CronJobReconciler:
                 self._report_once(key, raw, "Normal", "SawCompletedJob",
                                   f"Saw completed job: {_meta(job).get('name')}, "
                                   f"condition: {how}")
-        return _Plan(active=active, last_schedule=last_schedule,
+        if newest_job is not None and (recorded is None or newest_job > recorded):
+            self.runs.observe(key, uid, newest_job)
+        return _Plan(active=active, last_schedule=_latest(last_schedule, newest_job),
                      last_successful=last_successful)
 
     def _cleanup_history(self, raw: Object, owned: list[Object], plan: _Plan) -> None:
@@ -254,9 +328,9 @@ class CronJobReconciler:
                 key=_age_key,
             )
             for job in done[:max(0, len(done) - int(cast(int, limit)))]:
-                self._delete_job(raw, job, plan)
+                self._delete_job(raw, job, plan, active=False)
 
-    def _delete_job(self, raw: Object, job: Object, plan: _Plan) -> bool:
+    def _delete_job(self, raw: Object, job: Object, plan: _Plan, *, active: bool) -> None:
         job_meta = _meta(job)
         name = str(job_meta.get("name"))
         try:
@@ -264,19 +338,22 @@ class CronJobReconciler:
                                propagation_policy="Background",
                                preconditions={"uid": str(job_meta.get("uid"))})
         except NotFound:
-            pass
+            # Already gone (TTL controller, a user): nothing was deleted by us.
+            if active:
+                self._event(raw, "Normal", "MissingJob", f"Active job went missing: {name}")
+            log.info("job already gone", job=name, active=active)
         except ApiError as err:
-            self.recorder.event(raw, "Warning", "FailedDelete",
-                                f"Error deleting job {name}: {err.message}")
+            self._event(raw, "Warning", "FailedDelete",
+                        f"Error deleting job {name}: {err.message}")
             raise
-        self.recorder.event(raw, "Normal", "SuccessfulDelete", f"Deleted job {name}")
+        else:
+            self._event(raw, "Normal", "SuccessfulDelete", f"Deleted job {name}")
         plan.active = [j for j in plan.active if _meta(j).get("uid") != job_meta.get("uid")]
-        return True
 
     def _invalid(self, key: str, raw: Object, status: Mapping[str, Any], plan: _Plan,
                  errors: Sequence[api.FieldError]) -> Result | None:
         reason = api.condition_reason(errors)
-        message = "; ".join(str(e) for e in errors)
+        message = truncate("; ".join(str(e) for e in errors))
         plan.ready = ("False", reason, message)
         event_reason = reason if reason in (api.REASON_INVALID_SCHEDULE,
                                             api.REASON_UNKNOWN_TIME_ZONE) else "InvalidSpec"
@@ -286,24 +363,42 @@ class CronJobReconciler:
 
     def _observe_schedule(self, raw: Object, status: Mapping[str, Any], plan: _Plan,
                           now: datetime) -> datetime | None:
-        """Record in ``plan`` since when the current schedule/timeZone is in force.
+        """Record in ``plan`` which schedule/timeZone is in force and since which edit.
 
-        Returns the time of the last schedule or timeZone edit (now, when this sync is the
-        first to see it), or None when no edit is known (the pair is the original one).
+        ``status.observedSchedule`` holds a fixed-size ``digest`` of the pair (never the
+        unbounded spec text) and ``since``, set only when a sync saw the pair change. Returns
+        that edit time (now, when this sync is the first to see the change), or None when no
+        edit is known: a pair seen for the first time (a new or restored CronJob) is not an
+        edit, so an unedited schedule anchors on lastScheduleTime.
+
+        The previous version stored ``schedule``/``timeZone`` verbatim and ``since`` =
+        creationTimestamp for an unedited pair; that form is still read (``since`` at or
+        before creation is no edit), and rewritten in the new form (old keys nulled).
         """
         raw_spec = raw.get("spec")
         spec = cast(Mapping[str, Any], raw_spec if isinstance(raw_spec, Mapping) else {})
-        signature = {"schedule": str(spec.get("schedule") or ""),
-                     "timeZone": str(spec.get("timeZone") or "")}
+        schedule_text = str(spec.get("schedule") or "")
+        zone = str(spec.get("timeZone") or "")
+        digest = schedule_digest(schedule_text, zone)
         observed = status.get("observedSchedule")
         since: datetime | None = None
+        desired: dict[str, str | None] = {"digest": digest}
         if isinstance(observed, Mapping):
-            same = (observed.get("schedule") == signature["schedule"]
-                    and observed.get("timeZone", "") == signature["timeZone"])
+            if "digest" in observed:
+                same = observed.get("digest") == digest
+            else:
+                same = (observed.get("schedule") == schedule_text
+                        and (observed.get("timeZone") or "") == zone)
             since = api.parse_time(observed.get("since")) if same else now
-        created = api.parse_time(_meta(raw).get("creationTimestamp"))
-        plan.observed_schedule = {**signature,
-                                  "since": api.format_time(since or created or now)}
+            created = api.parse_time(_meta(raw).get("creationTimestamp"))
+            if same and since is not None and created is not None and since <= created:
+                since = None  # the old form's "since creation": not an edit
+            for old_key in ("schedule", "timeZone", "since"):
+                if old_key in observed:
+                    desired[old_key] = None  # merge patch: remove what is not desired
+        if since is not None:
+            desired["since"] = api.format_time(since)
+        plan.observed_schedule = desired
         return since
 
     @staticmethod
@@ -333,6 +428,17 @@ class CronJobReconciler:
             if not jobs.is_controlled_by(existing, cronjob.uid):
                 self._report_unexpected(key, raw, name, due)
             return
+        generation = _meta(raw).get("generation")
+        with self._reported_lock:
+            rejected = self._rejected.get(key)
+            if rejected is not None and rejected[:3] != (cronjob.uid, generation, due):
+                rejected = None
+                del self._rejected[key]
+        if rejected is not None:
+            # The API server refused this run's Job as invalid; asking again with the same
+            # template gets the same answer. Retried after a spec edit or at the next time.
+            plan.ready = ("False", REASON_INVALID_JOB_TEMPLATE, rejected[3])
+            return
         if plan.active and cronjob.spec.concurrency_policy == "Forbid":
             self._report_once(key, raw, "Normal", "JobAlreadyActive",
                               f"Not starting job for {api.format_time(due)} because a "
@@ -341,7 +447,7 @@ class CronJobReconciler:
             return
         if plan.active and cronjob.spec.concurrency_policy == "Replace":
             for job in list(plan.active):
-                self._delete_job(raw, job, plan)
+                self._delete_job(raw, job, plan, active=True)
         self._create(key, raw, cronjob, zone, due, plan)
 
     def _report_unexpected(self, key: str, raw: Object, name: str, due: datetime) -> None:
@@ -364,15 +470,31 @@ class CronJobReconciler:
                 self._report_unexpected(key, raw, name, due)
                 return
             created = current
+        except Invalid as err:
+            # A template that got past validation but not the Job's: say so on the CronJob,
+            # once, and do not hot-loop (see _run); a raise would requeue with backoff.
+            message = truncate(f"Error creating job {name}: {err.message}")
+            self._report_once(key, raw, "Warning", "FailedCreate", message)
+            plan.ready = ("False", REASON_INVALID_JOB_TEMPLATE, message)
+            with self._reported_lock:
+                self._rejected[key] = (cronjob.uid, _meta(raw).get("generation"), due, message)
+            log.info("job rejected as invalid", key=key, job=name, problem=message)
+            return
         except ApiError as err:
-            self.recorder.event(raw, "Warning", "FailedCreate",
-                                f"Error creating job {name}: {err.message}")
+            if _namespace_terminating(err):
+                # The namespace is being deleted, the CronJob with it: nothing to warn about,
+                # and no retry (the next scheduled time or the deletion brings the key back).
+                log.info("namespace is terminating; job not created", key=key, job=name)
+                return
+            self._event(raw, "Warning", "FailedCreate",
+                        f"Error creating job {name}: {err.message}")
             raise
         else:
             if self._skew is not None:
                 self._skew.observe(max(0.0, (self.clock.now() - due).total_seconds()))
-            self.recorder.event(raw, "Normal", "SuccessfulCreate", f"Created job {name}")
+            self._event(raw, "Normal", "SuccessfulCreate", f"Created job {name}")
             log.info("created job", key=key, job=name, scheduled=api.format_time(due))
+        self.runs.observe(key, cronjob.uid, due)
         plan.active.append(created)
         plan.last_schedule = _latest(plan.last_schedule, due)
         plan.created = True
@@ -423,6 +545,7 @@ class CronJobReconciler:
 
     def _ready_condition(self, status: Mapping[str, Any], plan: _Plan) -> dict[str, Any]:
         state, reason, message = plan.ready
+        message = truncate(message)
         previous = next((c for c in status.get("conditions") or []
                          if c.get("type") == api.CONDITION_READY), None)
         since = self.clock.now()
@@ -437,8 +560,8 @@ def _fmt(t: datetime | None) -> str | None:
 
 
 def _status_equal(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    for key, value in desired.items():
-        have = current.get(key)
+    for key, wanted in desired.items():
+        have, value = current.get(key), wanted
         if key == "active":
             have = sorted(
                 ({k: v for k, v in ref.items() if k != "resourceVersion"} for ref in have or []),
@@ -447,6 +570,8 @@ def _status_equal(current: Mapping[str, Any], desired: Mapping[str, Any]) -> boo
         if key == "conditions":
             have = [{k: c.get(k) for k in ("type", "status", "reason", "message",
                                             "lastTransitionTime")} for c in have or []]
+        if key == "observedSchedule" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if v is not None}  # None = remove
         if have != value and not (have is None and value in (None, [], 0)):
             return False
     return True

@@ -15,6 +15,10 @@ Contract:
   active (it still counts for Forbid/Replace) until the terminal condition arrives.
 * Ownership is by UID only (:func:`is_controlled_by`): a Job of a deleted-and-recreated
   CronJob of the same name is not ours.
+* :func:`scheduled_time_of` reads the scheduled-timestamp annotation; given the CronJob's
+  name it falls back to the ``<name>-<unix minutes>`` suffix (upstream's
+  getTimeHashInMinutes), so a Job created by an older version or by hand with our name still
+  counts. Callers pass the name only for Jobs they control.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
     "is_job_finished",
     "job_name",
     "scheduled_time_of",
+    "time_from_name",
 ]
 
 JobFinishedType = Literal["Complete", "Failed"]
@@ -117,11 +122,36 @@ def completion_time_of(job: Mapping[str, object]) -> datetime | None:
     return parse_time(_mapping(job.get("status")).get("completionTime"))
 
 
-def scheduled_time_of(job: Mapping[str, object]) -> datetime | None:
-    """The scheduled time recorded in the annotation, as aware UTC; None if absent or bad."""
-    annotations = _mapping(_mapping(job.get("metadata")).get("annotations"))
-    parsed = parse_time(annotations.get(SCHEDULED_TIMESTAMP_ANNOTATION))
-    return parsed.astimezone(UTC) if parsed is not None else None
+def scheduled_time_of(job: Mapping[str, object],
+                      cronjob_name: str | None = None) -> datetime | None:
+    """The scheduled time recorded in the annotation, as aware UTC.
+
+    Without a usable annotation: the time encoded in the name ``<cronjob_name>-<minutes>``
+    when ``cronjob_name`` is given (a Job we control), else None.
+    """
+    meta = _mapping(job.get("metadata"))
+    parsed = parse_time(_mapping(meta.get("annotations")).get(SCHEDULED_TIMESTAMP_ANNOTATION))
+    if parsed is not None:
+        return parsed.astimezone(UTC)
+    if cronjob_name is None:
+        return None
+    return time_from_name(str(meta.get("name") or ""), cronjob_name)
+
+
+# Unix minutes of the year 9999 (datetime's range) have 10 digits; longer is not a time.
+_MAX_MINUTE_DIGITS = 10
+
+
+def time_from_name(job_name_: str, cronjob_name: str) -> datetime | None:
+    """The scheduled time encoded in ``<cronjob_name>-<unix minutes>``, else None."""
+    prefix = f"{cronjob_name}-"
+    suffix = job_name_[len(prefix):] if job_name_.startswith(prefix) else ""
+    if not suffix.isascii() or not suffix.isdigit() or len(suffix) > _MAX_MINUTE_DIGITS:
+        return None
+    try:
+        return datetime.fromtimestamp(int(suffix) * 60, UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 def controller_uid_of(obj: Mapping[str, object]) -> str | None:

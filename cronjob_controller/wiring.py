@@ -3,8 +3,11 @@
 Contract: :func:`build` registers, on the given manager, one CronJob informer and one Job
 informer per watched namespace (or one cluster-wide pair), the Jobs indexed by controller
 owner UID, event handlers that only enqueue keys, and a :class:`pyctrl.Controller` running
-:class:`CronJobReconciler` with ``workers`` threads. It is used by ``__main__`` and by the
-integration tests, so tests run the same wiring as production (with a FakeClock injected).
+:class:`CronJobReconciler` with ``workers`` threads. A Job's delete notification first hands
+its final state to :meth:`CronJobReconciler.observe_deleted_job` (so a run whose Job vanished
+before the status recorded it is never created twice), then enqueues the owner. It is used
+by ``__main__`` and by the integration tests, so tests run the same wiring as production
+(with a FakeClock injected).
 """
 
 from __future__ import annotations
@@ -13,12 +16,16 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import structlog
+
 from cronjob_controller.api import CRONJOBS, GROUP, KIND
 from cronjob_controller.controller import CronJobReconciler, clock_jump_watch
 from pyctrl import Controller, Manager, enqueue_object, enqueue_owner
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
+    DeletedFinalStateUnknown,
     Lister,
+    ResourceEventHandler,
     SharedIndexInformer,
     controller_uid_index_func,
 )
@@ -51,6 +58,27 @@ class MergedSource:
     def all_keys(self) -> list[str]:
         return [f"{o['metadata']['namespace']}/{o['metadata']['name']}"
                 for lister in self._listers.values() for o in lister.list()]
+
+
+class _RecordDeletedJobs:
+    """Wraps the owner-enqueueing Job handler: record a deleted Job's run, then enqueue."""
+
+    def __init__(self, inner: ResourceEventHandler, reconciler: CronJobReconciler) -> None:
+        self._inner = inner
+        self._reconciler = reconciler
+
+    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+        self._inner.on_add(obj, is_in_initial_list)
+
+    def on_update(self, old: Object, new: Object) -> None:
+        self._inner.on_update(old, new)
+
+    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+        try:
+            self._reconciler.observe_deleted_job(obj)
+        except Exception:  # never raise into the informer
+            structlog.get_logger(__name__).exception("recording a deleted job failed")
+        self._inner.on_delete(obj)
 
 
 @dataclass
@@ -93,8 +121,10 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
                                                                  strict=True)})
     job_source = MergedSource({ns: i.lister() for ns, i in zip(scopes, job_informers,
                                                                    strict=True)})
+    # Writes (Jobs, status, and the events of the manager's recorder) go through the
+    # leader-scoped client: a deposed leader's reconciles stop at their next write.
     reconciler = CronJobReconciler(
-        manager.client, cronjobs, job_source, manager.event_recorder("cronjob-controller"),
+        manager.client_for_leader(), cronjobs, job_source, manager.event_recorder("cronjob-controller"),
         clock=manager.clock, registry=manager.registry,
         defer_status_after_create=defer_status_after_create,
     )
@@ -109,7 +139,8 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
     for informer in cronjob_informers:
         informer.add_event_handler(enqueue_object(controller.queue))
     for informer in job_informers:
-        informer.add_event_handler(enqueue_owner(controller.queue, GROUP, KIND))
+        informer.add_event_handler(_RecordDeletedJobs(
+            enqueue_owner(controller.queue, GROUP, KIND), reconciler))
     manager.add_controller(controller)
     return CronJobController(controller, reconciler, cronjob_informers, job_informers,
                              cronjobs)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cronjob_controller.api import CRONJOBS
+from cronjob_controller.controller import schedule_digest
 from pyctrl.errors import ApiError, Conflict, Forbidden, ServerError
 from pyctrl.kube import JOBS
 from pyctrl.testing import Action
@@ -276,7 +277,7 @@ def test_schedule_edit_never_starts_a_run_for_a_time_before_the_edit() -> None:
     assert f.created_jobs() == []
     assert f.actions() == [STATUS_PATCH]
     assert f.status()["observedSchedule"] == {
-        "schedule": "30 * * * *", "timeZone": "", "since": fmt(at("11:40"))}
+        "digest": schedule_digest("30 * * * *", ""), "since": fmt(at("11:40"))}
     assert result is not None and result.requeue_after == pytest.approx(50 * 60 + 0.1)
 
     f.refresh()
@@ -301,7 +302,7 @@ def test_time_zone_edit_never_starts_a_run_for_a_time_before_the_edit() -> None:
 
     assert f.created_jobs() == []
     assert f.status()["observedSchedule"] == {
-        "schedule": "0 9 * * *", "timeZone": "America/Sao_Paulo", "since": fmt(NOW)}
+        "digest": schedule_digest("0 9 * * *", "America/Sao_Paulo"), "since": fmt(NOW)}
     assert f.status()["nextScheduleTime"] == fmt(at("12:00", day=11))
 
     f.refresh()
@@ -312,14 +313,31 @@ def test_time_zone_edit_never_starts_a_run_for_a_time_before_the_edit() -> None:
             for j in f.created_jobs()] == ["2026-03-11T09:00:00-03:00"]
 
 
-def test_unchanged_schedule_keeps_its_observed_since() -> None:
+def test_unedited_schedule_records_no_edit_time() -> None:
     f = Fixture()
     f.add_cronjob(new_cronjob(created=at("11:52")))
     f.settle()
-    since = f.status()["observedSchedule"]["since"]
+    assert f.status()["observedSchedule"] == {"digest": schedule_digest("*/5 * * * *", "")}
     f.client.patch(CRONJOBS, "hello", {"spec": {"suspend": True}}, NAMESPACE)
     f.refresh()
 
     f.sync()
 
-    assert f.status()["observedSchedule"]["since"] == since == fmt(at("11:52"))
+    assert f.status()["observedSchedule"] == {"digest": schedule_digest("*/5 * * * *", "")}
+
+
+def test_edited_schedule_keeps_its_observed_since() -> None:
+    f = Fixture(now=at("11:40"))
+    f.add_cronjob(new_cronjob(schedule="0 * * * *", created=at("10:30")))
+    f.settle()
+    f.client.patch(CRONJOBS, "hello", {"spec": {"schedule": "30 * * * *"}}, NAMESPACE)
+    f.refresh()
+    f.sync()
+    f.refresh()
+    f.client.patch(CRONJOBS, "hello", {"spec": {"suspend": True}}, NAMESPACE)
+    f.refresh()
+    f.clock.set_time(at("11:45"))
+
+    f.sync()
+
+    assert f.status()["observedSchedule"]["since"] == fmt(at("11:40"))

@@ -153,3 +153,34 @@ def test_built_job_is_controlled_by_its_cronjob() -> None:
     job = jobs.build_job(cronjob(), datetime(2024, 1, 1, tzinfo=UTC), UTC)
     assert jobs.is_controlled_by(job, "cj-uid")
     assert jobs.controller_uid_of(job) == "cj-uid"
+
+
+# -- the scheduled time from the name (no annotation) --------------------------------------
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("hello-29552400", datetime(2026, 3, 10, 12, 0, tzinfo=UTC)),
+    ("hello-0", datetime(1970, 1, 1, tzinfo=UTC)),
+    ("hello-", None),
+    ("hello-abc", None),
+    ("hello-12-34", None),
+    ("hello-+123", None),
+    ("hello-\u0661\u0662", None),  # Arabic-Indic digits are digits, but not ours
+    ("hello-99999999999", None),  # beyond datetime's range
+    ("other-29552400", None),
+    ("hello29552400", None),
+])
+def test_time_from_name(name: str, expected: datetime | None) -> None:
+    assert jobs.time_from_name(name, "hello") == expected
+
+
+def test_scheduled_time_prefers_the_annotation_over_the_name() -> None:
+    job = {"metadata": {"name": "hello-29552400", "annotations": {
+        SCHEDULED_TIMESTAMP_ANNOTATION: "2026-03-10T13:00:00+01:00"}}}
+    assert jobs.scheduled_time_of(job, "hello") == datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+
+
+def test_scheduled_time_from_the_name_only_when_the_cronjob_name_is_given() -> None:
+    job = {"metadata": {"name": "hello-29552400"}}
+    assert jobs.scheduled_time_of(job) is None
+    assert jobs.scheduled_time_of(job, "hello") == datetime(2026, 3, 10, 12, 0, tzinfo=UTC)

@@ -1,0 +1,80 @@
+"""Runs this process created (or saw) that a CronJob's status does not record yet.
+
+Contract of :class:`RunRecord` (one per reconciler, thread-safe):
+
+* :meth:`RunRecord.observe` notes that the run scheduled at ``t`` exists or existed for the
+  CronJob with ``uid`` (this process created its Job, a sync saw it as an owned Job, or the
+  informer delivered the final state of a deleted owned Job). Only the latest time per UID
+  is kept: one entry per CronJob, so memory is O(CronJobs).
+* :meth:`RunRecord.floor` is what the sync uses as a floor on ``lastScheduleTime``: the
+  recorded time while the CronJob's cached status records an older one (or none). Once the
+  cache shows ``lastScheduleTime >= t`` the entry is forgotten: the status is the record from
+  then on. An entry of another UID under the same key (the CronJob was deleted and recreated)
+  is dropped there too.
+* :meth:`RunRecord.forget` drops a key's entry when the CronJob is gone.
+
+Why: a sync that created a Job defers its status write to the next sync (see controller.py).
+If the Job is deleted in between (``ttlSecondsAfterFinished: 0``, a user), nothing in the
+cluster says the run happened; without this record the next sync would create it again.
+The record lives in memory only; see CRONJOB.md for the restart window it leaves.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+
+__all__ = ["RunRecord"]
+
+
+class RunRecord:
+    """Per CronJob UID, the latest scheduled time known to exist but maybe not in status."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_uid: dict[str, tuple[str, datetime]] = {}  # uid -> (key, scheduled time)
+        self._uid_of: dict[str, str] = {}  # key -> uid
+
+    def observe(self, key: str, uid: str, scheduled: datetime) -> None:
+        """Note that the run at ``scheduled`` of CronJob ``uid`` (at ``key``) exists."""
+        if not uid:
+            return
+        with self._lock:
+            current = self._by_uid.get(uid)
+            if current is not None and current[1] >= scheduled:
+                return
+            old_uid = self._uid_of.get(key)
+            if old_uid is not None and old_uid != uid:
+                self._by_uid.pop(old_uid, None)
+            self._by_uid[uid] = (key, scheduled)
+            self._uid_of[key] = uid
+
+    def floor(self, key: str, uid: str, recorded: datetime | None) -> datetime | None:
+        """The recorded run of ``uid`` newer than ``recorded`` (the cached status), else None.
+
+        Forgets the entry once ``recorded`` covers it.
+        """
+        with self._lock:
+            old_uid = self._uid_of.get(key)
+            if old_uid is not None and old_uid != uid:
+                self._by_uid.pop(old_uid, None)
+                del self._uid_of[key]
+            entry = self._by_uid.get(uid)
+            if entry is None:
+                return None
+            if recorded is not None and recorded >= entry[1]:
+                del self._by_uid[uid]
+                self._uid_of.pop(entry[0], None)
+                return None
+            return entry[1]
+
+    def forget(self, key: str) -> None:
+        """The CronJob at ``key`` is gone: drop its entry."""
+        with self._lock:
+            uid = self._uid_of.pop(key, None)
+            if uid is not None:
+                self._by_uid.pop(uid, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._by_uid)
