@@ -123,8 +123,11 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
                                                                    strict=True)})
     # Writes (Jobs, status, and the events of the manager's recorder) go through the
     # leader-scoped client: a deposed leader's reconciles stop at their next write.
+    # Writes (Jobs, status, and the events of the manager's recorder) go through the
+    # leader-scoped client: a deposed leader's reconciles stop at their next write.
     reconciler = CronJobReconciler(
-        manager.client_for_leader(), cronjobs, job_source, manager.event_recorder("cronjob-controller"),
+        manager.client_for_leader(), cronjobs, job_source,
+        manager.event_recorder("cronjob-controller"),
         clock=manager.clock, registry=manager.registry,
         defer_status_after_create=defer_status_after_create,
     )

@@ -32,6 +32,7 @@ from pyctrl.errors import (
     Gone,
     Invalid,
     NotFound,
+    NotLeader,
     TerminalError,
     TooManyRequests,
 )
@@ -42,7 +43,7 @@ from pyctrl.handlers import (
     label_selector_predicate,
     resource_version_changed,
 )
-from pyctrl.kube import Client, Resource, RESTClient, load_config
+from pyctrl.kube import Client, FencedClient, Resource, RESTClient, load_config
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
 from pyctrl.log import configure_logging
 from pyctrl.manager import LeaderElectionLost, Manager, install_signal_handlers
@@ -73,6 +74,7 @@ __all__ = [
     "DeletedFinalStateUnknown",
     "EventBroadcaster",
     "EventRecorder",
+    "FencedClient",
     "Forbidden",
     "Gone",
     "Indexer",
@@ -85,6 +87,7 @@ __all__ = [
     "Lister",
     "Manager",
     "NotFound",
+    "NotLeader",
     "Queue",
     "RESTClient",
     "RateLimiter",

@@ -6,6 +6,10 @@ subclass chosen by HTTP status code and, where the code is ambiguous, the ``reas
 ``message``, ``code`` and ``details`` so callers never parse strings. ``from_status`` is the
 single mapping function; ``pyctrl.kube`` and the fakes in ``pyctrl.testing`` both use it, so a
 fake can never disagree with the real client about which error a Status means.
+
+Two errors are not API answers: :class:`TerminalError` (a reconciler says retrying will not
+help) and its subclass :class:`NotLeader` (a leader-scoped client refused a write locally
+because the leader lease can no longer be trusted; the request was never sent).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ __all__ = [
     "Invalid",
     "MethodNotAllowed",
     "NotFound",
+    "NotLeader",
     "ServerError",
     "ServerTimeout",
     "TerminalError",
@@ -137,6 +142,16 @@ class Unreachable(ApiError):
 
 class TerminalError(Exception):
     """Raised by a reconciler to say retrying will not help: logged and counted, not requeued."""
+
+
+class NotLeader(TerminalError):
+    """A leader-scoped write was refused before it was sent: this replica can no longer trust
+    its leader lease (not renewed within the renew deadline, lost, or released).
+
+    It is not an :class:`ApiError` (the API server never saw the request) and it is terminal,
+    so a reconcile stops at its first refused write and the key is not retried hot; the
+    replica that leads now reconciles it.
+    """
 
 
 def is_not_found(err: BaseException) -> bool:

@@ -17,6 +17,9 @@ Contract (controller-runtime's manager, in threads):
   (:meth:`Controller.check`) and, with leader election, ``leader-election``
   (:meth:`LeaderElector.check`); ``/readyz`` has ``ping`` and ``informers-synced``; more via
   :meth:`add_healthz_check`/:meth:`add_readyz_check`. ``/metrics`` serves ``registry``.
+* Leader-scoped writes: :meth:`client_for_leader` (and the event broadcaster) refuse writes
+  with :class:`pyctrl.errors.NotLeader` once the lease can not be trusted (fencing at the
+  client: a replica frozen past its renew deadline sends nothing on resume).
 * :func:`install_signal_handlers`: the first SIGTERM/SIGINT sets ``stop`` (graceful); a second
   one exits the process at once with status 1.
 """
@@ -38,6 +41,7 @@ from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller
 from pyctrl.healthz import Check, Checks, HTTPServerThread, metrics_handler, parse_bind_address
+from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
 from pyctrl.record import EventBroadcaster, EventRecorder
@@ -132,12 +136,21 @@ class Manager:
     def add_readyz_check(self, name: str, fn: Check) -> None:
         self._readyz.add(name, fn)
 
+    def client_for_leader(self) -> Client:
+        """``client`` with leader-scoped writes: with leader election, a
+        :class:`pyctrl.kube.FencedClient` that refuses every write (NotLeader) once this
+        replica's lease can no longer be trusted; without it, ``client`` itself. Controllers
+        that need leadership write through it; so does the event broadcaster."""
+        if self.elector is None:
+            return self.client
+        return FencedClient(self.client, self.elector, registry=self.registry)
+
     def event_broadcaster(self) -> EventBroadcaster:
         """The manager's event broadcaster (created on first use, flushed on stop)."""
         with self._mu:
             if self._broadcaster is None:
                 self._broadcaster = EventBroadcaster(
-                    self.client, component=self.component, clock=self.clock,
+                    self.client_for_leader(), component=self.component, clock=self.clock,
                     registry=self.registry, queue_size=self.event_queue_size,
                 )
             return self._broadcaster
@@ -205,6 +218,8 @@ class Manager:
         if stuck:
             log.error("graceful shutdown timed out; abandoning busy workers", controllers=stuck,
                       timeout=self.graceful_shutdown_timeout)
+        if self._broadcaster is not None:  # write their events while the lease is still ours
+            self._broadcaster.flush(5.0)
 
     def _on_stopped_leading(self) -> None:
         if not self._stopping:

@@ -2,13 +2,15 @@
 
 It holds config loading (:func:`load_config`: kubeconfig or in-cluster), the raw-dict
 :class:`RESTClient` implementing :class:`Client`, its client-side
-:class:`TokenBucketRateLimiter`, request metrics, label/field selector parsing, JSON
-patch helpers (:mod:`pyctrl.kube.patch`), API-server-shaped errors for fakes
-(:mod:`pyctrl.kube.status`) and the :class:`Resource` constants.
+:class:`TokenBucketRateLimiter`, the leader-scoped :class:`FencedClient`, request metrics,
+label/field selector parsing, JSON patch helpers (:mod:`pyctrl.kube.patch`),
+API-server-shaped errors for fakes (:mod:`pyctrl.kube.status`) and the :class:`Resource`
+constants.
 """
 
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.config import ConfigError, KubeConfig, in_cluster, load_config
+from pyctrl.kube.fenced import FencedClient, LeaseHolder
 from pyctrl.kube.interface import (
     Client,
     Object,
@@ -52,10 +54,12 @@ __all__ = [
     "SERVICE_ACCOUNTS",
     "Client",
     "ConfigError",
+    "FencedClient",
     "FieldSelector",
     "HTTPWatchStream",
     "KubeConfig",
     "LabelSelector",
+    "LeaseHolder",
     "Object",
     "PatchType",
     "PropagationPolicy",

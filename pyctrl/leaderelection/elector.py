@@ -11,6 +11,12 @@ Contract and invariants:
   as soon as ``renew_deadline`` passes since then without a new success, even if a renew call
   hangs: it sets the leading stop event and calls ``on_stopped_leading``. Since
   ``renew_deadline < lease_duration``, that happens before any other replica may acquire.
+* Write fence: :meth:`holds_lease` is true only while leading (not fenced, not released) and
+  ``monotonic() < sent time of the last successful acquire/renew + renew_deadline``, judged
+  at the moment it is called; it does not wait for the watchdog. A leader-scoped client
+  (:class:`pyctrl.kube.FencedClient`) asks it just before each write, so a replica that was
+  frozen (SIGSTOP, a VM pause, a long GC) past its renew deadline refuses its writes on
+  resume, before any thread of it could learn that someone else leads.
 * Clean stop (``stop`` set while leading): the leading stop event is set, the elector keeps
   renewing until ``on_started_leading`` returns (so in-flight work still runs under a valid
   lease), then, with ``release_on_cancel``, writes an empty holder with
@@ -102,6 +108,18 @@ class LeaderElector:
         with self._cond:
             return self._leading
 
+    def holds_lease(self) -> bool:
+        """True while this replica may write as the leader (see "Write fence" above)."""
+        with self._cond:
+            if not self._leading:
+                return False
+            deadline = self._last_renew + self.config.renew_deadline
+        return self._clock.monotonic() < deadline
+
+    def describe(self) -> str:
+        """The lock this elector campaigns on (for messages)."""
+        return self._lock.describe()
+
     def get_leader(self) -> str:
         """The holder identity last observed ("" when none or unknown)."""
         with self._cond:
@@ -191,10 +209,10 @@ class LeaderElector:
             fenced = self._is_fenced()
             if not fenced:
                 callback.join()
+                with self._cond:  # fence writes before the lease is given away
+                    self._leading = False
                 if self.config.release_on_cancel:
                     self._release()
-                with self._cond:
-                    self._leading = False
                 self._gauge.set(0)
                 self._call_stopped()
             else:

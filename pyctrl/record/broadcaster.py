@@ -26,6 +26,10 @@ Contract:
   Under constant load an event therefore waits at most ``max_defer`` and events flow at
   ``min_rate`` or more, instead of one per ``max_defer``. While deferring, the sink re-asks
   ``defer_while`` every 50 ms of real time (the predicate is about writes happening now).
+* ``flush(timeout)`` writes what is buffered now without deferring and waits for it (the
+  Manager calls it after the controllers stop, while the leader lease is still held).
+* Written through a leader-scoped client (:class:`pyctrl.kube.FencedClient`), an event the
+  client refuses (:class:`pyctrl.errors.NotLeader`) is dropped, counted as ``not_leader``.
 * ``shutdown(timeout)`` stops accepting events, lets the sink drain for at most ``timeout``
   seconds, drops what is left (counted), and joins the thread.
 * Events land in the involved object's namespace ("default" for cluster-scoped objects), with
@@ -50,6 +54,7 @@ from pyctrl.errors import (
     AlreadyExists,
     ApiError,
     NotFound,
+    NotLeader,
     ServerError,
     ServerTimeout,
     Timeout,
@@ -168,6 +173,7 @@ class EventBroadcaster:
         self._busy = False
         self._closed = False
         self._abort = threading.Event()
+        self._flushing = False
         self._thread: threading.Thread | None = None
         self._last_ns = 0
         self._defer_while = defer_while
@@ -256,6 +262,14 @@ class EventBroadcaster:
         with self._cond:
             return self._cond.wait_for(lambda: not self._buffer and not self._busy, timeout)
 
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Write everything buffered now, ignoring ``defer_while``; False on timeout."""
+        self._flushing = True
+        try:
+            return self.wait_idle(timeout)
+        finally:
+            self._flushing = False
+
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop accepting events, drain for at most ``timeout`` seconds, join the sink."""
         with self._cond:
@@ -302,7 +316,7 @@ class EventBroadcaster:
     def _may_write(self, enqueued_at: float) -> bool:
         """Whether the oldest buffered event (recorded at ``enqueued_at``) may go out now."""
         predicate = self._defer_while
-        if predicate is None or self._closed or self._abort.is_set():
+        if predicate is None or self._closed or self._flushing or self._abort.is_set():
             self._deferring = False
             return True
         now = self._clock.monotonic()
@@ -346,6 +360,11 @@ class EventBroadcaster:
                 ):
                     break
                 continue
+            except NotLeader as err:
+                log.info("event not written: not the leader; dropped", error=str(err),
+                         reason=event.get("reason"))
+                self._dropped.labels(reason="not_leader").inc()
+                return
             except ApiError as err:
                 log.info("event rejected; dropped", error=str(err),
                          reason=event.get("reason"))

@@ -1,0 +1,197 @@
+"""FencedClient: a leader-scoped :class:`Client` that refuses writes once the lease is in doubt.
+
+Contract:
+
+* Wraps any :class:`Client` and a :class:`LeaseHolder` (a
+  :class:`pyctrl.leaderelection.LeaderElector` is one). Reads (``get``, ``list``, ``watch``)
+  are passed through unchanged, leader or not.
+* Every mutating call (``create``, ``update``, ``update_status``, ``patch``, ``delete``) first
+  asks ``holder.holds_lease()``, immediately before handing the request to the wrapped client,
+  and raises :class:`pyctrl.errors.NotLeader` without calling it when the answer is no. The
+  elector answers from the local monotonic clock (renew deadline since the send time of its
+  last successful renew), so a replica frozen past its deadline refuses every write on
+  resume, even before its elector thread has run again. A refused write is never sent, so
+  it never reaches the API server (nor its audit log).
+* ``NotLeader`` is a :class:`pyctrl.errors.TerminalError`: a reconcile stops at its next
+  write and its key is not retried hot; the event sink drops refused events.
+* Residual window: the check runs before the wrapped client's own work (its client-side rate
+  limiter, encoding, the socket write). A process frozen inside that window sends that one
+  request on resume; keep the client-side limiter from queueing writes for long (QPS/burst)
+  to keep the window short.
+* Refused writes are counted in ``pyctrl_leader_fenced_writes_total{verb}`` when a registry
+  is given.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import weakref
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Counter
+
+from pyctrl.errors import NotLeader
+from pyctrl.kube.interface import Client, Object, PatchType, PropagationPolicy, WatchStream
+from pyctrl.kube.resource import Resource
+
+__all__ = ["FencedClient", "LeaseHolder"]
+
+_Patch = Object | builtins.list[Object]
+
+
+class LeaseHolder(Protocol):
+    """What a :class:`FencedClient` asks before each write."""
+
+    def holds_lease(self) -> bool:
+        """True while this replica may write as the leader."""
+        ...
+
+    def describe(self) -> str:
+        """The lease, for error messages (e.g. ``Lease ns/name``)."""
+        ...
+
+
+_counters_lock = threading.Lock()
+_counters: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
+
+
+def _fenced_counter(registry: CollectorRegistry | None) -> Counter | None:
+    if registry is None:
+        return None
+    with _counters_lock:
+        counter = _counters.get(registry)
+        if counter is None:
+            counter = Counter(
+                "pyctrl_leader_fenced_writes",
+                "Writes refused locally because the leader lease could not be trusted.",
+                ["verb"], registry=registry,
+            )
+            _counters[registry] = counter
+        return counter
+
+
+class FencedClient:
+    """A :class:`Client` whose writes need a valid leader lease (see module docstring)."""
+
+    def __init__(self, client: Client, holder: LeaseHolder, *,
+                 registry: CollectorRegistry | None = None) -> None:
+        self._client = client
+        self._holder = holder
+        self._refused = _fenced_counter(registry)
+
+    @property
+    def inner(self) -> Client:
+        """The wrapped client (unfenced)."""
+        return self._client
+
+    def _fence(self, verb: str, resource: Resource, name: str | None,
+               namespace: str | None) -> None:
+        if self._holder.holds_lease():
+            return
+        if self._refused is not None:
+            self._refused.labels(verb=verb).inc()
+        where = f"{namespace}/{name}" if namespace else (name or "")
+        raise NotLeader(
+            f"refusing {verb} {resource.plural} {where}: this replica no longer holds the "
+            f"leader lease {self._holder.describe()} (not renewed within the renew deadline, "
+            "lost or released)"
+        )
+
+    # -- reads ----------------------------------------------------------------------------
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+        return self._client.get(resource, name, namespace)
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+    ) -> Object:
+        return self._client.list(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector,
+            limit=limit, continue_=continue_, resource_version=resource_version,
+            resource_version_match=resource_version_match,
+        )
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_watch_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> WatchStream:
+        return self._client.watch(
+            resource, namespace, resource_version=resource_version,
+            timeout_seconds=timeout_seconds, allow_watch_bookmarks=allow_watch_bookmarks,
+            label_selector=label_selector, field_selector=field_selector,
+        )
+
+    # -- writes ---------------------------------------------------------------------------
+    def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+        self._fence("create", resource, _name(obj), namespace or _namespace(obj))
+        return self._client.create(resource, obj, namespace)
+
+    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+        self._fence("update", resource, _name(obj), namespace or _namespace(obj))
+        return self._client.update(resource, obj, namespace)
+
+    def update_status(
+        self, resource: Resource, obj: Object, namespace: str | None = None
+    ) -> Object:
+        self._fence("update_status", resource, _name(obj), namespace or _namespace(obj))
+        return self._client.update_status(resource, obj, namespace)
+
+    def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: _Patch,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        field_manager: str | None = None,
+        force: bool = False,
+        subresource: str | None = None,
+    ) -> Object:
+        self._fence("patch", resource, name, namespace)
+        return self._client.patch(
+            resource, name, patch, namespace, patch_type=patch_type,
+            field_manager=field_manager, force=force, subresource=subresource,
+        )
+
+    def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: PropagationPolicy | None = None,
+        preconditions: dict[str, str] | None = None,
+    ) -> Object | None:
+        self._fence("delete", resource, name, namespace)
+        return self._client.delete(
+            resource, name, namespace, propagation_policy=propagation_policy,
+            preconditions=preconditions,
+        )
+
+
+def _name(obj: Object) -> str | None:
+    md = obj.get("metadata") or {}
+    name = md.get("name") or md.get("generateName")
+    return str(name) if name else None
+
+
+def _namespace(obj: Object) -> str | None:
+    ns = (obj.get("metadata") or {}).get("namespace")
+    return str(ns) if ns else None
