@@ -31,6 +31,6 @@ COPY --from=build /opt/venv /opt/venv
 RUN groupadd --system --gid 65532 nonroot \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin nonroot
 USER 65532:65532
-EXPOSE 8080 8081 9443
+EXPOSE 8443 8081 9443
 ENTRYPOINT ["python", "-m", "cronjob_controller"]
 CMD ["--leader-elect", "--log-format=json"]

@@ -1,8 +1,9 @@
 """``python -m cronjob_controller``: run the controller, or the ``next``/``trigger`` helpers.
 
 Contract: this module only parses flags and wires parts together (``wiring.build``); all
-behaviour lives in the modules it calls. Exit codes: 0 after a graceful stop, 1 when leader
-election was lost (the pod restarts and rejoins as a standby), 2 for bad flags or input.
+behaviour lives in the modules it calls. Exit codes (``EPILOG``, shown by ``--help``): 0 after
+a graceful stop, 1 for a runtime failure, 3 when leader election was lost (the pod restarts and
+rejoins as a standby), 2 for bad flags, input or configuration (an unreadable kubeconfig).
 
 * ``python -m cronjob_controller [flags]``: the controller (``run`` may be given explicitly).
 * ``python -m cronjob_controller next NAME [-n NS] [--count 5]``: the next run times of a
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from cronjob_controller import api, jobs, schedule
 from cronjob_controller.webhook import WebhookConfig, WebhookServer
@@ -36,8 +38,9 @@ from pyctrl import (
     configure_logging,
     install_signal_handlers,
 )
+from pyctrl.duration import duration_arg
 from pyctrl.errors import ApiError, NotFound
-from pyctrl.kube import JOBS, RESTClient
+from pyctrl.kube import JOBS, ConfigError, RESTClient
 
 __all__ = ["build_parser", "main"]
 
@@ -45,6 +48,26 @@ log = structlog.get_logger("cronjob_controller")
 
 DEFAULT_QPS = 50.0
 DEFAULT_BURST = 100
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_LEADERSHIP_LOST = 0, 1, 2, 3
+EPILOG = """\
+durations: 15s, 1m30s, 500ms, 1h (Go syntax, as kube-controller-manager) or plain seconds.
+
+exit codes:
+  0  stopped cleanly (SIGTERM/SIGINT)
+  1  runtime failure
+  2  usage or configuration error (bad flag, unreadable kubeconfig, unknown context)
+  3  leader election lost (restart to rejoin as a standby)
+"""
+
+
+def _bool_arg(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m cronjob_controller",
         description="Run the batch.pyctrl.io/v1 CronJob controller. Subcommands: "
                     "'next NAME' and 'trigger NAME' (see --help of each).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_connection_flags(parser)
     parser.add_argument("--namespace", action="append", default=[], metavar="NS",
@@ -77,22 +101,34 @@ def build_parser() -> argparse.ArgumentParser:
                         help="namespace of the leader election Lease")
     parser.add_argument("--leader-elect-name", default="pyctrl-cronjob-controller",
                         help="name of the leader election Lease")
-    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0,
-                        help="seconds a standby waits after the last renew before taking over")
-    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0,
-                        help="seconds the leader keeps trying to renew before stepping down")
-    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0,
-                        help="seconds between leader election attempts")
-    parser.add_argument("--metrics-bind-address", default=":8080",
+    parser.add_argument("--leader-elect-lease-duration", type=duration_arg, default=15.0,
+                        help="how long a standby waits after the last renew before taking "
+                             "over (default 15s)")
+    parser.add_argument("--leader-elect-renew-deadline", type=duration_arg, default=10.0,
+                        help="how long the leader keeps trying to renew before stepping down "
+                             "(default 10s)")
+    parser.add_argument("--leader-elect-retry-period", type=duration_arg, default=2.0,
+                        help="time between leader election attempts (default 2s)")
+    parser.add_argument("--metrics-bind-address", default=":8443",
                         help="host:port for /metrics ('0' disables)")
+    parser.add_argument("--metrics-secure", type=_bool_arg, nargs="?", const=True,
+                        default=True, metavar="BOOL",
+                        help="serve /metrics over HTTPS, only to callers whose bearer token "
+                             "may 'get' the /metrics nonResourceURL (TokenReview + "
+                             "SubjectAccessReview); --metrics-secure=false for plain HTTP "
+                             "(default true)")
+    parser.add_argument("--metrics-cert-dir", default=None,
+                        help="directory with tls.crt and tls.key for /metrics (default: a "
+                             "self-signed certificate generated at start)")
     parser.add_argument("--health-probe-bind-address", default=":8081",
                         help="host:port for /healthz and /readyz ('0' disables)")
     parser.add_argument("--webhook-bind-address", default="0",
                         help="host:port for the admission webhook ('0' disables)")
     parser.add_argument("--webhook-cert-dir", default="/tmp/k8s-webhook-server/serving-certs",
                         help="directory with tls.crt and tls.key for the webhook")
-    parser.add_argument("--graceful-shutdown-timeout", type=float, default=30.0,
-                        help="seconds in-flight reconciles get to finish on shutdown")
+    parser.add_argument("--graceful-shutdown-timeout", type=duration_arg, default=30.0,
+                        help="how long in-flight reconciles get to finish on shutdown "
+                             "(default 30s)")
     parser.add_argument("--log-format", choices=("json", "console"), default="json")
     parser.add_argument("--log-level", default="info",
                         choices=("debug", "info", "warning", "error"))
@@ -109,9 +145,10 @@ def _helper_parser(command: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _client(args: argparse.Namespace) -> RESTClient:
+def _client(args: argparse.Namespace, registry: CollectorRegistry | None = None) -> RESTClient:
     return RESTClient.from_kubeconfig(args.kubeconfig, args.context, qps=args.qps,
-                                      burst=args.burst, user_agent="pyctrl-cronjob-controller")
+                                      burst=args.burst, user_agent="pyctrl-cronjob-controller",
+                                      registry=registry)
 
 
 def _webhook(args: argparse.Namespace) -> WebhookServer | None:
@@ -132,7 +169,12 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("error: --workers must be at least 1", file=sys.stderr)
         return 2
-    client = _client(args)
+    registry = CollectorRegistry()  # one registry: REST client, manager and controller metrics
+    try:
+        client = _client(args, registry)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
     identity = f"{os.environ.get('POD_NAME') or os.uname().nodename}_{uuid.uuid4().hex[:8]}"
     election: LeaderElectionConfig | None = None
     if args.leader_elect:
@@ -150,6 +192,9 @@ def run(args: argparse.Namespace) -> int:
         health_probe_bind_address=args.health_probe_bind_address,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         component="cronjob-controller",
+        registry=registry,
+        metrics_secure=args.metrics_secure,
+        metrics_cert_dir=args.metrics_cert_dir,
     )
     wired = build(manager, namespaces=args.namespace, workers=args.workers)
     stop = threading.Event()
@@ -167,7 +212,10 @@ def run(args: argparse.Namespace) -> int:
         manager.run(stop)
     except LeaderElectionLost:
         log.error("leader election lost; exiting so the pod restarts as a standby")
-        return 1
+        return EXIT_LEADERSHIP_LOST
+    except Exception:
+        log.exception("controller failed")
+        return EXIT_FAILURE
     finally:
         stop.set()
         for thread in (webhook_thread, clock_thread):

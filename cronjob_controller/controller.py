@@ -64,7 +64,8 @@ log = structlog.get_logger(__name__)
 
 # Requeue a little after the due time so the sync never runs a hair early and finds nothing.
 REQUEUE_SLACK_SECONDS = 0.1
-_SKEW_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+# Upstream kube-controller-manager's buckets (ExponentialBuckets(1, 2, 10)), so alerts match.
+_SKEW_BUCKETS = tuple(float(2**i) for i in range(10))  # 1, 2, 4, ..., 512 s
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Condition and event messages are cut to this many characters (the CRD allows 32768 for a
 # condition message; an apiserver error or a schedule echoed in a message can be longer).
@@ -110,14 +111,15 @@ _skew_lock = threading.Lock()
 
 
 def skew_histogram(registry: CollectorRegistry | None) -> Histogram | None:
-    """``cronjob_controller_job_creation_skew_seconds`` on ``registry`` (once per registry)."""
+    """The ``cronjob_controller_cronjob_job_creation_skew_duration_seconds`` histogram of
+    ``registry`` (registered once per registry)."""
     if registry is None:
         return None
     with _skew_lock:
         hist = _skew_by_registry.get(registry)
         if hist is None:
             hist = Histogram(
-                "cronjob_controller_job_creation_skew_seconds",
+                "cronjob_controller_cronjob_job_creation_skew_duration_seconds",
                 "Seconds between a run's scheduled time and the creation of its Job.",
                 buckets=_SKEW_BUCKETS,
                 registry=registry,

@@ -12,10 +12,17 @@ Contract:
   thread; ``shutdown()`` stops serving, closes the socket and joins the serving thread and
   every request thread (none outlive it). Bind addresses are ``host:port`` (``:8080`` binds
   all interfaces; port 0 picks a free port, see ``address``); ``"0"`` means disabled.
+* With an ``ssl_context`` the server speaks HTTPS only; the TLS handshake runs in the
+  request's thread (a slow client never blocks the accept loop) under the same
+  ``request_timeout`` as every read. With ``authorize`` (see :mod:`pyctrl.metrics_auth`),
+  ``authorize(path, Authorization header)`` runs before the handler; a response it returns is
+  sent instead of the handler's.
 """
 
 from __future__ import annotations
 
+import socket
+import ssl
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,7 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["Check", "Checks", "HTTPServerThread", "Response", "metrics_handler",
+__all__ = ["Authorizer", "Check", "Checks", "HTTPServerThread", "Response", "metrics_handler",
            "parse_bind_address"]
 
 log = structlog.get_logger(__name__)
@@ -32,6 +39,7 @@ log = structlog.get_logger(__name__)
 Check = Callable[[], str | None]
 Response = tuple[int, str, bytes]  # status, content type, body
 Handler = Callable[[str, dict[str, list[str]]], Response]
+Authorizer = Callable[[str, str | None], Response | None]  # (path, Authorization) -> denial
 
 _TEXT = "text/plain; charset=utf-8"
 
@@ -117,20 +125,48 @@ def metrics_handler(registry: CollectorRegistry) -> Handler:
 class _Server(ThreadingHTTPServer):
     daemon_threads = False  # request threads are joined by server_close()
     block_on_close = True
+    request_queue_size = 128  # the listen backlog (socketserver's default is 5)
+    ssl_context: ssl.SSLContext | None = None
+
+    def get_request(self) -> tuple[socket.socket, object]:
+        conn, addr = super().get_request()
+        if self.ssl_context is not None:
+            # Handshake later, in the request thread (see _RequestHandler.setup).
+            conn = self.ssl_context.wrap_socket(conn, server_side=True,
+                                                do_handshake_on_connect=False)
+        return conn, addr
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client that fails the TLS handshake or hangs up is not the server's error.
+        log.debug("http request failed", client=str(client_address), exc_info=True)
 
 
 class HTTPServerThread:
     """One HTTP server in its own thread (see module docstring)."""
 
-    def __init__(self, name: str, address: tuple[str, int], handler: Handler) -> None:
+    def __init__(self, name: str, address: tuple[str, int], handler: Handler, *,
+                 ssl_context: ssl.SSLContext | None = None,
+                 authorize: Authorizer | None = None,
+                 request_timeout: float = 10.0) -> None:
         self.name = name
+        self.secure = ssl_context is not None
 
         class _RequestHandler(BaseHTTPRequestHandler):
+            timeout = request_timeout
+
+            def setup(self) -> None:
+                if isinstance(self.request, ssl.SSLSocket):
+                    self.request.settimeout(request_timeout)
+                    self.request.do_handshake()
+                super().setup()
+
             def do_GET(self) -> None:
                 url = urlsplit(self.path)
                 try:
-                    status, ctype, body = handler(url.path, parse_qs(url.query,
-                                                                     keep_blank_values=True))
+                    denied = (authorize(url.path, self.headers.get("Authorization"))
+                              if authorize is not None else None)
+                    status, ctype, body = denied or handler(
+                        url.path, parse_qs(url.query, keep_blank_values=True))
                 except Exception:
                     log.exception("http handler failed", server=name, path=url.path)
                     status, ctype, body = 500, _TEXT, b"internal error\n"
@@ -144,6 +180,7 @@ class HTTPServerThread:
                 return  # access logs would drown the controller's own logs
 
         self._server = _Server(address, _RequestHandler)
+        self._server.ssl_context = ssl_context
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         kwargs={"poll_interval": 0.1},
                                         name=f"http-{name}", daemon=True)
@@ -155,7 +192,8 @@ class HTTPServerThread:
 
     def start(self) -> None:
         self._thread.start()
-        log.info("serving", server=self.name, address=f"{self.address[0]}:{self.address[1]}")
+        log.info("serving", server=self.name, address=f"{self.address[0]}:{self.address[1]}",
+                 scheme="https" if self.secure else "http")
 
     def shutdown(self) -> None:
         if self._thread.is_alive():

@@ -17,6 +17,12 @@ Contract (controller-runtime's manager, in threads):
   (:meth:`Controller.check`) and, with leader election, ``leader-election``
   (:meth:`LeaderElector.check`); ``/readyz`` has ``ping`` and ``informers-synced``; more via
   :meth:`add_healthz_check`/:meth:`add_readyz_check`. ``/metrics`` serves ``registry``.
+* Metrics: ``registry`` also gets the ``process_*``, ``python_gc_*`` and ``python_info``
+  collectors (``runtime_metrics=False`` skips them). With ``metrics_secure`` the metrics server
+  speaks HTTPS (``metrics_cert_dir`` holding tls.crt/tls.key, else a self-signed certificate
+  made in memory) and every request passes ``metrics_auth`` (default: a
+  :class:`pyctrl.metrics_auth.MetricsAuth` on ``client``: TokenReview, then a
+  SubjectAccessReview for ``get`` on the path). Probes stay plain HTTP on their own address.
 * Leader-scoped writes: :meth:`client_for_leader` (and the event broadcaster) refuse writes
   with :class:`pyctrl.errors.NotLeader` once the lease can not be trusted (fencing at the
   client: a replica frozen past its renew deadline sends nothing on resume).
@@ -26,6 +32,7 @@ Contract (controller-runtime's manager, in threads):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -35,15 +42,28 @@ from collections.abc import Callable
 from types import FrameType
 
 import structlog
-from prometheus_client import CollectorRegistry
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller
-from pyctrl.healthz import Check, Checks, HTTPServerThread, metrics_handler, parse_bind_address
+from pyctrl.healthz import (
+    Authorizer,
+    Check,
+    Checks,
+    HTTPServerThread,
+    metrics_handler,
+    parse_bind_address,
+)
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
+from pyctrl.metrics_auth import MetricsAuth, serving_context
 from pyctrl.record import EventBroadcaster, EventRecorder
 
 __all__ = ["LeaderElectionLost", "Manager", "install_signal_handlers"]
@@ -55,6 +75,19 @@ _POLL_SECONDS = 0.05  # how often run() looks at its stop event and the leadersh
 
 class LeaderElectionLost(RuntimeError):
     """Raised by :meth:`Manager.run` after this replica lost its leader lease."""
+
+
+def _register_runtime_collectors(registry: CollectorRegistry) -> None:
+    """process_*, python_gc_* and python_info on ``registry`` (each once per registry)."""
+    from prometheus_client import REGISTRY
+
+    if registry is REGISTRY:  # the default registry has them already
+        return
+    for make in (lambda: ProcessCollector(registry=registry),
+                 lambda: GCCollector(registry=registry),
+                 lambda: PlatformCollector(registry=registry)):
+        with contextlib.suppress(ValueError):  # already registered on this registry
+            make()
 
 
 def default_identity() -> str:
@@ -82,12 +115,21 @@ class Manager:
         default_resync: float = 0.0,
         component: str = "pyctrl",
         event_queue_size: int = 10_000,
+        metrics_secure: bool = False,
+        metrics_cert_dir: str | None = None,
+        metrics_auth: Authorizer | None = None,
+        runtime_metrics: bool = True,
     ) -> None:
         self.client = client
         # Events buffered before the sink writes them; a controller acting on N objects at
         # once (a CronJob minute tick) records up to N events in a burst.
         self.event_queue_size = event_queue_size
         self.registry = registry if registry is not None else CollectorRegistry()
+        if runtime_metrics:
+            _register_runtime_collectors(self.registry)
+        self._metrics_secure = metrics_secure
+        self._metrics_cert_dir = metrics_cert_dir
+        self._metrics_auth = metrics_auth
         self.clock: Clock = clock or RealClock()
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.component = component
@@ -180,8 +222,13 @@ class Manager:
     # -- running ------------------------------------------------------------------------
     def _start_servers(self) -> None:
         if self._metrics_bind is not None:
+            ctx, auth = None, None
+            if self._metrics_secure:
+                ctx = serving_context(self._metrics_cert_dir)
+                auth = self._metrics_auth or MetricsAuth(self.client, clock=self.clock)
             self._servers["metrics"] = HTTPServerThread(
-                "metrics", self._metrics_bind, metrics_handler(self.registry)
+                "metrics", self._metrics_bind, metrics_handler(self.registry),
+                ssl_context=ctx, authorize=auth,
             )
         if self._probe_bind is not None:
             def probes(path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:

@@ -126,6 +126,8 @@ def test_rbac_grants_exactly_what_the_controller_uses(
         ("batch.pyctrl.io", "cronjobs/finalizers", "update"),
         *{("batch", "jobs", v) for v in ("get", "list", "watch", "create", "delete")},
         *{("", "events", v) for v in ("create", "patch")},
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
     }
     assert grants == expected
     lease_role = objects[("Role", "pyctrl-cronjob-controller-leader-election")]
@@ -133,6 +135,17 @@ def test_rbac_grants_exactly_what_the_controller_uses(
     assert lease_role["rules"] == [{"apiGroups": ["coordination.k8s.io"],
                                     "resources": ["leases"],
                                     "verbs": ["get", "create", "update"]}]
+
+
+def test_metrics_are_served_securely_to_the_metrics_reader_role(
+    objects: dict[tuple[str, str], Any],
+) -> None:
+    args = build_parser().parse_args(_container(objects)["args"])
+    assert args.metrics_secure is True
+    bind = parse_bind_address(args.metrics_bind_address)
+    assert bind is not None and bind[1] == 8443
+    reader = objects[("ClusterRole", "pyctrl-cronjob-controller-metrics-reader")]
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
 
 
 def _dockerfile() -> list[tuple[str, str]]:

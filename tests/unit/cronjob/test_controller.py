@@ -395,11 +395,11 @@ def test_creation_skew_histogram_observes_created_minus_scheduled() -> None:
 
     f.sync()
 
-    name = "cronjob_controller_job_creation_skew_seconds"
+    name = "cronjob_controller_cronjob_job_creation_skew_duration_seconds"
     assert registry.get_sample_value(f"{name}_count") == 1.0
     assert registry.get_sample_value(f"{name}_sum") == pytest.approx(30.0)
-    assert registry.get_sample_value(f"{name}_bucket", {"le": "30.0"}) == 1.0
-    assert registry.get_sample_value(f"{name}_bucket", {"le": "20.0"}) == 0.0
+    assert registry.get_sample_value(f"{name}_bucket", {"le": "32.0"}) == 1.0
+    assert registry.get_sample_value(f"{name}_bucket", {"le": "16.0"}) == 0.0
 
 
 def test_creation_skew_is_not_observed_for_a_job_that_already_existed() -> None:
@@ -412,7 +412,7 @@ def test_creation_skew_is_not_observed_for_a_job_that_already_existed() -> None:
 
     assert f.actions() == [create(NOON_JOB), ("get", "jobs", NOON_JOB, None)]
     assert registry.get_sample_value(
-        "cronjob_controller_job_creation_skew_seconds_count") == 0.0
+        "cronjob_controller_cronjob_job_creation_skew_duration_seconds_count") == 0.0
 
 
 def test_skew_histogram_is_per_registry() -> None:
@@ -423,8 +423,9 @@ def test_skew_histogram_is_per_registry() -> None:
         f.add_cronjob(new_cronjob())
     a.sync()
 
-    assert first.get_sample_value("cronjob_controller_job_creation_skew_seconds_count") == 1.0
-    assert second.get_sample_value("cronjob_controller_job_creation_skew_seconds_count") == 0.0
+    name = "cronjob_controller_cronjob_job_creation_skew_duration_seconds_count"
+    assert first.get_sample_value(name) == 1.0
+    assert second.get_sample_value(name) == 0.0
 
 
 def test_skew_histogram_is_registered_on_every_new_registry() -> None:
@@ -434,7 +435,7 @@ def test_skew_histogram_is_registered_on_every_new_registry() -> None:
         registry = CollectorRegistry()
         assert skew_histogram(registry) is skew_histogram(registry)
         assert registry.get_sample_value(
-            "cronjob_controller_job_creation_skew_seconds_count") == 0.0
+            "cronjob_controller_cronjob_job_creation_skew_duration_seconds_count") == 0.0
         del registry
 
 

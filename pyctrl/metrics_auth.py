@@ -1,0 +1,186 @@
+"""Secure /metrics: a TLS context and an authentication + authorization filter.
+
+Contract (controller-runtime's ``filters.WithAuthenticationAndAuthorization``, as kubebuilder
+scaffolds it since v4):
+
+* :class:`MetricsAuth` decides one request from its path and ``Authorization`` header:
+  no ``Bearer`` token -> 401; the token is checked with a TokenReview
+  (``authentication.k8s.io/v1``): not authenticated, or the review failed -> 401; the user it
+  names must be allowed ``get`` on the nonResourceURL (the request path) by a
+  SubjectAccessReview (``authorization.k8s.io/v1``): denied -> 403, the review failed -> 500.
+  Allowed -> ``None`` (serve the request).
+* Decisions (allowed, 401 not authenticated, 403 denied) are cached for ``ttl`` seconds (by the
+  injected clock) per (SHA-256 of the token, path), so a scraper costs two API calls per token
+  and path every ``ttl``, not per scrape. Failed reviews (API errors) are never cached. The
+  cache holds at most ``max_entries`` decisions (expired ones go first, then the oldest). The
+  token itself is never stored or logged.
+* :func:`serving_context` builds the server's TLS context: from ``tls.crt``/``tls.key`` in a
+  cert dir, or, without one, from a self-signed certificate generated in memory (ECDSA P-256,
+  valid one year, for ``localhost``/127.0.0.1 and the given names). The generated key touches
+  disk only inside a private temporary directory while the ssl module loads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import ssl
+import tempfile
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import structlog
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from pyctrl.clock import Clock, RealClock
+from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.resource import Resource
+
+__all__ = ["SUBJECT_ACCESS_REVIEWS", "TOKEN_REVIEWS", "MetricsAuth", "serving_context"]
+
+log = structlog.get_logger(__name__)
+
+TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
+                         namespaced=False)
+SUBJECT_ACCESS_REVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews",
+                                  "SubjectAccessReview", namespaced=False)
+
+Denial = tuple[int, str, bytes]  # status, content type, body (as pyctrl.healthz.Response)
+
+_TEXT = "text/plain; charset=utf-8"
+
+
+def _deny(status: int, message: str) -> Denial:
+    return status, _TEXT, (message + "\n").encode()
+
+
+class MetricsAuth:
+    """Bearer token -> TokenReview -> SubjectAccessReview, with a short decision cache."""
+
+    def __init__(self, client: Client, *, clock: Clock | None = None, ttl: float = 10.0,
+                 verb: str = "get", max_entries: int = 1024) -> None:
+        if ttl < 0 or max_entries < 1:
+            raise ValueError("need ttl >= 0 and max_entries >= 1")
+        self._client = client
+        self._clock: Clock = clock or RealClock()
+        self._ttl = ttl
+        self._verb = verb
+        self._max = max_entries
+        self._mu = threading.Lock()
+        # (token sha256, path) -> (expires at, decision; None = allowed)
+        self._cache: dict[tuple[str, str], tuple[float, Denial | None]] = {}
+
+    def __call__(self, path: str, authorization: str | None) -> Denial | None:
+        """None to serve the request, else the response that refuses it."""
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return _deny(401, "Unauthorized")
+        key = (hashlib.sha256(token.encode()).hexdigest(), path)
+        now = self._clock.monotonic()
+        with self._mu:
+            hit = self._cache.get(key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        decision, cacheable = self._review(token, path)
+        if cacheable:
+            self._remember(key, now + self._ttl, decision)
+        return decision
+
+    def _remember(self, key: tuple[str, str], expires: float, decision: Denial | None) -> None:
+        with self._mu:
+            if key not in self._cache and len(self._cache) >= self._max:
+                now = self._clock.monotonic()
+                for k in [k for k, (exp, _) in self._cache.items() if exp <= now]:
+                    del self._cache[k]
+                while len(self._cache) >= self._max:
+                    del self._cache[next(iter(self._cache))]
+            self._cache[key] = (expires, decision)
+
+    def _review(self, token: str, path: str) -> tuple[Denial | None, bool]:
+        """The decision, and whether it may be cached (not when a review failed)."""
+        try:
+            review = self._client.create(TOKEN_REVIEWS, {
+                "apiVersion": TOKEN_REVIEWS.api_version, "kind": TOKEN_REVIEWS.kind,
+                "spec": {"token": token},
+            })
+        except Exception as err:  # the API server's answer or a transport failure
+            log.warning("metrics authentication failed", error=str(err))
+            return _deny(401, "Authentication failed"), False
+        status = review.get("status") or {}
+        if not status.get("authenticated"):
+            return _deny(401, "Unauthorized"), True
+        user: Object = status.get("user") or {}
+        name = str(user.get("username") or "")
+        spec: Object = {"user": name, "groups": list(user.get("groups") or []),
+                        "nonResourceAttributes": {"path": path, "verb": self._verb}}
+        if user.get("uid"):
+            spec["uid"] = user["uid"]
+        if user.get("extra"):
+            spec["extra"] = user["extra"]
+        try:
+            sar = self._client.create(SUBJECT_ACCESS_REVIEWS, {
+                "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
+                "kind": SUBJECT_ACCESS_REVIEWS.kind, "spec": spec,
+            })
+        except Exception as err:
+            log.warning("metrics authorization failed", user=name, error=str(err))
+            return _deny(500, f"Authorization for user {name} failed"), False
+        if not (sar.get("status") or {}).get("allowed"):
+            log.debug("metrics access denied", user=name, path=path,
+                      reason=(sar.get("status") or {}).get("reason"))
+            return _deny(403, f"Authorization denied for user {name}"), True
+        return None, True
+
+
+def _self_signed(hosts: Sequence[str]) -> tuple[bytes, bytes]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pyctrl-metrics")])
+    sans: list[x509.GeneralName] = []
+    for host in dict.fromkeys(["localhost", "127.0.0.1", *hosts]):
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            sans.append(x509.DNSName(host))
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(days=365))
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def serving_context(cert_dir: str | None = None, hosts: Sequence[str] = ()) -> ssl.SSLContext:
+    """A TLS 1.2+ server context from ``cert_dir`` (tls.crt, tls.key), else self-signed."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if cert_dir:
+        cert, key = Path(cert_dir) / "tls.crt", Path(cert_dir) / "tls.key"
+        for path in (cert, key):
+            if not path.is_file():
+                raise FileNotFoundError(f"metrics serving certificate: {path} does not exist")
+        ctx.load_cert_chain(str(cert), str(key))
+        return ctx
+    cert_pem, key_pem = _self_signed(hosts)
+    with tempfile.TemporaryDirectory(prefix="pyctrl-metrics-") as tmp:
+        cert_file, key_file = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
+        with open(cert_file, "wb") as f:
+            f.write(cert_pem)
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key_pem)
+        ctx.load_cert_chain(cert_file, key_file)
+    return ctx
