@@ -445,3 +445,35 @@ def test_status_writes_follow_runs_not_seconds() -> None:
     assert creates == 12
     assert patches == 12  # one deferred status write per run, nothing in between
 
+
+
+# -- wiring: a deleted Job's final state is recorded before its owner is enqueued ------------
+
+
+class _Inner:
+    def __init__(self, f: Fixture) -> None:
+        self.f = f
+        self.seen_runs: list[int] = []
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        raise AssertionError("not expected")
+
+    def on_update(self, old: Any, new: Any) -> None:
+        raise AssertionError("not expected")
+
+    def on_delete(self, obj: Any) -> None:
+        self.seen_runs.append(len(self.f.reconciler.runs))
+
+
+def test_job_delete_handler_records_the_run_then_enqueues_the_owner() -> None:
+    from cronjob_controller.wiring import _RecordDeletedJobs
+
+    f = Fixture()
+    cj = f.add_cronjob(new_cronjob())
+    inner = _Inner(f)
+    handler = _RecordDeletedJobs(inner, f.reconciler)
+
+    handler.on_delete(DeletedFinalStateUnknown(f"{NAMESPACE}/{NOON_JOB}", new_job(cj, NOON)))
+    handler.on_delete(DeletedFinalStateUnknown(f"{NAMESPACE}/gone", None))  # no last state
+
+    assert inner.seen_runs == [1, 1]  # recorded before the owner's key was enqueued
