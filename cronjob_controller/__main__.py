@@ -163,6 +163,20 @@ def _webhook(args: argparse.Namespace) -> WebhookServer | None:
                                        host=bind[0], port=bind[1]))
 
 
+def _check_crd(client: RESTClient, namespaces: Sequence[str]) -> None:
+    """Say how to install the CronJob CRD when the API server does not serve it (the
+    informers keep retrying with backoff and /readyz stays false until it appears)."""
+    try:
+        client.list(api.CRONJOBS, namespaces[0] if namespaces else None, limit=1)
+    except NotFound:
+        log.error("the CronJob resource is not served by the API server: install its "
+                  "CustomResourceDefinition with `kubectl apply -f crds/`; waiting for it",
+                  group=api.CRONJOBS.group, version=api.CRONJOBS.version,
+                  resource=api.CRONJOBS.plural)
+    except Exception:  # anything else is the informers' to report (and retry)
+        return
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the controller until SIGTERM/SIGINT (see module docstring for exit codes)."""
     configure_logging(cast(Literal["json", "console"], args.log_format), args.log_level)
@@ -197,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_cert_dir=args.metrics_cert_dir,
     )
     wired = build(manager, namespaces=args.namespace, workers=args.workers)
+    _check_crd(client, args.namespace)
     stop = threading.Event()
     restore = install_signal_handlers(stop)
     webhook = _webhook(args)

@@ -21,6 +21,12 @@ Contract:
   was compacted: LIST again. 429/5xx/transport errors back off (0.8 s doubling to 30 s,
   jittered, reset after 2 healthy minutes) and re-WATCH from the last version; other API
   errors (403, 404, ...) back off and LIST again.
+* A failed list-and-watch is logged once per backoff step, with the delay before the retry.
+  404 (NotFound) on LIST means the resource itself is not served (a CRD not installed, a
+  misspelled group/version/resource): the warning names the resource's ``group``,
+  ``version`` and ``resource`` (when the lister knows its ``resource``) and says to install
+  its CustomResourceDefinition; the backoff grows to its cap while it persists, and the
+  store never syncs (so readiness built on ``has_synced`` stays false).
 * Pages come from the lister's ``list_pages`` generator when it has one (the
   :class:`~pyctrl.cache.listwatch.ListWatch` over a RESTClient requests page N+1 while page
   N is decoded and transformed), else from ``list`` one call per page. The generator is
@@ -54,6 +60,7 @@ from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import (
     ApiError,
     Gone,
+    NotFound,
     ServerError,
     ServerTimeout,
     Timeout,
@@ -62,6 +69,7 @@ from pyctrl.errors import (
     from_status,
 )
 from pyctrl.kube.interface import Object, WatchStream
+from pyctrl.kube.resource import Resource
 
 __all__ = ["Reflector", "ReflectorStore"]
 
@@ -162,12 +170,30 @@ class Reflector:
                 except _Stopped:
                     break
                 except Exception as err:
-                    log.warning("list and watch failed", reflector=self.name, error=str(err))
+                    delay = self._backoff.next()
+                    self._log_failure(err, delay)
+                else:
+                    delay = self._backoff.next()
                 if stop.is_set():
                     break
-                self._clock.sleep(self._backoff.next(), stop)
+                self._clock.sleep(delay, stop)
         finally:
             watchdog.join()
+
+    def _log_failure(self, err: Exception, delay: float) -> None:
+        if isinstance(err, NotFound):
+            resource = getattr(self._lw, "resource", None)
+            what: dict[str, str] = {}
+            if isinstance(resource, Resource):
+                what = {"group": resource.group or "core", "version": resource.version,
+                        "resource": resource.plural}
+            log.warning("resource not found on the API server: is its CustomResourceDefinition "
+                        "installed (or the group/version/resource misspelled)?",
+                        reflector=self.name, **what, retry_in=round(delay, 3),
+                        error=str(err))
+            return
+        log.warning("list and watch failed", reflector=self.name, error=str(err),
+                    retry_in=round(delay, 3))
 
     def list_and_watch(self, stop: threading.Event) -> None:
         """One LIST, then WATCHes until a relist is needed (returns) or a hard error."""
