@@ -37,7 +37,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol, cast
 
 import structlog
@@ -275,7 +275,8 @@ class CronJobReconciler:
             # As upstream: with a deadline, only times inside (now - D, now] count as missed;
             # older ones could never start anyway. ``due`` keeps the full window so a run
             # just past its deadline is still reported (MissSchedule).
-            _, missed = sched.most_recent(max(anchor, now - timedelta(seconds=deadline)), now)
+            _, missed = sched.most_recent(
+                max(anchor, schedule.deadline_window_start(now, deadline)), now)
         # Never before the anchor: a time at or before it already ran (or predates the
         # CronJob or the last edit), even when this clock is behind the one that set it.
         plan.next_schedule = sched.next_after(max(now, anchor), anchor=anchor)

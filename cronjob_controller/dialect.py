@@ -6,6 +6,13 @@ descriptors ``@yearly``/``@annually``/``@monthly``/``@weekly``/``@daily``/``@mid
 ``@hourly`` and ``@every <Go duration>``, and returns the expanded :class:`CronFields` or the
 interval. Anything else raises :class:`ScheduleError` with a message naming the field and the
 problem; 6/7 fields, ``L``, ``W``, ``#``, ``H`` and ``TZ=``/``CRON_TZ=`` get dedicated messages.
+Stricter than robfig, because these could never run as the user meant: a schedule that can
+never match (``0 0 30 2 *``: :func:`never_reason` says why) and ``@every`` shorter than
+:data:`MIN_EVERY` (one minute; zero and negative included) are rejected too.
+
+Cost: checking is linear in the schedule's length (messages that quote a field are only built
+when raising; numbers longer than a few digits are refused before ``int()``), so the caller's
+length limit (``api.MAX_SCHEDULE_LENGTH``) bounds it.
 :func:`croniter_expr` renders fields as an explicit expression croniter evaluates exactly as
 robfig would (croniter treats a full range such as ``1-31`` as ``*``; robfig does not).
 The arithmetic on top lives in :mod:`cronjob_controller.schedule`.
@@ -18,10 +25,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 __all__ = [
+    "MIN_EVERY",
     "CronFields",
     "ScheduleError",
     "check",
     "croniter_expr",
+    "never_reason",
     "parse_go_duration",
     "satisfiable",
 ]
@@ -71,6 +80,12 @@ _WEEKDAY = re.compile(r"(?i)[0-9]+w")
 _HASH = re.compile(r"(?i)h(\(.*\))?(/.*)?")
 _FIELD_FORMAT = "minute hour day-of-month month day-of-week"
 _DAYS_IN_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # February may have 29
+_MONTH_TITLES = ("January", "February", "March", "April", "May", "June", "July", "August",
+                 "September", "October", "November", "December")
+_MAX_DIGITS = 9  # Go's Atoi would accept more, but every value beyond 59 is out of range anyway
+MIN_EVERY = timedelta(minutes=1)
+"""The shortest ``@every`` interval: Job names have minute resolution (``<name>-<unix
+minutes>``), so a shorter interval could never run more often; it would only churn status."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,14 +113,20 @@ class CronFields:
 
 
 def _check_extensions(field: _FieldSpec, text: str, atom: str) -> None:
-    """Name the non-standard cron extensions Kubernetes rejects, for a clearer message."""
-    where = f'{field.name} field "{text}"'
+    """Name the non-standard cron extensions Kubernetes rejects, for a clearer message.
+
+    Called once per list item: the message (which quotes the whole field) is only built
+    when raising, so checking stays linear in the field's length.
+    """
     if _LAST.fullmatch(atom):
-        raise ScheduleError(f"{where}: 'L' (last day) is not supported")
-    if _WEEKDAY.fullmatch(atom):
-        raise ScheduleError(f"{where}: 'W' (nearest weekday) is not supported")
-    if _HASH.fullmatch(atom):
-        raise ScheduleError(f"{where}: 'H' (hashed values) is not supported")
+        problem = "'L' (last day)"
+    elif _WEEKDAY.fullmatch(atom):
+        problem = "'W' (nearest weekday)"
+    elif _HASH.fullmatch(atom):
+        problem = "'H' (hashed values)"
+    else:
+        return
+    raise ScheduleError(f'{field.name} field "{text}": {problem} is not supported')
 
 
 def _atom_error(field: _FieldSpec, text: str, atom: str) -> ScheduleError:
@@ -121,7 +142,12 @@ def _value(field: _FieldSpec, text: str, atom: str, *, names: bool = True) -> in
         return field.names[atom.lower()]
     if not _INT.fullmatch(atom):
         raise _atom_error(field, text, atom)
-    return int(atom)
+    digits = atom.lstrip("+").lstrip("0")
+    if len(digits) > _MAX_DIGITS:
+        # No field goes near this; and int() of thousands of digits is slow (and refused
+        # beyond sys.get_int_max_str_digits() with a plain ValueError).
+        raise ScheduleError(f'{field.name} field "{text}": "{atom}" is out of range')
+    return int(digits or "0")
 
 
 def _parse_field(field: _FieldSpec, text: str) -> tuple[frozenset[int], bool]:
@@ -218,8 +244,13 @@ def parse_go_duration(text: str) -> int:
                 f'unknown unit "{unit}" in duration "{text}" (use ns, us, ms, s, m or h)')
         rest = rest[len(unit):]
         scale = _DURATION_UNITS[unit]
+        whole = whole.lstrip("0")
+        if len(whole) > 19:  # beyond int64 in any unit; and spares int() a huge string
+            raise ScheduleError(f'invalid duration "{text}": too large')
         total += int(whole or "0") * scale
         if fraction:
+            # Go stops reading fraction digits once they exceed its precision; so do we.
+            fraction = fraction[:18]
             total += int(fraction) * scale // 10 ** len(fraction)
         if total > _MAX_DURATION:
             raise ScheduleError(f'invalid duration "{text}": too large')
@@ -230,19 +261,41 @@ def parse_go_duration(text: str) -> int:
 # Time arithmetic
 
 
+def _join(items: list[str], last: str) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+def never_reason(fields: CronFields) -> str | None:
+    """Why ``fields`` can never match any time (None if they can), e.g. ``day 30 never
+    occurs in February`` for ``0 0 30 2 *``.
+
+    Day-of-month and day-of-week combine as in :meth:`CronFields.matches`: with OR (both
+    restricted) any listed weekday makes the schedule run, so ``0 0 30 2 1`` runs on Mondays
+    in February. February counts 29 days: ``0 0 29 2 *`` runs in leap years.
+    """
+    for values, name in ((fields.minutes, "minute"), (fields.hours, "hour"),
+                         (fields.months, "month")):
+        if not values:  # e.g. a field of only commas, which robfig accepts
+            return f"the {name} field lists no value"
+    if fields.dom_star:  # AND with every day of the month: the weekdays decide
+        return None if fields.days_of_week else "the day-of-week field lists no value"
+    if not fields.dow_star and fields.days_of_week:
+        return None  # OR: every listed weekday occurs in every month
+    if not fields.days_of_month:
+        return "the day-of-month field lists no value" if fields.dow_star else (
+            "neither the day-of-month nor the day-of-week field lists a value")
+    months = sorted(fields.months)
+    days = sorted(fields.days_of_month)
+    if any(d <= _DAYS_IN_MONTH[m - 1] for m in months for d in days):
+        return None
+    return (f"day{'s' if len(days) > 1 else ''} {_join([str(d) for d in days], 'and')} "
+            f"never occur{'' if len(days) > 1 else 's'} in "
+            f"{_join([_MONTH_TITLES[m - 1] for m in months], 'or')}")
+
+
 def satisfiable(fields: CronFields) -> bool:
     """False for schedules such as ``0 0 30 2 *`` that name a day no month has."""
-    if not (fields.minutes and fields.hours and fields.months):
-        return False  # e.g. a field of only commas, which robfig accepts
-    if not fields.dom_star and not fields.dow_star:
-        return bool(fields.days_of_week) or satisfiable(
-            CronFields(fields.minutes, fields.hours, fields.days_of_month, fields.months,
-                       frozenset(range(7)), dom_star=False, dow_star=True))
-    if fields.dom_star:
-        return bool(fields.days_of_week)
-    if not fields.days_of_week:
-        return False
-    return any(d <= _DAYS_IN_MONTH[m - 1] for m in fields.months for d in fields.days_of_month)
+    return never_reason(fields) is None
 
 
 def croniter_expr(fields: CronFields) -> str:
@@ -282,7 +335,16 @@ def check(spec: str) -> CronFields | timedelta:
                 nanos = parse_go_duration(spec[len(_EVERY):])
             except ScheduleError as err:
                 raise ScheduleError(f"failed to parse the duration of {spec}: {err}") from None
-            return timedelta(seconds=max(1, nanos // 1_000_000_000))
+            if nanos < MIN_EVERY.total_seconds() * 1_000_000_000:
+                raise ScheduleError(
+                    f"the interval of {spec} must be at least 1m: Jobs are named per minute, "
+                    "so a run cannot start more often than once a minute")
+            # Whole seconds, as upstream (robfig's Every truncates to the second).
+            return timedelta(seconds=nanos // 1_000_000_000)
         raise ScheduleError(f"unrecognized descriptor {spec!r} (use @yearly, @annually, "
                             "@monthly, @weekly, @daily, @midnight, @hourly or @every <duration>)")
-    return _parse_fields(spec)
+    fields = _parse_fields(spec)
+    reason = never_reason(fields)
+    if reason is not None:
+        raise ScheduleError(f"{reason}, so the schedule would never run")
+    return fields

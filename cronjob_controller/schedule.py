@@ -25,7 +25,14 @@ Contract:
   times it prefers whichever occurrence follows the start time, so a schedule like
   ``30 1 * * *`` runs twice on the night clocks go back; our mapping runs it once.
 * ``@every D`` ignores time zones: its times are ``floor_to_second(anchor) + k*D`` (k >= 1), as
-  upstream's ConstantDelaySchedule. D is truncated to whole seconds, minimum one second.
+  upstream's ConstantDelaySchedule. D is truncated to whole seconds; :func:`parse` refuses
+  D under one minute (``dialect.MIN_EVERY``), so consecutive runs fall in distinct minutes
+  and get distinct Job names even when D is not a whole number of minutes.
+* Any aware datetime is accepted, even at the ends of the calendar (a hand-written status
+  may hold ``0001-01-01``): times beyond what ``datetime`` can represent mean "no time" (None),
+  never an exception. :func:`within_starting_deadline` and :func:`deadline_window_start` are
+  safe for any integer deadline (int64 and beyond): they compare in integer microseconds and
+  clamp instead of building an out-of-range ``timedelta``.
 * :meth:`Schedule.most_recent` is exact: it returns the latest scheduled time ``t`` with
   ``anchor < t <= now``. The count of times in that window is exact up to
   ``TOO_MANY_MISSED + 1`` and saturates there (we stop counting and jump straight to the
@@ -60,6 +67,7 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "check",
+    "deadline_window_start",
     "parse",
     "parse_go_duration",
     "within_starting_deadline",
@@ -69,6 +77,14 @@ TOO_MANY_MISSED = 100
 """More than this many missed times in (anchor, now] is reported as TooManyMissedTimes."""
 
 _COUNT_CAP = TOO_MANY_MISSED + 1
+_MICROSECOND = timedelta(microseconds=1)
+# The instants we compute with: a day inside datetime's range, so that reading them in any
+# zone (offsets are under a day) cannot overflow.
+_EARLIEST = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
+_LATEST = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
+# Leaving datetime's range: croniter raises ValueError ("year 10000 is out of range"),
+# datetime arithmetic OverflowError.
+_OUT_OF_RANGE = (CroniterBadDateError, OverflowError, ValueError)
 
 
 def _wall(t: datetime, zone: tzinfo) -> datetime:
@@ -117,7 +133,24 @@ def within_starting_deadline(
     _require_aware(scheduled, now)
     if starting_deadline_seconds is None:
         return True
-    return now < scheduled + timedelta(seconds=starting_deadline_seconds)
+    # Exact integer microseconds: no timedelta(seconds=D), which overflows beyond ~8.6e13.
+    return (now - scheduled) // _MICROSECOND < starting_deadline_seconds * 1_000_000
+
+
+def deadline_window_start(now: datetime, starting_deadline_seconds: int) -> datetime:
+    """``now - D`` (UTC), the start of the window ``(now - D, now]`` in which a missed time
+    could still have started; a D reaching beyond the calendar clamps to its start.
+
+    Safe for any integer D (an object stored before the CRD's maximum may hold a huge one);
+    D <= 0 gives ``now`` (an empty window).
+    """
+    _require_aware(now)
+    now = now.astimezone(UTC)
+    if starting_deadline_seconds <= 0:
+        return now
+    if starting_deadline_seconds * 1_000_000 >= (now - _EARLIEST) // _MICROSECOND:
+        return _EARLIEST
+    return now - timedelta(seconds=starting_deadline_seconds)
 
 
 class Schedule(ABC):
@@ -166,7 +199,7 @@ class CronSchedule(Schedule):
         with self._lock:
             try:
                 result: datetime = self._cron.get_next(datetime, start_time=wall)
-            except (CroniterBadDateError, OverflowError):
+            except _OUT_OF_RANGE:
                 return None
         return result
 
@@ -177,14 +210,20 @@ class CronSchedule(Schedule):
         with self._lock:
             try:
                 result: datetime = self._cron.get_prev(datetime, start_time=start)
-            except (CroniterBadDateError, OverflowError):
+            except _OUT_OF_RANGE:
                 return None
         return result
 
     def next_after(self, t: datetime, anchor: datetime | None = None) -> datetime | None:
         _require_aware(t)
-        if self._never:
+        if self._never or t >= _LATEST:
             return None
+        try:
+            return self._next_after(max(t, _EARLIEST))
+        except _OUT_OF_RANGE:
+            return None
+
+    def _next_after(self, t: datetime) -> datetime | None:
         wall = _wall(t, self.zone)
         # Usually one step. More only while walking through the second pass of a repeated
         # hour, whose wall times map to instants before t (their first occurrence).
@@ -200,8 +239,14 @@ class CronSchedule(Schedule):
     def latest_at_or_before(self, t: datetime) -> datetime | None:
         """The latest scheduled time ``<= t`` (UTC), or None if there is none."""
         _require_aware(t)
-        if self._never:
+        if self._never or t < _EARLIEST:
             return None
+        try:
+            return self._latest_at_or_before(min(t, _LATEST))
+        except _OUT_OF_RANGE:
+            return None
+
+    def _latest_at_or_before(self, t: datetime) -> datetime | None:
         wall = self._prev_wall_at_or_before(_wall(t, self.zone))
         if wall is None:
             return None
@@ -242,7 +287,10 @@ class EverySchedule(Schedule):
         _require_aware(t)
         base = _floor_second(anchor if anchor is not None else t).astimezone(UTC)
         steps = max(1, (t - base) // self.interval + 1)
-        return base + steps * self.interval
+        try:
+            return base + steps * self.interval
+        except OverflowError:
+            return None
 
     def most_recent(self, anchor: datetime, now: datetime) -> tuple[datetime | None, int]:
         _require_aware(anchor, now)

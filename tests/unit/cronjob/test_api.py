@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import zoneinfo
 from datetime import UTC, datetime, timedelta, timezone
+from importlib import resources
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -62,6 +64,34 @@ def test_valid_cronjob_has_no_errors() -> None:
     (cronjob(timeZone="../../etc/passwd"), "spec.timeZone", ErrorType.INVALID, "unknown"),
     (cronjob(timeZone="/usr/share/zoneinfo/UTC"), "spec.timeZone", ErrorType.INVALID, "unknown"),
     (cronjob(timeZone=3), "spec.timeZone", ErrorType.INVALID, "must be a string"),
+    (cronjob(timeZone="localtime"), "spec.timeZone", ErrorType.INVALID, "canonical IANA"),
+    (cronjob(timeZone="posixrules"), "spec.timeZone", ErrorType.INVALID, "canonical IANA"),
+    (cronjob(timeZone="Factory"), "spec.timeZone", ErrorType.INVALID, "canonical IANA"),
+    (cronjob(timeZone="posix/Europe/Berlin"), "spec.timeZone", ErrorType.INVALID,
+     "posix/... and right/... are not allowed"),
+    (cronjob(timeZone="right/UTC"), "spec.timeZone", ErrorType.INVALID, "canonical IANA"),
+    (cronjob(timeZone="europe/berlin"), "spec.timeZone", ErrorType.INVALID, "unknown"),
+    (cronjob(timeZone="E" * 65), "spec.timeZone", ErrorType.TOO_LONG,
+     "may not be more than 64 characters"),
+    (cronjob(schedule="0 0 30 2 *"), "spec.schedule", ErrorType.INVALID,
+     "day 30 never occurs in February"),
+    (cronjob(schedule="0 0 31 4 *"), "spec.schedule", ErrorType.INVALID,
+     "day 31 never occurs in April"),
+    (cronjob(schedule="59 23 31 2 *"), "spec.schedule", ErrorType.INVALID,
+     "day 31 never occurs in February"),
+    (cronjob(schedule="@every 1s"), "spec.schedule", ErrorType.INVALID, "at least 1m"),
+    (cronjob(schedule="@every 0s"), "spec.schedule", ErrorType.INVALID, "at least 1m"),
+    (cronjob(schedule="@every -1h"), "spec.schedule", ErrorType.INVALID, "at least 1m"),
+    (cronjob(schedule="1," * 600 + " * * * *"), "spec.schedule", ErrorType.TOO_LONG,
+     "may not be more than 1024 characters"),
+    (cronjob(startingDeadlineSeconds=10**12), "spec.startingDeadlineSeconds",
+     ErrorType.INVALID, "less than or equal to 31622400"),
+    (cronjob(startingDeadlineSeconds=2**63 - 1), "spec.startingDeadlineSeconds",
+     ErrorType.INVALID, "less than or equal to 31622400"),
+    (cronjob(successfulJobsHistoryLimit=1001), "spec.successfulJobsHistoryLimit",
+     ErrorType.INVALID, "less than or equal to 1000"),
+    (cronjob(failedJobsHistoryLimit=2**31 - 1), "spec.failedJobsHistoryLimit",
+     ErrorType.INVALID, "less than or equal to 1000"),
     (cronjob(startingDeadlineSeconds=-1), "spec.startingDeadlineSeconds", ErrorType.INVALID,
      "greater than or equal to 0"),
     (cronjob(startingDeadlineSeconds=True), "spec.startingDeadlineSeconds", ErrorType.INVALID,
@@ -102,6 +132,47 @@ def test_valid_iana_zones(zone: str) -> None:
 
 def test_name_of_exactly_52_characters_is_valid() -> None:
     assert api.validate({**cronjob(), "metadata": {"name": "x" * 52}}) == []
+
+
+def test_every_limit_is_inclusive() -> None:
+    longest = ",".join(str(m % 60) for m in range(1024))[:1016].rstrip(",") + " * * * *"
+    longest = longest.rjust(api.MAX_SCHEDULE_LENGTH)  # leading blanks are allowed
+    assert len(longest) == api.MAX_SCHEDULE_LENGTH
+    assert api.validate(cronjob(
+        schedule=longest, startingDeadlineSeconds=api.MAX_STARTING_DEADLINE_SECONDS,
+        successfulJobsHistoryLimit=api.MAX_HISTORY_LIMIT,
+        failedJobsHistoryLimit=api.MAX_HISTORY_LIMIT,
+        timeZone="America/Argentina/ComodRivadavia")) == []
+    assert api.MAX_STARTING_DEADLINE_SECONDS == 366 * 24 * 3600
+
+
+@pytest.mark.parametrize("schedule", ["0 0 30 2 1", "0 0 29 2 *", "0 0 30,31 2,4 *",
+                                      "@every 1m", "@every 90s", "@every 1m0.9s"])
+def test_satisfiable_schedules_and_minute_intervals_are_valid(schedule: str) -> None:
+    # dom OR dow when both are restricted: Feb 30 never comes, but Mondays in February do.
+    assert api.validate(cronjob(schedule=schedule)) == []
+
+
+def test_overlong_input_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def parse_nothing(spec: str) -> object:
+        raise AssertionError("parsed an overlong schedule")
+
+    monkeypatch.setattr(api, "check", parse_nothing)
+    huge = ",".join(str(m % 60) for m in range(500_000)) + " * * * *"  # ~1.4 MB, valid
+    errors = api.validate(cronjob(schedule=huge, timeZone="x" * 1_000_000))
+    assert [str(e) for e in errors] == [
+        "spec.schedule: Too long: may not be more than 1024 characters",
+        "spec.timeZone: Too long: may not be more than 64 characters"]
+    assert api.condition_reason(errors) == api.REASON_INVALID_SCHEDULE
+
+
+def test_validate_never_raises_on_huge_numbers_in_a_schedule() -> None:
+    # int() refuses > 4300 digits with a plain ValueError; validate must still answer.
+    [err] = api.validate(cronjob(schedule="1" * 1000 + " * * * *"))
+    assert "out of range" in err.detail
+    [err] = api.validate(cronjob(schedule="@every " + "9" * 1000 + "s"))
+    assert "too large" in err.detail
+    assert api.validate(cronjob(schedule="0" * 1000 + "5 * * * *")) == []  # Go's Atoi: 5
 
 
 def test_errors_accumulate() -> None:
@@ -270,9 +341,35 @@ def test_format_time_is_utc() -> None:
 
 def test_load_zone() -> None:
     assert api.load_zone(None) is UTC
-    assert api.load_zone("Europe/Berlin") == ZoneInfo("Europe/Berlin")
+    berlin = api.load_zone("Europe/Berlin")
+    assert str(berlin) == "Europe/Berlin"
+    summer = datetime(2024, 7, 1, tzinfo=UTC)
+    assert summer.astimezone(berlin).utcoffset() == timedelta(hours=2)
+    assert api.load_zone("Europe/Berlin") is berlin  # cached: one object per name
     with pytest.raises(api.UnknownTimeZoneError):
         api.load_zone("Local")
+
+
+def test_load_zone_reads_the_shipped_tzdata_not_the_host(tmp_path: Path) -> None:
+    # A host zoneinfo directory whose Europe/Berlin is really UTC, with an extra "zone":
+    # neither may matter, so that every replica and the webhook agree whatever their image.
+    utc = resources.files("tzdata.zoneinfo").joinpath("UTC").read_bytes()
+    (tmp_path / "Europe").mkdir()
+    (tmp_path / "Europe" / "Berlin").write_bytes(utc)
+    (tmp_path / "Mars").write_bytes(utc)
+    zoneinfo.reset_tzpath([str(tmp_path)])
+    api.load_zone.cache_clear()
+    try:
+        assert ZoneInfo("Mars").utcoffset(None) == timedelta(0)  # the host has it...
+        berlin = api.load_zone("Europe/Berlin")
+        assert datetime(2024, 7, 1, tzinfo=UTC).astimezone(berlin).utcoffset() == (
+            timedelta(hours=2))
+        with pytest.raises(api.UnknownTimeZoneError, match="unknown time zone"):
+            api.load_zone("Mars")  # ...but tzdata does not
+    finally:
+        zoneinfo.reset_tzpath()
+        ZoneInfo.clear_cache()
+        api.load_zone.cache_clear()
 
 
 def test_resource_constants() -> None:
@@ -314,6 +411,11 @@ def test_crd_defaults_and_enum_match_api() -> None:
     assert tuple(spec["concurrencyPolicy"]["enum"]) == api.CONCURRENCY_POLICIES
     [rule] = schema["x-kubernetes-validations"]
     assert rule["rule"] == f"self.metadata.name.size() <= {api.MAX_NAME_LENGTH}"
+    assert spec["schedule"]["maxLength"] == api.MAX_SCHEDULE_LENGTH
+    assert spec["timeZone"]["maxLength"] == api.MAX_TIME_ZONE_LENGTH
+    assert spec["startingDeadlineSeconds"]["maximum"] == api.MAX_STARTING_DEADLINE_SECONDS
+    assert spec["successfulJobsHistoryLimit"]["maximum"] == api.MAX_HISTORY_LIMIT
+    assert spec["failedJobsHistoryLimit"]["maximum"] == api.MAX_HISTORY_LIMIT
     assert set(schema["properties"]["status"]["properties"]) >= {
         "active", "activeCount", "lastScheduleTime", "lastSuccessfulTime", "nextScheduleTime",
         "observedGeneration", "conditions", "observedSchedule"}

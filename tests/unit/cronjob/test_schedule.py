@@ -10,9 +10,11 @@ import pytest
 from cronjob_controller import schedule as sched_mod
 from cronjob_controller.schedule import (
     TOO_MANY_MISSED,
+    CronFields,
     CronSchedule,
     EverySchedule,
     ScheduleError,
+    deadline_window_start,
     parse,
     parse_go_duration,
     within_starting_deadline,
@@ -50,8 +52,8 @@ def nexts(spec: str, zone: ZoneInfo | None, start: str, n: int) -> list[str]:
     "* * * * *", "*/5 * * * *", "0 9-17 * * mon-fri", "0 0 1,15 * *", "0 0 * JAN,jul *",
     "0 0 ? * *", "0 0 * * ?", "5/15 * * * *", "0 0 * * SUN", "0 0 * * 0-6", "0 0 1 jan-jun/2 *",
     "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly",
-    "@every 90m", "@every 1h30m", "@every 1.5h", "@every 30s", "  0  0 * * *  ", "0\t0 * * *",
-    "1,,2 * * * *", "+5 * * * *",
+    "@every 90m", "@every 1h30m", "@every 1.5h", "@every 60s", "  0  0 * * *  ", "0\t0 * * *",
+    "1,,2 * * * *", "+5 * * * *", "0 0 29 2 *", "0 0 30 2 1",
 ])
 def test_accepts_the_kubernetes_dialect(spec: str) -> None:
     parse(spec)
@@ -92,6 +94,16 @@ def test_accepts_the_kubernetes_dialect(spec: str) -> None:
     ("@every", "unrecognized descriptor '@every'"),
     ("@reboot", "unrecognized descriptor '@reboot'"),
     ("@DAILY", "unrecognized descriptor"),  # descriptors are case-sensitive, as in robfig
+    # Stricter than robfig: what could never run as meant.
+    ("0 0 30 2 *", "day 30 never occurs in February, so the schedule would never run"),
+    ("0 0 31 4 *", "day 31 never occurs in April"),
+    ("59 23 31 2 *", "day 31 never occurs in February"),
+    ("0 0 , * *", "the day-of-month field lists no value"),  # robfig: an empty list
+    ("@every 30s", "the interval of @every 30s must be at least 1m"),
+    ("@every 59.999s", "must be at least 1m"),
+    ("@every 0s", "must be at least 1m"),
+    ("@every 0", "must be at least 1m"),
+    ("@every -1h", "must be at least 1m"),
 ])
 def test_rejects_with_a_clear_message(spec: str, message: str) -> None:
     with pytest.raises(ScheduleError) as err:
@@ -129,9 +141,9 @@ def test_go_duration(text: str, nanos: int) -> None:
 
 
 @pytest.mark.parametrize(("spec", "seconds"), [
-    ("@every 90m", 5400), ("@every 1m30.9s", 90), ("@every 500ms", 1), ("@every 0s", 1),
+    ("@every 90m", 5400), ("@every 1m30.9s", 90), ("@every 1m0.5s", 60), ("@every 61s", 61),
 ])
-def test_every_interval_is_whole_seconds_at_least_one(spec: str, seconds: int) -> None:
+def test_every_interval_is_whole_seconds_at_least_one_minute(spec: str, seconds: int) -> None:
     s = parse(spec)
     assert isinstance(s, EverySchedule)
     assert s.interval == timedelta(seconds=seconds)
@@ -168,10 +180,28 @@ def test_february_29_only_in_leap_years() -> None:
 
 
 def test_impossible_date_never_fires() -> None:
-    s = parse("0 0 30 2 *")
+    # parse() refuses these; a CronSchedule built from such fields still never fires.
+    every = frozenset(range(60))
+    feb30 = CronFields(every, every, frozenset({30}), frozenset({2}), frozenset(range(7)),
+                       dom_star=False, dow_star=True)
+    s = CronSchedule("0 0 30 2 *", UTC, feb30)
     assert s.next_after(at("2024-01-01T00:00")) is None
+    assert s.latest_at_or_before(at("2024-01-01T00:00")) is None
     assert s.most_recent(at("2000-01-01T00:00"), at("2024-01-01T00:00")) == (None, 0)
-    assert parse("0 0 , * *").next_after(at("2024-01-01T00:00")) is None  # robfig: empty list
+
+
+def test_every_interval_not_a_whole_minute_gives_one_run_per_minute() -> None:
+    # 90 s: runs at :00:30, :02:00, :03:30, ... each in its own minute, so Job names
+    # (<name>-<unix minutes>) never collide.
+    s = parse("@every 90s")
+    anchor = at("2024-01-01T00:00:00")
+    t, minutes = anchor, set()
+    for _ in range(100):
+        nxt = s.next_after(t, anchor=anchor)
+        assert nxt is not None
+        minutes.add(int(nxt.timestamp()) // 60)
+        t = nxt
+    assert len(minutes) == 100
 
 
 def test_day_of_month_or_day_of_week_when_both_restricted() -> None:
@@ -362,6 +392,49 @@ def test_starting_deadline(now: str, deadline: int | None, allowed: bool) -> Non
     assert within_starting_deadline(scheduled, at("2024-01-01T" + now), deadline) is allowed
 
 
+@pytest.mark.parametrize("deadline", [10**12, 8 * 10**13, 2**63 - 1, 10**40])
+def test_huge_starting_deadline_never_overflows(deadline: int) -> None:
+    # An object stored before the CRD's maximum may hold any int64: a timedelta of that
+    # many seconds overflows (limit ~8.6e13), the comparison must not.
+    scheduled = at("2024-01-01T10:00")
+    assert within_starting_deadline(scheduled, at("9999-12-31T23:59"), deadline) is True
+    assert within_starting_deadline(scheduled, at("2024-01-01T10:00"), deadline) is True
+    earliest = deadline_window_start(at("2024-01-01T10:00"), deadline)
+    assert earliest == datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
+    # and such a window start is usable as an anchor in any zone
+    assert parse("*/5 * * * *", NY).most_recent(earliest, at("2024-01-01T10:00"))[0] == (
+        at("2024-01-01T10:00"))
+
+
+@pytest.mark.parametrize(("deadline", "start"), [
+    (0, "2024-01-01T10:00:30"), (-5, "2024-01-01T10:00:30"), (30, "2024-01-01T10:00"),
+    (31_622_400, "2022-12-31T10:00:30"),  # 366 days
+])
+def test_deadline_window_start(deadline: int, start: str) -> None:
+    assert deadline_window_start(at("2024-01-01T10:00:30"), deadline) == at(start)
+
+
+@pytest.mark.parametrize("spec", ["*/5 * * * *", "0 0 29 2 *", "@every 90m"])
+@pytest.mark.parametrize("zone", [UTC, NY, ZoneInfo("Asia/Tokyo")])
+@pytest.mark.parametrize("edge", [datetime.min, datetime(1, 1, 2), datetime(9999, 12, 31, 23),
+                                  datetime.max])
+def test_times_at_the_ends_of_the_calendar_mean_none_not_an_exception(
+    spec: str, zone: ZoneInfo, edge: datetime,
+) -> None:
+    # A hand-written status may hold lastScheduleTime 0001-01-01 or 9999-12-31.
+    s = parse(spec, zone)
+    edge = edge.replace(tzinfo=UTC)
+    now = at("2024-01-01T10:00:30")
+    t, _ = s.most_recent(edge, now)
+    assert t is None or edge < t <= now
+    nxt = s.next_after(edge, anchor=edge)
+    assert nxt is None or nxt > edge
+    if isinstance(s, CronSchedule):
+        latest = s.latest_at_or_before(edge)
+        assert latest is None or latest <= edge
+
+
 def test_module_exports() -> None:
     assert set(sched_mod.__all__) >= {"parse", "Schedule", "ScheduleError",
-                                      "within_starting_deadline", "TOO_MANY_MISSED"}
+                                      "within_starting_deadline", "deadline_window_start",
+                                      "TOO_MANY_MISSED"}
