@@ -3,7 +3,10 @@
 Contract: this module only parses flags and wires parts together (``wiring.build``); all
 behaviour lives in the modules it calls. Exit codes (``EPILOG``, shown by ``--help``): 0 after
 a graceful stop, 1 for a runtime failure, 3 when leader election was lost (the pod restarts and
-rejoins as a standby), 2 for bad flags, input or configuration (an unreadable kubeconfig).
+rejoins as a standby), 2 for bad flags, input or configuration (an unreadable kubeconfig, or
+a missing or unreadable ``--webhook-cert-dir`` when the webhook is enabled).
+With ``--webhook-bind-address`` the admission webhook (``pyctrl.webhook``) runs as a Manager
+runnable on every replica and is part of ``/readyz``.
 
 * ``python -m cronjob_controller [flags]``: the controller (``run`` may be given explicitly).
 * ``python -m cronjob_controller next NAME [-n NS] [--count 5]``: the next run times of a
@@ -20,14 +23,13 @@ import sys
 import threading
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Literal, cast
 
 import structlog
 from prometheus_client import CollectorRegistry
 
 from cronjob_controller import api, jobs, schedule
-from cronjob_controller.webhook import WebhookConfig, WebhookServer
+from cronjob_controller.webhook import HANDLERS
 from cronjob_controller.wiring import build
 from pyctrl import (
     LeaderElectionConfig,
@@ -41,6 +43,7 @@ from pyctrl import (
 from pyctrl.duration import duration_arg
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.kube import JOBS, ConfigError, RESTClient
+from pyctrl.webhook import WebhookServer, WebhookServerConfig
 
 __all__ = ["build_parser", "main"]
 
@@ -152,15 +155,20 @@ def _client(args: argparse.Namespace, registry: CollectorRegistry | None = None)
 
 
 def _webhook(args: argparse.Namespace) -> WebhookServer | None:
+    """The admission webhook server with its certificate loaded, or None when disabled.
+
+    Raises ValueError (a CertificateError naming the path for a missing or unreadable
+    certificate directory) so ``run`` exits with status 2 before anything starts.
+    """
     from pyctrl.healthz import parse_bind_address
 
     bind = parse_bind_address(args.webhook_bind_address)
     if bind is None:
         return None
-    cert_dir = Path(args.webhook_cert_dir)
-    return WebhookServer(WebhookConfig(cert_file=str(cert_dir / "tls.crt"),
-                                       key_file=str(cert_dir / "tls.key"),
-                                       host=bind[0], port=bind[1]))
+    server = WebhookServer(WebhookServerConfig(cert_dir=args.webhook_cert_dir, host=bind[0],
+                                               port=bind[1]), HANDLERS)
+    server.certs.load()
+    return server
 
 
 def _check_crd(client: RESTClient, namespaces: Sequence[str]) -> None:
@@ -183,6 +191,11 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("error: --workers must be at least 1", file=sys.stderr)
         return 2
+    try:
+        webhook = _webhook(args)
+    except ValueError as err:
+        print(f"error: webhook: {err}", file=sys.stderr)
+        return EXIT_USAGE
     registry = CollectorRegistry()  # one registry: REST client, manager and controller metrics
     try:
         client = _client(args, registry)
@@ -212,14 +225,11 @@ def run(args: argparse.Namespace) -> int:
     )
     wired = build(manager, namespaces=args.namespace, workers=args.workers)
     _check_crd(client, args.namespace)
+    if webhook is not None:
+        manager.add(webhook)
+        manager.add_readyz_check("webhook", webhook.check)
     stop = threading.Event()
     restore = install_signal_handlers(stop)
-    webhook = _webhook(args)
-    webhook_thread: threading.Thread | None = None
-    if webhook is not None:
-        webhook_thread = threading.Thread(target=webhook.run, args=(stop,), name="webhook",
-                                          daemon=True)
-        webhook_thread.start()
     clock_thread = wired.start_clock_watch(stop)
     log.info("starting cronjob controller", identity=identity, workers=args.workers,
              namespaces=args.namespace or "all", leader_elect=args.leader_elect)
@@ -233,9 +243,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     finally:
         stop.set()
-        for thread in (webhook_thread, clock_thread):
-            if thread is not None:
-                thread.join(5.0)
+        clock_thread.join(5.0)
         client.close()
         restore()
     return 0

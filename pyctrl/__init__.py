@@ -46,7 +46,7 @@ from pyctrl.handlers import (
 from pyctrl.kube import Client, FencedClient, Resource, RESTClient, load_config
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
 from pyctrl.log import configure_logging
-from pyctrl.manager import LeaderElectionLost, Manager, install_signal_handlers
+from pyctrl.manager import LeaderElectionLost, Manager, Runnable, install_signal_handlers
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, on_error, retry_on_conflict
 from pyctrl.workqueue import (
@@ -99,6 +99,7 @@ __all__ = [
     "ResourceEventHandlerFuncs",
     "ResourceEventHandlerRegistration",
     "Result",
+    "Runnable",
     "SharedIndexInformer",
     "SharedInformerFactory",
     "ShutDown",

@@ -23,6 +23,13 @@ Contract (controller-runtime's manager, in threads):
   made in memory) and every request passes ``metrics_auth`` (default: a
   :class:`pyctrl.metrics_auth.MetricsAuth` on ``client``: TokenReview, then a
   SubjectAccessReview for ``get`` on the path). Probes stay plain HTTP on their own address.
+* Runnables (controller-runtime's ``Runnable``): :meth:`add` takes anything with
+  ``run(stop)``. ``needs_leader=False`` ones start with the probe servers, before the
+  informers, and are stopped after the controllers (so an admission webhook answers until the
+  workers are done); ``needs_leader=True`` ones run only while leading, with the controllers.
+  Each runs in its own named thread and is joined on shutdown (within
+  ``graceful_shutdown_timeout``). A runnable that raises or returns before its stop is
+  logged and fails the ``runnables`` check of ``/healthz``.
 * Leader-scoped writes: :meth:`client_for_leader` (and the event broadcaster) refuse writes
   with :class:`pyctrl.errors.NotLeader` once the lease can not be trusted (fencing at the
   client: a replica frozen past its renew deadline sends nothing on resume).
@@ -39,7 +46,9 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType
+from typing import Protocol
 
 import structlog
 from prometheus_client import (
@@ -66,7 +75,7 @@ from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderE
 from pyctrl.metrics_auth import MetricsAuth, serving_context
 from pyctrl.record import EventBroadcaster, EventRecorder
 
-__all__ = ["LeaderElectionLost", "Manager", "install_signal_handlers"]
+__all__ = ["LeaderElectionLost", "Manager", "Runnable", "install_signal_handlers"]
 
 log = structlog.get_logger(__name__)
 
@@ -75,6 +84,21 @@ _POLL_SECONDS = 0.05  # how often run() looks at its stop event and the leadersh
 
 class LeaderElectionLost(RuntimeError):
     """Raised by :meth:`Manager.run` after this replica lost its leader lease."""
+
+
+class Runnable(Protocol):
+    """Anything the Manager can run: ``run(stop)`` works until ``stop`` is set, then returns."""
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
+@dataclass(eq=False)
+class _RunnableEntry:
+    runnable: Runnable
+    name: str
+    needs_leader: bool
+    thread: threading.Thread | None = None
+    failure: str | None = None
 
 
 def _register_runtime_collectors(registry: CollectorRegistry) -> None:
@@ -144,6 +168,9 @@ class Manager:
         self._healthz.add("ping", lambda: None)
         self._readyz.add("ping", lambda: None)
         self._readyz.add("informers-synced", self._informers_synced)
+        self._runnables: list[_RunnableEntry] = []
+        self._runnable_stop = threading.Event()  # the needs_leader=False runnables' stop
+        self._healthz.add("runnables", self._runnables_check)
         self._servers: dict[str, HTTPServerThread] = {}
         self._broadcaster: EventBroadcaster | None = None
         self._mu = threading.Lock()
@@ -158,7 +185,7 @@ class Manager:
         if leader_election is not None:
             self.elector = LeaderElector(
                 leader_election,
-                LeaderCallbacks(self._run_controllers, self._on_stopped_leading),
+                LeaderCallbacks(self._run_leader_work, self._on_stopped_leading),
                 clock=self.clock, registry=self.registry,
             )
             self._healthz.add("leader-election", self.elector.check)
@@ -171,6 +198,20 @@ class Manager:
             self._controllers.append(controller)
         # A worker thread that ended while it should run fails /healthz (restart the pod).
         self._healthz.add(f"controller-{controller.name}-workers", controller.check)
+
+    def add(self, runnable: Runnable, *, needs_leader: bool = False) -> None:
+        """Run ``runnable.run(stop)`` with the manager (see module docstring)."""
+        with self._mu:
+            if self._ran:
+                raise RuntimeError("add runnables before Manager.run")
+            base = getattr(runnable, "name", None)
+            base = base if isinstance(base, str) and base else type(runnable).__name__
+            taken = {e.name for e in self._runnables}
+            name, n = base, 1
+            while name in taken:
+                n += 1
+                name = f"{base}-{n}"
+            self._runnables.append(_RunnableEntry(runnable, name, needs_leader))
 
     def add_healthz_check(self, name: str, fn: Check) -> None:
         self._healthz.add(name, fn)
@@ -242,6 +283,50 @@ class Manager:
         for server in self._servers.values():
             server.start()
 
+    def _runnables_check(self) -> str | None:
+        failures = [e.failure for e in self._runnables if e.failure is not None]
+        return "; ".join(failures) if failures else None
+
+    def _run_runnable(self, entry: _RunnableEntry, stop: threading.Event) -> None:
+        try:
+            entry.runnable.run(stop)
+        except Exception as err:
+            log.exception("runnable failed", runnable=entry.name)
+            entry.failure = f"{entry.name} failed: {type(err).__name__}: {err}"
+            return
+        if not stop.is_set():
+            log.error("runnable returned before it was stopped", runnable=entry.name)
+            entry.failure = f"{entry.name} exited"
+
+    def _start_runnables(self, stop: threading.Event, *, needs_leader: bool
+                         ) -> list[_RunnableEntry]:
+        started = [e for e in self._runnables if e.needs_leader == needs_leader]
+        for entry in started:
+            entry.failure = None
+            entry.thread = threading.Thread(target=self._run_runnable, args=(entry, stop),
+                                            name=f"runnable-{entry.name}", daemon=True)
+            entry.thread.start()
+        return started
+
+    def _join_runnables(self, entries: list[_RunnableEntry]) -> None:
+        deadline = self.clock.monotonic() + self.graceful_shutdown_timeout
+        for entry in entries:
+            if entry.thread is not None:
+                entry.thread.join(max(0.0, deadline - self.clock.monotonic()))
+        stuck = [e.name for e in entries if e.thread is not None and e.thread.is_alive()]
+        if stuck:
+            log.error("runnables still running after the graceful shutdown timeout",
+                      runnables=stuck, timeout=self.graceful_shutdown_timeout)
+
+    def _run_leader_work(self, stop: threading.Event) -> None:
+        """What runs only while leading: needs_leader runnables and the controllers."""
+        started = self._start_runnables(stop, needs_leader=True)
+        try:
+            self._run_controllers(stop)
+        finally:
+            stop.set()
+            self._join_runnables(started)
+
     def _run_controllers(self, stop: threading.Event) -> None:
         """Run every controller until ``stop``; then give in-flight work the grace period."""
         # Poll has_synced on stop's real-time wait: the factory's wait_for_cache_sync waits on
@@ -291,13 +376,14 @@ class Manager:
         worker: threading.Thread | None = None
         try:
             self._start_servers()
+            self._start_runnables(self._runnable_stop, needs_leader=False)
             self.informers.start(informer_stop)
             if self.elector is not None:
                 worker = threading.Thread(target=self._run_elector,
                                           args=(self.elector, work_stop),
                                           name="leader-elector", daemon=True)
             else:
-                worker = threading.Thread(target=self._run_controllers, args=(work_stop,),
+                worker = threading.Thread(target=self._run_leader_work, args=(work_stop,),
                                           name="controllers", daemon=True)
             worker.start()
             while not stop.wait(_POLL_SECONDS) and not self._lost.is_set():
@@ -317,6 +403,8 @@ class Manager:
             worker.join(self.graceful_shutdown_timeout + 30.0)
             if worker.is_alive():
                 log.error("shutdown of controllers/elector timed out")
+        self._runnable_stop.set()
+        self._join_runnables([e for e in self._runnables if not e.needs_leader])
         if self._broadcaster is not None:
             self._broadcaster.shutdown()
         informer_stop.set()

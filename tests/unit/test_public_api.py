@@ -9,7 +9,8 @@ import pytest
 import pyctrl
 
 FACADES = ["pyctrl", "pyctrl.cache", "pyctrl.workqueue", "pyctrl.kube", "pyctrl.record",
-           "pyctrl.leaderelection", "pyctrl.errors", "pyctrl.testing", "pyctrl.testing.envtest"]
+           "pyctrl.leaderelection", "pyctrl.errors", "pyctrl.testing", "pyctrl.testing.envtest",
+           "pyctrl.webhook"]
 
 
 @pytest.mark.parametrize("name", FACADES)

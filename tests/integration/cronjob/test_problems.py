@@ -11,10 +11,11 @@ import pytest
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.jobs import job_name
-from cronjob_controller.webhook import WebhookConfig, WebhookServer, generate_certs
+from cronjob_controller.webhook import HANDLERS
 from pyctrl.errors import NotFound
 from pyctrl.kube import JOBS
 from pyctrl.testing.envtest import ControlPlane
+from pyctrl.webhook import WebhookServer, WebhookServerConfig, generate_certs
 from tests.integration.cronjob.env import Env, minute_floor, wait_for
 
 pytestmark = pytest.mark.integration
@@ -104,9 +105,8 @@ def test_webhook_rejects_bad_schedule_through_the_apiserver(
     if control_plane.external:
         pytest.skip("registers a webhook by URL on 127.0.0.1")
     certs = generate_certs(tmp_path, ["localhost"], ["127.0.0.1"])
-    server = WebhookServer(WebhookConfig(cert_file=str(certs.cert_file),
-                                         key_file=str(certs.key_file), host="127.0.0.1",
-                                         port=0))
+    server = WebhookServer(WebhookServerConfig(cert_dir=str(tmp_path), host="127.0.0.1",
+                                               port=0), HANDLERS)
     stop = threading.Event()
     thread = threading.Thread(target=server.run, args=(stop,), name="test-webhook")
     thread.start()
