@@ -38,8 +38,9 @@ integration: setup controlplane
 test: setup controlplane lint typecheck
 	$(VENV)/bin/pytest -q tests $(PYTEST_ARGS)
 
+# A throwaway local control plane; `make run CONTEXT=name` runs on that kubeconfig context.
 run: setup controlplane
-	$(PY) hack/run.py
+	$(PY) hack/run.py $(if $(CONTEXT),--context=$(CONTEXT))
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

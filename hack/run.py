@@ -1,94 +1,198 @@
-"""`make run`: run the CronJob controller end to end.
+"""`make run`: run the CronJob controller end to end, on a throwaway local control plane.
 
-* With a reachable cluster in the kubeconfig ($KUBECONFIG or ~/.kube/config): install the CRD
-  and run the controller against that cluster in the foreground.
-* With none: start a local control plane (pyctrl.testing.envtest: etcd, kube-apiserver and
-  kube-controller-manager for garbage collection), install the CRD and the sample CronJob
-  (manifests/samples/), and run the controller in the foreground. Jobs appear every minute in
-  the log ("created job"); a watcher also prints each Job as the API server reports it.
-  Ctrl-C stops the controller gracefully, then the control plane, and removes its files.
+* By default, always a local control plane (pyctrl.testing.envtest: etcd, kube-apiserver and
+  kube-controller-manager for garbage collection), whatever $KUBECONFIG or ~/.kube/config
+  point at: a production context never gets the CRD or a running controller by accident.
+  The CRD and the sample CronJob (manifests/samples/) are installed and the controller runs
+  in the foreground. A live view prints what it waits for ("waiting for the first run at
+  HH:MM:SS") and each Job as the API server reports it.
+* `make run CONTEXT=name` (``--context NAME``, optionally ``--kubeconfig PATH``) runs against
+  that kubeconfig context of a real cluster instead: the server and context are printed
+  first, then the CRD is applied and the controller runs there (no sample is installed).
+* /metrics (plain HTTP) and the probes listen on free ports of 127.0.0.1, printed at start,
+  so two `make run` can run side by side.
+* Ctrl-C stops within about 3 s: the controller gets a 1 s graceful shutdown, then the local
+  control plane is killed at once (its data is throwaway) and its files are removed.
+
+Other arguments are passed to the controller (``python -m cronjob_controller``).
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
+import signal
+import socket
 import subprocess
 import sys
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from cronjob_controller import api, schedule  # noqa: E402
 from cronjob_controller.__main__ import main as controller_main  # noqa: E402
 from pyctrl import RESTClient  # noqa: E402
-from pyctrl.kube import JOBS, NAMESPACES  # noqa: E402
+from pyctrl.kube import JOBS, ConfigError, load_config  # noqa: E402
 from pyctrl.testing.envtest import ControlPlane  # noqa: E402
 
+NAMESPACE = "default"
 
-def reachable_kubeconfig() -> str | None:
-    """The kubeconfig path if it points at an API server that answers, else None."""
-    path = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
-    if not Path(path.split(os.pathsep)[0]).is_file():
-        return None
+
+def say(message: str) -> None:
+    print(f"run: {message}", flush=True)
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free TCP ports on 127.0.0.1 (held together while picking)."""
+    socks = []
     try:
-        client = RESTClient.from_kubeconfig(path, timeout=3.0)
-        client.list(NAMESPACES, limit=1)
-        client.close()
-    except Exception as err:
-        print(f"run: kubeconfig {path} is not reachable ({type(err).__name__}: {err}); "
-              "starting a local control plane instead", flush=True)
-        return None
-    return path
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def next_runs(client: RESTClient, now: datetime) -> list[tuple[datetime, str]]:
+    """(next scheduled time, "ns/name") of every valid, unsuspended CronJob in NAMESPACE."""
+    out = []
+    for obj in client.list(api.CRONJOBS, NAMESPACE).get("items") or []:
+        if api.validate(obj):
+            continue
+        cronjob = api.CronJob.from_dict(obj)
+        if cronjob.spec.suspend:
+            continue
+        zone = api.load_zone(cronjob.spec.time_zone)
+        anchor = cronjob.status.last_schedule_time or cronjob.creation_timestamp or now
+        nxt = schedule.parse(cronjob.spec.schedule, zone).next_after(now, anchor=anchor)
+        if nxt is not None:
+            out.append((nxt, f"{NAMESPACE}/{cronjob.name}"))
+    return sorted(out)
+
+
+def say_waiting(client: RESTClient, first: bool) -> None:
+    try:
+        runs = next_runs(client, datetime.now(UTC))
+    except Exception as err:  # the live view must never take the controller down
+        say(f"(could not compute the next run: {err})")
+        return
+    if runs:
+        when, name = runs[0]
+        local = when.astimezone().strftime("%H:%M:%S")
+        say(f"waiting for the {'first' if first else 'next'} run at {local} ({name})")
 
 
 def show_jobs(kubeconfig: str, stop: threading.Event) -> None:
-    """Print every Job the API server reports as created (a live view for the demo)."""
+    """Print what the controller is waiting for, then every Job the API server reports."""
     client = RESTClient.from_kubeconfig(kubeconfig)
-    rv = client.list(JOBS, "default")["metadata"].get("resourceVersion")
-    while not stop.is_set():
-        try:
-            stream = client.watch(JOBS, "default", resource_version=rv, timeout_seconds=60)
-            for event in stream:
-                obj = event.get("object") or {}
-                rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                if event.get("type") == "ADDED":
-                    meta = obj["metadata"]
-                    print(f">>> Job created: {meta['namespace']}/{meta['name']} at "
-                          f"{meta.get('creationTimestamp')}", flush=True)
-                if stop.is_set():
-                    stream.close()
+    try:
+        rv = client.list(JOBS, NAMESPACE)["metadata"].get("resourceVersion")
+        say_waiting(client, first=True)
+        while not stop.is_set():
+            try:
+                stream = client.watch(JOBS, NAMESPACE, resource_version=rv, timeout_seconds=60)
+                for event in stream:
+                    obj = event.get("object") or {}
+                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    if event.get("type") == "ADDED":
+                        meta = obj["metadata"]
+                        print(f">>> Job created: {meta['namespace']}/{meta['name']} at "
+                              f"{meta.get('creationTimestamp')}", flush=True)
+                        say_waiting(client, first=False)
+                    if stop.is_set():
+                        stream.close()
+                        break
+            except Exception:
+                if stop.wait(2.0):
                     break
-        except Exception:  # the demo view must never take the controller down
-            if stop.wait(2.0):
-                break
-    client.close()
+    except Exception as err:
+        if not stop.is_set():
+            say(f"live view stopped: {err}")
+    finally:
+        client.close()
 
 
-def main() -> int:
-    args = ["--log-format", "console", "--metrics-bind-address", ":8080",
-            "--health-probe-bind-address", ":8081", *sys.argv[1:]]
-    kubeconfig = reachable_kubeconfig()
-    if kubeconfig is not None:
-        print(f"run: using the cluster in {kubeconfig}; installing the CRD", flush=True)
-        subprocess.run(["kubectl", f"--kubeconfig={kubeconfig}", "apply", "-f",
-                        str(ROOT / "crds")], check=True)
-        return controller_main(["--kubeconfig", kubeconfig, *args])
-    with ControlPlane(crd_dirs=[ROOT / "crds"], controller_manager=True) as cp:
+def kill_control_plane(cp: ControlPlane) -> None:
+    """Stop a throwaway control plane at once: SIGKILL all of its processes together (a
+    graceful kube-apiserver shutdown alone takes several seconds), then clean up."""
+    procs = [getattr(cp, attr, None) for attr in ("_kcm", "_apiserver", "_etcd")]
+    for proc in procs:
+        if proc is not None and proc.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    for proc in procs:
+        if proc is not None:
+            proc.popen.wait(5)
+    cp.stop()  # reaps, removes the temp dir; nothing is left to wait for
+
+
+def run_on_context(context: str, kubeconfig: str | None, args: list[str]) -> int:
+    try:
+        config = load_config(kubeconfig, context)
+    except ConfigError as err:
+        print(f"run: error: {err}", file=sys.stderr)
+        return 2
+    say(f"using the REAL cluster of context {config.context!r}: server {config.host} "
+        f"(kubeconfig {config.source})")
+    kubectl = ["kubectl", f"--context={context}"]
+    if kubeconfig:
+        kubectl.append(f"--kubeconfig={kubeconfig}")
+    say("installing the CRD (kubectl apply -f crds/)")
+    subprocess.run([*kubectl, "apply", "-f", str(ROOT / "crds")], check=True)
+    flags = ["--context", context] + (["--kubeconfig", kubeconfig] if kubeconfig else [])
+    return controller_main([*flags, *args])
+
+
+def run_local(args: list[str]) -> int:
+    say("starting a local control plane (etcd, kube-apiserver, kube-controller-manager); "
+        "make run CONTEXT=name runs against a real cluster instead")
+    # kubeconfig="": never attach to $PYCTRL_TEST_KUBECONFIG or any other existing cluster.
+    cp = ControlPlane(crd_dirs=[ROOT / "crds"], controller_manager=True, kubeconfig="")
+    cp.start()
+    stop = threading.Event()
+    try:
         cp.kubectl("apply", "-f", str(ROOT / "manifests" / "samples"))
-        print(f"run: local control plane at {cp.server}\n"
-              f"run: kubeconfig {cp.kubeconfig_path}\n"
-              f"run: try: kubectl --kubeconfig {cp.kubeconfig_path} get pcj,jobs -A\n"
-              "run: the sample CronJob runs every minute; Ctrl-C to stop", flush=True)
-        stop = threading.Event()
+        say(f"local control plane at {cp.server}")
+        say(f"kubeconfig {cp.kubeconfig_path}")
+        say(f"try: kubectl --kubeconfig {cp.kubeconfig_path} get pcj,jobs -A")
+        say("the sample CronJob runs every minute; Ctrl-C to stop")
         viewer = threading.Thread(target=show_jobs, args=(cp.kubeconfig_path, stop),
                                   name="job-viewer", daemon=True)
         viewer.start()
-        try:
-            return controller_main(["--kubeconfig", cp.kubeconfig_path, *args])
-        finally:
-            stop.set()
-            print("run: stopping the local control plane", flush=True)
+        return controller_main(["--kubeconfig", cp.kubeconfig_path, *args])
+    finally:
+        stop.set()
+        say("stopping the local control plane")
+        kill_control_plane(cp)
+        say("stopped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hack/run.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--context", default=None,
+                        help="run against this kubeconfig context of a real cluster "
+                             "(default: a local control plane)")
+    parser.add_argument("--kubeconfig", default=None,
+                        help="kubeconfig for --context (default: $KUBECONFIG, ~/.kube/config)")
+    opts, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    metrics_port, probe_port = free_ports(2)
+    say(f"metrics: http://127.0.0.1:{metrics_port}/metrics  "
+        f"probes: http://127.0.0.1:{probe_port}/healthz, /readyz")
+    args = ["--log-format", "console",
+            "--metrics-bind-address", f"127.0.0.1:{metrics_port}", "--metrics-secure=false",
+            "--health-probe-bind-address", f"127.0.0.1:{probe_port}",
+            "--graceful-shutdown-timeout", "1s", *rest]
+    if opts.context:
+        return run_on_context(opts.context, opts.kubeconfig, args)
+    return run_local(args)
 
 
 if __name__ == "__main__":
