@@ -58,6 +58,7 @@ from prometheus_client import (
     ProcessCollector,
 )
 
+from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller
@@ -191,6 +192,11 @@ class Manager:
             self._healthz.add("leader-election", self.elector.check)
 
     # -- wiring -------------------------------------------------------------------------
+    def controller(self, name: str, *, workers: int = 1) -> Builder:
+        """A :class:`pyctrl.builder.Builder` for a controller named ``name`` on this manager:
+        ``.for_(...).owns(...).complete(reconciler)`` registers it (see pyctrl/builder.py)."""
+        return Builder(self, name, workers=workers)
+
     def add_controller(self, controller: Controller) -> None:
         with self._mu:
             if self._ran:

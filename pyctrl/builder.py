@@ -1,0 +1,260 @@
+"""Builder: wire a controller's informers, handlers, queue and reconciler in one chain.
+
+Contract (controller-runtime's ``pkg/builder``, in threads)::
+
+    manager.controller("foo", workers=2).for_(FOOS).owns(DEPLOYMENTS) \\
+        .watches(CONFIGMAPS, mapper).with_event_filter(pred).complete(reconciler)
+
+* :class:`Request` names the object to reconcile: ``Request(namespace, name)``, a NamedTuple
+  whose ``key`` is ``"ns/name"`` (``"name"`` when cluster-scoped); ``Request.from_key(key)``
+  is the inverse. Reconcilers given to :meth:`Builder.complete` receive a Request: either an
+  object with ``reconcile(request)`` or a plain function ``fn(request)``; both return
+  ``None`` or a :class:`~pyctrl.controller.Result` (the :class:`~pyctrl.controller.Controller`
+  outcome rules apply unchanged). The controller's queue keeps string keys; the builder
+  converts each key to a Request before calling the reconciler.
+* ``for_(resource)`` enqueues each object's own key. ``owns(resource)`` adds the controller-UID
+  index to that resource's shared informer and enqueues the key of each object's controller
+  owner whose group/kind is the ``for_`` resource's. ``watches(resource, mapper)`` enqueues
+  every Request ``mapper(obj)`` returns (for an update, of both the old and the new object; a
+  deleted object's last known state). A mapper that raises drops that event (logged).
+* ``with_event_filter(*predicates)`` applies to every watch; ``predicates=`` on one watch only.
+  All predicates must pass (see :mod:`pyctrl.handlers`).
+* ``with_options(rate_limiter=..., namespaces=...)``: the queue's rate limiter; the namespaces
+  watched (one shared informer per namespace for namespaced resources; default: the manager's
+  scope). Cluster-scoped resources ignore namespaces.
+* Queue, clock and metrics registry come from the manager (so fake time and metrics are never
+  lost by forgetting an argument); recorders come from ``manager.event_recorder(name)``.
+  :meth:`complete` builds the :class:`Controller` (waiting for every informer it watches),
+  registers it with the manager and returns it. A Builder completes once; it must complete
+  before ``Manager.run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+import structlog
+
+from pyctrl.cache import (
+    CONTROLLER_UID_INDEX,
+    DeletedFinalStateUnknown,
+    Indexers,
+    SharedIndexInformer,
+    controller_uid_index_func,
+    split_meta_namespace_key,
+)
+from pyctrl.controller import Controller, Result
+from pyctrl.handlers import EnqueueHandler, Predicate, Queue, enqueue_object, enqueue_owner
+from pyctrl.kube.interface import Object
+from pyctrl.kube.resource import Resource
+from pyctrl.workqueue import RateLimiter
+
+if TYPE_CHECKING:
+    from pyctrl.manager import Manager
+
+__all__ = ["Builder", "MapFunc", "ReconcileFunc", "Request", "RequestReconciler"]
+
+log = structlog.get_logger(__name__)
+
+
+class Request(NamedTuple):
+    """The object a reconcile is about: ``namespace`` ("" if cluster-scoped) and ``name``."""
+
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        """``"namespace/name"``, or ``"name"`` for a cluster-scoped object."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @classmethod
+    def from_key(cls, key: str) -> Request:
+        """The Request for a ``"namespace/name"`` or ``"name"`` key (ValueError otherwise)."""
+        namespace, name = split_meta_namespace_key(key)
+        return cls(namespace or "", name)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class RequestReconciler(Protocol):
+    """Brings the world in line with the object named by ``request``."""
+
+    def reconcile(self, request: Request) -> Result | None: ...
+
+
+ReconcileFunc = Callable[[Request], "Result | None"]
+MapFunc = Callable[[Object], Iterable[Request]]
+
+
+class _KeyReconciler:
+    """Adapts a Request reconciler to the Controller's ``reconcile(key: str)``."""
+
+    def __init__(self, fn: ReconcileFunc, inner: object) -> None:
+        self._fn = fn
+        self.inner = inner  # what the user passed to complete(), for introspection
+
+    def reconcile(self, key: str) -> Result | None:
+        return self._fn(Request.from_key(key))
+
+
+class _MapHandler:
+    """A ResourceEventHandler that enqueues every Request a mapper returns."""
+
+    def __init__(self, queue: Queue, mapper: MapFunc, predicates: Sequence[Predicate]) -> None:
+        self._queue = queue
+        self._mapper = mapper
+        self._predicates = tuple(predicates)
+
+    def _enqueue(self, *objs: Object) -> None:
+        keys = {req.key for obj in objs for req in self._mapper(obj)}
+        for key in sorted(keys):
+            self._queue.add(key)
+
+    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+        try:
+            if all(p.add is None or p.add(obj) for p in self._predicates):
+                self._enqueue(obj)
+        except Exception:
+            log.exception("map handler failed on add; event dropped")
+
+    def on_update(self, old: Object, new: Object) -> None:
+        try:
+            if all(p.update is None or p.update(old, new) for p in self._predicates):
+                self._enqueue(old, new)
+        except Exception:
+            log.exception("map handler failed on update; event dropped")
+
+    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+        try:
+            last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+            if last is not None and all(p.delete is None or p.delete(last)
+                                        for p in self._predicates):
+                self._enqueue(last)
+        except Exception:
+            log.exception("map handler failed on delete; event dropped")
+
+
+@dataclass(frozen=True)
+class _Watch:
+    resource: Resource
+    kind: str  # "for" | "owns" | "map"
+    mapper: MapFunc | None
+    predicates: tuple[Predicate, ...]
+    label_selector: str | None
+
+
+class Builder:
+    """Collects what a controller watches, then builds it (see module docstring)."""
+
+    def __init__(self, manager: Manager, name: str, *, workers: int = 1) -> None:
+        if not name:
+            raise ValueError("a controller needs a name")
+        if workers < 1:
+            raise ValueError("a controller needs at least one worker")
+        self._manager = manager
+        self._name = name
+        self._workers = workers
+        self._for: Resource | None = None
+        self._watches: list[_Watch] = []
+        self._filters: list[Predicate] = []
+        self._rate_limiter: RateLimiter | None = None
+        self._namespaces: tuple[str, ...] | None = None
+        self._completed = False
+
+    def for_(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None) -> Builder:
+        """Reconcile ``resource``: each object's own key is enqueued."""
+        if self._for is not None:
+            raise ValueError(f"for_ already set to {self._for}")
+        self._for = resource
+        self._watches.append(_Watch(resource, "for", None, tuple(predicates), label_selector))
+        return self
+
+    def owns(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None) -> Builder:
+        """Enqueue the ``for_`` owner (controller reference) of each ``resource`` object."""
+        self._watches.append(_Watch(resource, "owns", None, tuple(predicates), label_selector))
+        return self
+
+    def watches(self, resource: Resource, mapper: MapFunc, *,
+                predicates: Sequence[Predicate] = (),
+                label_selector: str | None = None) -> Builder:
+        """Enqueue every Request ``mapper(obj)`` returns for each ``resource`` event."""
+        self._watches.append(_Watch(resource, "map", mapper, tuple(predicates), label_selector))
+        return self
+
+    def with_event_filter(self, *predicates: Predicate) -> Builder:
+        """Predicates every watch of this controller must pass."""
+        self._filters.extend(predicates)
+        return self
+
+    def with_options(self, *, rate_limiter: RateLimiter | None = None,
+                     namespaces: Iterable[str] | None = None) -> Builder:
+        """The queue's rate limiter; the namespaces to watch (default: the manager's)."""
+        if rate_limiter is not None:
+            self._rate_limiter = rate_limiter
+        if namespaces is not None:
+            ns = tuple(dict.fromkeys(namespaces))
+            if not ns or any(not n for n in ns):
+                raise ValueError("namespaces must be non-empty names")
+            self._namespaces = ns
+        return self
+
+    def _informers(self, watch: _Watch) -> list[SharedIndexInformer]:
+        indexers: Indexers | None = ({CONTROLLER_UID_INDEX: controller_uid_index_func}
+                    if watch.kind == "owns" else None)
+        scopes: Sequence[str | None] = (
+            self._namespaces if self._namespaces and watch.resource.namespaced else (None,)
+        )
+        return [self._manager.informers.informer_for(
+            watch.resource, namespace=ns, label_selector=watch.label_selector,
+            indexers=indexers) for ns in scopes]
+
+    def complete(self, reconciler: RequestReconciler | ReconcileFunc) -> Controller:
+        """Build the controller, register it with the manager and return it."""
+        if self._completed:
+            raise RuntimeError(f"controller {self._name} was already completed")
+        if not self._watches:
+            raise ValueError(f"controller {self._name} watches nothing: call for_ or watches")
+        owner = self._for
+        if owner is None and any(w.kind == "owns" for w in self._watches):
+            raise ValueError("owns needs for_: the owner kind is the for_ resource's")
+        method = getattr(reconciler, "reconcile", None)
+        fn: ReconcileFunc
+        if callable(method):
+            fn = method
+        elif callable(reconciler):
+            fn = reconciler
+        else:
+            raise TypeError("complete needs an object with reconcile(request) or a function, "
+                            f"not {type(reconciler).__name__}")
+        m = self._manager
+        controller = Controller(self._name, _KeyReconciler(fn, reconciler),
+                                workers=self._workers, rate_limiter=self._rate_limiter,
+                                clock=m.clock, registry=m.registry)
+        try:
+            for watch in self._watches:
+                predicates = (*self._filters, *watch.predicates)
+                for informer in self._informers(watch):
+                    handler: EnqueueHandler | _MapHandler
+                    if watch.kind == "for":
+                        handler = enqueue_object(controller.queue, predicates)
+                    elif watch.kind == "owns":
+                        assert owner is not None
+                        handler = enqueue_owner(controller.queue, owner.group, owner.kind,
+                                                predicates, owner_namespaced=owner.namespaced)
+                    else:
+                        assert watch.mapper is not None
+                        handler = _MapHandler(controller.queue, watch.mapper, predicates)
+                    informer.add_event_handler(handler)
+                    controller.add_wait_for(informer)
+            m.add_controller(controller)
+        except BaseException:
+            controller.queue.shut_down()  # the queue's threads would outlive a failed build
+            raise
+        self._completed = True
+        return controller

@@ -1,0 +1,214 @@
+"""Builder: one chain wires informers, handlers, queue, clock and registry from the manager."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pyctrl.builder import Request
+from pyctrl.cache import CONTROLLER_UID_INDEX
+from pyctrl.controller import Result
+from pyctrl.handlers import Predicate
+from pyctrl.kube.interface import Object
+from pyctrl.kube.resource import CONFIGMAPS, NAMESPACES, SECRETS
+from pyctrl.manager import Manager
+from pyctrl.testing import FakeClient, FakeClock
+from pyctrl.workqueue import ItemExponentialFailureRateLimiter
+from tests.unit.runtime.helpers import eventually
+
+
+class Seen:
+    """A reconciler that records the Requests it gets."""
+
+    def __init__(self, result: Result | None = None) -> None:
+        self.requests: list[Request] = []
+        self.result = result
+        self._mu = threading.Lock()
+
+    def reconcile(self, request: Request) -> Result | None:
+        with self._mu:
+            self.requests.append(request)
+        return self.result
+
+    def names(self) -> set[str]:
+        with self._mu:
+            return {r.key for r in self.requests}
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def client(clock: FakeClock) -> FakeClient:
+    return FakeClient(clock)
+
+
+@pytest.fixture
+def manager(client: FakeClient, clock: FakeClock) -> Manager:
+    return Manager(client, clock=clock, runtime_metrics=False)
+
+
+@pytest.fixture
+def start(manager: Manager) -> Iterator[Callable[[], None]]:
+    """Call it once the test has wired ``manager``: runs it until the test ends."""
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def run() -> None:
+        t = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
+        t.start()
+        threads.append(t)
+
+    yield run
+    stop.set()
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+
+
+def cm(name: str, ns: str = "ns", **meta: Any) -> Object:
+    return {"metadata": {"name": name, "namespace": ns, **meta}, "data": {"k": "v"}}
+
+
+def owned_secret(name: str, owner: Object, *, kind: str = "ConfigMap") -> Object:
+    md = owner["metadata"]
+    return {"metadata": {"name": name, "namespace": md["namespace"], "ownerReferences": [
+        {"apiVersion": "v1", "kind": kind, "name": md["name"], "uid": md["uid"],
+         "controller": True}]}}
+
+
+def test_request_key_and_from_key() -> None:
+    assert Request("ns", "a").key == "ns/a"
+    assert Request("", "node-1").key == "node-1"
+    assert Request.from_key("ns/a") == Request("ns", "a")
+    assert Request.from_key("node-1") == Request("", "node-1")
+    assert str(Request("ns", "a")) == "ns/a"
+    ns, name = Request("ns", "a")
+    assert (ns, name) == ("ns", "a")
+    with pytest.raises(ValueError):
+        Request.from_key("a/b/c")
+
+
+def test_for_and_owns_enqueue_the_object_and_its_controller_owner(
+    client: FakeClient, manager: Manager, start: Callable[[], None]
+) -> None:
+    seen = Seen()
+    controller = manager.controller("mirror", workers=2).for_(CONFIGMAPS).owns(SECRETS).complete(
+        seen)
+    assert controller.workers == 2
+    owner = client.create(CONFIGMAPS, cm("owner"))
+    client.create(SECRETS, owned_secret("child", owner))
+    client.create(SECRETS, owned_secret("other", owner, kind="Deployment"))
+    start()
+    eventually(lambda: seen.names() == {"ns/owner"}, what="owner reconciled")
+    secrets = manager.informers.informer_for(SECRETS)
+    assert CONTROLLER_UID_INDEX in secrets.get_indexer().get_indexers()
+    seen.requests.clear()
+    child = client.get(SECRETS, "child", "ns")
+    child["data"] = {"x": "eQ=="}
+    client.update(SECRETS, child, "ns")
+    eventually(lambda: seen.names() == {"ns/owner"}, what="owner re-reconciled on child update")
+    assert all(isinstance(r, Request) for r in seen.requests)
+
+
+def test_watches_maps_objects_to_many_requests_and_survives_a_failing_mapper(
+    client: FakeClient, manager: Manager, start: Callable[[], None]
+) -> None:
+    seen = Seen()
+
+    def mapper(obj: Object) -> list[Request]:
+        if obj["metadata"]["name"] == "boom":
+            raise RuntimeError("mapper bug")
+        targets = obj.get("data", {}).get("targets", "").split(",")
+        return [Request("ns", t) for t in targets if t]
+
+    manager.controller("fanout").watches(CONFIGMAPS, mapper).complete(seen)
+    client.create(CONFIGMAPS, cm("boom"))
+    client.create(CONFIGMAPS, {"metadata": {"name": "index", "namespace": "ns"},
+                               "data": {"targets": "a,b"}})
+    start()
+    eventually(lambda: seen.names() == {"ns/a", "ns/b"}, what="both targets")
+    assert len(seen.requests) == 2
+
+
+def test_event_filter_applies_to_every_watch(
+    client: FakeClient, manager: Manager, start: Callable[[], None]
+) -> None:
+    seen = Seen()
+    only_keep = Predicate(add=lambda o: o["metadata"].get("labels", {}).get("keep") == "yes")
+    (manager.controller("filtered").for_(CONFIGMAPS).owns(SECRETS)
+     .with_event_filter(only_keep).complete(seen))
+    dropped = client.create(CONFIGMAPS, cm("dropped"))
+    client.create(SECRETS, owned_secret("child-of-dropped", dropped))
+    client.create(CONFIGMAPS, cm("kept", labels={"keep": "yes"}))
+    ghost = {"metadata": {"name": "ghost", "namespace": "ns", "uid": "u-ghost"}}
+    client.create(SECRETS, owned_secret("trigger", ghost) | {"metadata": {
+        **owned_secret("trigger", ghost)["metadata"], "labels": {"keep": "yes"}}})
+    start()
+    # One worker, FIFO queue, one handler thread per informer: had "dropped" (via either
+    # watch) been enqueued, it would have been reconciled before "kept" and "ghost".
+    eventually(lambda: seen.names() >= {"ns/kept", "ns/ghost"}, what="kept objects")
+    assert seen.names() == {"ns/kept", "ns/ghost"}
+
+
+def test_plain_function_reconciler_and_manager_clock_and_registry(
+    client: FakeClient, clock: FakeClock, manager: Manager, start: Callable[[], None]
+) -> None:
+    calls: list[Request] = []
+
+    def reconcile(request: Request) -> Result:
+        calls.append(request)
+        return Result(requeue_after=60)
+
+    manager.controller("fn").for_(CONFIGMAPS).complete(reconcile)
+    client.create(CONFIGMAPS, cm("a"))
+    start()
+    eventually(lambda: len(calls) == 1, what="first reconcile")
+    # requeue_after waits on the manager's (fake) clock: nothing until it is stepped.
+    assert len(calls) == 1
+    clock.step(61)
+    eventually(lambda: len(calls) == 2, what="requeue after the fake clock stepped")
+    assert calls == [Request("ns", "a")] * 2
+    total = manager.registry.get_sample_value(
+        "controller_runtime_reconcile_total", {"controller": "fn", "result": "requeue_after"})
+    assert total is not None and total >= 1
+
+
+def test_options_set_rate_limiter_and_namespaces(
+    client: FakeClient, manager: Manager, start: Callable[[], None]
+) -> None:
+    seen = Seen()
+    limiter = ItemExponentialFailureRateLimiter(0.5, 10.0)
+    controller = (manager.controller("scoped").for_(CONFIGMAPS).owns(SECRETS)
+                  .with_options(rate_limiter=limiter, namespaces=["a", "b"]).complete(seen))
+    assert controller.queue.rate_limiter is limiter
+    for ns in ("a", "b", "c"):
+        client.create(NAMESPACES, {"metadata": {"name": ns}})
+        client.create(CONFIGMAPS, cm("x", ns))
+    start()
+    eventually(lambda: seen.names() == {"a/x", "b/x"}, what="both watched namespaces")
+    names = sorted(i.name for i in manager.informers.informers())
+    assert names == ["configmaps@a", "configmaps@b", "secrets@a", "secrets@b"]
+
+
+def test_misuse_is_reported_before_run(manager: Manager) -> None:
+    with pytest.raises(ValueError, match="owns needs for_"):
+        manager.controller("x").owns(SECRETS).complete(Seen())
+    with pytest.raises(ValueError, match="watches nothing"):
+        manager.controller("y").complete(Seen())
+    with pytest.raises(TypeError):
+        manager.controller("z").for_(CONFIGMAPS).complete(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        manager.controller("w").with_options(namespaces=[])
+    builder = manager.controller("once").for_(CONFIGMAPS)
+    controller = builder.complete(Seen())
+    try:
+        with pytest.raises(RuntimeError):
+            builder.complete(Seen())
+    finally:
+        controller.queue.shut_down()  # the manager never ran: nobody else stops its queue
