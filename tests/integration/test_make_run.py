@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cronjob_controller.api import CRONJOBS
 from pyctrl.errors import NotFound
@@ -137,3 +138,23 @@ def test_make_run_ignores_the_users_cluster_and_two_runs_coexist_then_ctrl_c_is_
     assert "stopped" in first.log_tail(5)
     # The other run is unaffected by the first one's exit.
     assert second.running() and _healthz(ports["run-2"][1]) == 200
+
+
+def test_make_run_with_context_uses_that_cluster_and_says_so_first(
+    control_plane: ControlPlane, user_env: dict[str, str], tmp_path: Path, runs: list[Proc],
+) -> None:
+    config = yaml.safe_load(Path(user_env["KUBECONFIG"]).read_text())
+    context = config["current-context"]
+    proc = spawn("run-ctx", [sys.executable, str(ROOT / "hack" / "run.py"),
+                             f"--context={context}", "--namespace", f"none-{os.getpid()}"],
+                 tmp_path / "run-ctx.log", env=user_env)
+    runs.append(proc)
+    match = _wait_for_line(proc, r"using the REAL cluster of context '([^']+)': server (\S+)")
+    assert (match.group(1), match.group(2)) == (context, control_plane.server)
+    text = _log(proc)
+    assert text.index("using the REAL cluster") < text.index("installing the CRD")
+    assert "starting a local control plane" not in text
+    _wait_for_line(proc, r"controllers started")
+    os.killpg(proc.pid, signal.SIGINT)
+    elapsed_until(lambda: not proc.running(), 30)
+    assert proc.popen.returncode == 0, proc.log_tail(40)
