@@ -8,7 +8,9 @@ Contract:
   ``@monthly``, ``@weekly``, ``@daily``, ``@midnight``, ``@hourly``; and ``@every <Go
   duration>``. Anything else raises :class:`ScheduleError` whose message names the field and
   the problem; 6/7 fields, ``L``, ``W``, ``#``, ``H`` and ``TZ=``/``CRON_TZ=`` get dedicated
-  messages (a zone belongs in ``spec.timeZone``).
+  messages (a zone belongs in ``spec.timeZone``). Stricter than Kubernetes where a schedule
+  could never run as meant: one that never matches (``0 0 30 2 *``, "day 30 never occurs in
+  February") and ``@every`` under one minute are refused (see :mod:`.dialect`).
 * Day-of-month and day-of-week combine with OR when both are restricted and with AND when
   either is a bare ``*``/``?`` (robfig's rule: ``*/2`` is restricted, ``*`` and ``*/1`` are not).
 * Times in and out are timezone-aware ``datetime``; every returned time is in **UTC**.
