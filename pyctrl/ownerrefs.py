@@ -1,0 +1,109 @@
+"""Owner references: who controls an object, and making an owner its controller.
+
+Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` helpers):
+
+* :func:`controller_of` returns the object's controller reference (the owner reference with
+  ``controller: true``; an object has at most one), or None.
+* :func:`is_controlled_by` is True when that reference's ``uid`` is the owner's uid.
+* :func:`owner_reference` builds a controller reference to ``owner`` (which needs
+  ``apiVersion``, ``kind``, ``metadata.name`` and ``metadata.uid``: objects read from the
+  cache carry apiVersion/kind, see :class:`pyctrl.cache.SharedInformerFactory`).
+* :func:`set_controller_reference` makes ``owner`` the controller of ``obj`` **in place**
+  (pass a copy, never a cached object): a reference to the same owner (same API group, kind
+  and name) is replaced, otherwise one is appended. It raises :class:`AlreadyOwnedError` when
+  another object already controls ``obj``, and ValueError when the owner can not own it (a
+  namespaced owner of a cluster-scoped object, or one in another namespace: the garbage
+  collector would delete the object).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyctrl.kube.interface import Object
+
+__all__ = [
+    "AlreadyOwnedError",
+    "controller_of",
+    "is_controlled_by",
+    "owner_reference",
+    "set_controller_reference",
+]
+
+
+class AlreadyOwnedError(ValueError):
+    """The object already has a different controller (owner reference with controller=true)."""
+
+
+def _meta(obj: Object) -> dict[str, Any]:
+    md: dict[str, Any] = obj.get("metadata") or {}
+    return md
+
+
+def _group(api_version: object) -> str:
+    text = str(api_version or "")
+    return text.rpartition("/")[0] if "/" in text else ""
+
+
+def controller_of(obj: Object) -> dict[str, Any] | None:
+    """The owner reference with ``controller: true``, or None."""
+    for ref in _meta(obj).get("ownerReferences") or ():
+        if ref.get("controller"):
+            found: dict[str, Any] = ref
+            return found
+    return None
+
+
+def is_controlled_by(obj: Object, owner: Object) -> bool:
+    """True when ``owner`` (matched by uid) is ``obj``'s controller."""
+    ref = controller_of(obj)
+    uid = _meta(owner).get("uid")
+    return ref is not None and bool(uid) and ref.get("uid") == uid
+
+
+def owner_reference(owner: Object, *, controller: bool = True,
+                    block_owner_deletion: bool = True) -> dict[str, Any]:
+    """An owner reference to ``owner`` (ValueError if it lacks apiVersion/kind/name/uid)."""
+    md = _meta(owner)
+    ref = {"apiVersion": owner.get("apiVersion"), "kind": owner.get("kind"),
+           "name": md.get("name"), "uid": md.get("uid")}
+    missing = [k for k, v in ref.items() if not v]
+    if missing:
+        raise ValueError(f"owner lacks {', '.join(missing)}: can not reference it")
+    ref["controller"] = controller
+    ref["blockOwnerDeletion"] = block_owner_deletion
+    return ref
+
+
+def _same_object(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (_group(a.get("apiVersion")) == _group(b.get("apiVersion"))
+            and a.get("kind") == b.get("kind") and a.get("name") == b.get("name"))
+
+
+def set_controller_reference(owner: Object, obj: Object, *,
+                             block_owner_deletion: bool = True) -> None:
+    """Make ``owner`` the controller of ``obj`` in place (see module docstring)."""
+    ref = owner_reference(owner, block_owner_deletion=block_owner_deletion)
+    owner_ns = _meta(owner).get("namespace") or ""
+    md = obj.setdefault("metadata", {})
+    obj_ns = md.get("namespace") or ""
+    if owner_ns:
+        if not obj_ns:
+            raise ValueError(f"namespaced owner {owner_ns}/{ref['name']} can not own a "
+                             "cluster-scoped object")
+        if obj_ns != owner_ns:
+            raise ValueError(f"owner {owner_ns}/{ref['name']} is in another namespace than "
+                             f"the object ({obj_ns})")
+    current = controller_of(obj)
+    if current is not None and not _same_object(current, ref):
+        raise AlreadyOwnedError(
+            f"{md.get('name')!r} is already controlled by {current.get('kind')} "
+            f"{current.get('name')!r}")
+    refs: list[dict[str, Any]] = list(md.get("ownerReferences") or [])
+    for i, existing in enumerate(refs):
+        if _same_object(existing, ref):
+            refs[i] = ref
+            break
+    else:
+        refs.append(ref)
+    md["ownerReferences"] = refs
