@@ -43,6 +43,7 @@ from pyctrl import (
 from pyctrl.duration import duration_arg
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.kube import JOBS, ConfigError, RESTClient
+from pyctrl.metrics_auth import serving_context
 from pyctrl.webhook import WebhookServer, WebhookServerConfig
 
 __all__ = ["build_parser", "main"]
@@ -196,6 +197,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"error: webhook: {err}", file=sys.stderr)
         return EXIT_USAGE
+    if args.metrics_secure and args.metrics_cert_dir:
+        try:
+            serving_context(args.metrics_cert_dir)  # fail now, not in the metrics thread
+        except (OSError, ValueError) as err:
+            print(f"error: --metrics-cert-dir: {err}", file=sys.stderr)
+            return EXIT_USAGE
     registry = CollectorRegistry()  # one registry: REST client, manager and controller metrics
     try:
         client = _client(args, registry)

@@ -15,9 +15,10 @@ scaffolds it since v4):
   cache holds at most ``max_entries`` decisions (expired ones go first, then the oldest). The
   token itself is never stored or logged.
 * :func:`serving_context` builds the server's TLS context: from ``tls.crt``/``tls.key`` in a
-  cert dir, or, without one, from a self-signed certificate generated in memory (ECDSA P-256,
-  valid one year, for ``localhost``/127.0.0.1 and the given names). The generated key touches
-  disk only inside a private temporary directory while the ssl module loads it.
+  cert dir (FileNotFoundError or ValueError naming the file when missing or unusable), or,
+  without one, from a self-signed certificate generated in memory (ECDSA P-256, valid one
+  year, for ``localhost``/127.0.0.1 and the given names). The generated key touches disk only
+  inside a private temporary directory while the ssl module loads it.
 """
 
 from __future__ import annotations
@@ -172,7 +173,10 @@ def serving_context(cert_dir: str | None = None, hosts: Sequence[str] = ()) -> s
         for path in (cert, key):
             if not path.is_file():
                 raise FileNotFoundError(f"metrics serving certificate: {path} does not exist")
-        ctx.load_cert_chain(str(cert), str(key))
+        try:
+            ctx.load_cert_chain(str(cert), str(key))
+        except ssl.SSLError as err:
+            raise ValueError(f"metrics serving certificate {cert} / {key}: {err}") from err
         return ctx
     cert_pem, key_pem = _self_signed(hosts)
     with tempfile.TemporaryDirectory(prefix="pyctrl-metrics-") as tmp:

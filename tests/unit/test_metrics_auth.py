@@ -9,13 +9,20 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pyctrl.errors import ServerError
 from pyctrl.manager import Manager
-from pyctrl.metrics_auth import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, MetricsAuth
+from pyctrl.metrics_auth import (
+    SUBJECT_ACCESS_REVIEWS,
+    TOKEN_REVIEWS,
+    MetricsAuth,
+    _self_signed,
+    serving_context,
+)
 from pyctrl.testing.fake_client import Action, FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from tests.unit.runtime.helpers import eventually
@@ -172,3 +179,12 @@ def test_manager_serves_metrics_over_https_with_auth_and_probes_over_http(
     with pytest.raises(urllib.error.URLError):  # the certificate is not trusted by default
         _get(url, "good-token")
     assert _get(f"http://127.0.0.1:{probes[1]}/healthz") == (200, "ok")
+
+
+def test_serving_context_loads_a_cert_dir_and_names_missing_files(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / "tls.crt")):
+        serving_context(str(tmp_path))
+    cert, key = _self_signed(["metrics.example"])
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(key)
+    assert serving_context(str(tmp_path)).minimum_version == ssl.TLSVersion.TLSv1_2

@@ -65,3 +65,20 @@ def test_unreadable_kubeconfig_exits_2_naming_it(tmp_path: Path) -> None:
     done = _run("--kubeconfig", str(missing), tmp_path=tmp_path)
     assert done.returncode == 2, done.stderr
     assert str(missing) in done.stderr and "Traceback" not in done.stderr
+
+
+def test_missing_metrics_cert_dir_exits_2_naming_the_file(tmp_path: Path) -> None:
+    done = _run("--metrics-cert-dir", str(tmp_path / "certs"), tmp_path=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert str(tmp_path / "certs" / "tls.crt") in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_unusable_metrics_certificate_exits_2(tmp_path: Path) -> None:
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    (certs / "tls.crt").write_text("not a certificate\n")
+    (certs / "tls.key").write_text("not a key\n")
+    done = _run("--metrics-cert-dir", str(certs), tmp_path=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "metrics serving certificate" in done.stderr and "Traceback" not in done.stderr
