@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from structlog.testing import capture_logs
 
@@ -19,6 +21,10 @@ class ResourceListWatch(FakeListWatch):
     """A FakeListWatch that names its resource, as pyctrl.cache.ListWatch does."""
 
     resource = CRONJOBS
+
+
+def _backoffs_at_least(n: int) -> Callable[[list[tuple[Any, ...]]], bool]:
+    return lambda events: len([1 for name, _ in events if name == "refl-run"]) >= n
 
 
 def test_missing_resource_backs_off_to_the_cap_and_says_which_resource() -> None:
@@ -38,8 +44,7 @@ def test_missing_resource_backs_off_to_the_cap_and_says_which_resource() -> None
         thread.start()
         try:
             for n in range(1, failures + 1):
-                assert clock.sleeps.wait_for(
-                    lambda ev, n=n: len([1 for name, _ in ev if name == "refl-run"]) >= n)
+                assert clock.sleeps.wait_for(_backoffs_at_least(n))
                 assert len(lw.list_calls) == n  # no LIST before its backoff has passed
                 clock.step(clock.sleeps_of("refl-run")[-1])
             assert lw.wait_for_watch_calls(1)
