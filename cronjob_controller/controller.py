@@ -52,6 +52,7 @@ from pyctrl.kube import JOBS, Client, Object
 from pyctrl.record import EventRecorder
 
 __all__ = [
+    "EAGER_STATUS_TTL_SECONDS",
     "MAX_MESSAGE_LENGTH",
     "REASON_INVALID_JOB_TEMPLATE",
     "REQUEUE_SLACK_SECONDS",
@@ -86,6 +87,21 @@ def schedule_digest(schedule_text: str, time_zone: str) -> str:
     data = schedule_text.encode("utf-8", "surrogatepass") + b"\0" + time_zone.encode(
         "utf-8", "surrogatepass")
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+# Jobs whose template deletes them this soon after they finish get the status write in the
+# same sync as their create: such a Job may be gone before a deferred write, and the in-memory
+# run record does not survive a controller restart (CRONJOB.md, "No run twice").
+EAGER_STATUS_TTL_SECONDS = 60
+
+
+def _vanishes_fast(raw: Object) -> bool:
+    spec = raw.get("spec")
+    template = spec.get("jobTemplate") if isinstance(spec, Mapping) else None
+    job_spec = template.get("spec") if isinstance(template, Mapping) else None
+    ttl = job_spec.get("ttlSecondsAfterFinished") if isinstance(job_spec, Mapping) else None
+    return (isinstance(ttl, int) and not isinstance(ttl, bool)
+            and ttl <= EAGER_STATUS_TTL_SECONDS)
 
 
 def _namespace_terminating(err: ApiError) -> bool:
@@ -512,7 +528,7 @@ class CronJobReconciler:
     def _finish(self, raw: Object, status: Mapping[str, Any], plan: _Plan,
                 requeue_after: float | None) -> Result | None:
         result = Result(requeue_after=requeue_after) if requeue_after is not None else None
-        if plan.created and self.defer_status_after_create:
+        if plan.created and self.defer_status_after_create and not _vanishes_fast(raw):
             # Off the critical path: the new Job's informer event brings this key back.
             return result
         desired = self._desired_status(raw, status, plan)

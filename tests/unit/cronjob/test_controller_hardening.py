@@ -477,3 +477,35 @@ def test_job_delete_handler_records_the_run_then_enqueues_the_owner() -> None:
     handler.on_delete(DeletedFinalStateUnknown(f"{NAMESPACE}/gone", None))  # no last state
 
     assert inner.seen_runs == [1, 1]  # recorded before the owner's key was enqueued
+
+
+# -- Jobs that vanish fast get their status written with the create ------------------------
+
+
+def _with_ttl(ttl: int) -> Any:
+    cj = new_cronjob(status={"lastScheduleTime": fmt(at("11:55"))})
+    cj["spec"]["jobTemplate"]["spec"]["ttlSecondsAfterFinished"] = ttl
+    return cj
+
+
+@pytest.mark.parametrize("ttl", [0, 60])
+def test_short_ttl_job_gets_its_status_write_in_the_same_sync(ttl: int) -> None:
+    # A restart right after the create loses the in-memory record; the status must not
+    # depend on it when the Job can be deleted within seconds.
+    f = Fixture()
+    f.add_cronjob(_with_ttl(ttl))
+
+    f.sync()
+
+    assert f.actions() == [("create", "jobs", NOON_JOB, None), STATUS_PATCH]
+    assert f.status()["lastScheduleTime"] == fmt(NOON)
+    assert [r["name"] for r in f.status()["active"]] == [NOON_JOB]
+
+
+def test_long_ttl_job_keeps_the_deferred_status_write() -> None:
+    f = Fixture()
+    f.add_cronjob(_with_ttl(61))
+
+    f.sync()
+
+    assert f.actions() == [("create", "jobs", NOON_JOB, None)]
