@@ -5,6 +5,9 @@ Contract (client-go ``SharedInformerFactory``):
 * ``informer_for`` returns the same :class:`SharedIndexInformer` for the same resource,
   namespace and selectors, creating it on first use with the factory's defaults (resync,
   transform, clock) and a namespace index. Extra ``indexers`` are added to it (before start).
+* Cached objects carry ``apiVersion`` and ``kind``: LIST items from the apiserver omit them, so
+  the factory sets the resource's on every object lacking them, before the transform. Owner
+  references and events (``involvedObject``) can then be built from any cached object.
 * ``start(stop)`` starts every informer not started yet, each in its own named thread; call it
   again after requesting more informers. ``wait_for_cache_sync`` waits for the started ones.
 * ``shutdown()`` sets the factory's own stop signal for all informers and joins every thread
@@ -23,7 +26,7 @@ from pyctrl.cache.lister import Lister
 from pyctrl.cache.listwatch import ListWatch
 from pyctrl.cache.mutation import drop_managed_fields
 from pyctrl.clock import Clock, RealClock
-from pyctrl.kube.interface import Client
+from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
 
 __all__ = ["SharedInformerFactory"]
@@ -74,7 +77,7 @@ class SharedInformerFactory:
                     lw,
                     resync_period=self._default_resync if resync is None else resync,
                     indexers={NAMESPACE_INDEX: meta_namespace_index_func},
-                    transform=self._transform, clock=self._clock,
+                    transform=_with_type(resource, self._transform), clock=self._clock,
                     name=_informer_name(key), page_size=self._page_size,
                 )
                 self._informers[key] = informer
@@ -144,6 +147,21 @@ class SharedInformerFactory:
         self._stop.set()
         for t in threads:
             t.join()
+
+
+def _with_type(resource: Resource, transform: TransformFunc | None) -> TransformFunc:
+    """``transform`` preceded by filling ``apiVersion``/``kind`` from ``resource``."""
+    api_version, kind = resource.api_version, resource.kind
+
+    def typed(obj: Object) -> Object:
+        # Mutates the freshly decoded object, as transforms do (never a cached one).
+        if not obj.get("kind"):
+            obj["kind"] = kind
+        if not obj.get("apiVersion"):
+            obj["apiVersion"] = api_version
+        return transform(obj) if transform is not None else obj
+
+    return typed
 
 
 def _any_of(a: threading.Event, b: threading.Event, out: threading.Event) -> None:
