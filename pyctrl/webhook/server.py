@@ -59,6 +59,7 @@ log = structlog.get_logger(__name__)
 _REAL = RealClock()
 _MIB = 1024 * 1024
 _LINGER_SECONDS = 1.0
+_REFUSAL_LOG_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +166,7 @@ class WebhookServer:
         self._started = False
         self._served = 0
         self.refused = 0  # connections closed at once because of max_connections
+        self._next_refusal_log = 0.0
         self.ready = threading.Event()  # set while listening with a loaded certificate
 
     # -- wiring -------------------------------------------------------------------------
@@ -292,9 +294,13 @@ class WebhookServer:
             else:
                 self.refused += 1
         if refuse:
-            log.warning("webhook connection refused: too many connections",
-                        limit=self.config.max_connections, client=address[0])
             sock.close()
+            now = _REAL.monotonic()
+            if now >= self._next_refusal_log:  # at most one line per interval under a flood
+                self._next_refusal_log = now + _REFUSAL_LOG_SECONDS
+                log.warning("webhook connections refused: too many connections",
+                            limit=self.config.max_connections, refused_total=self.refused,
+                            client=address[0])
 
     # -- one connection -----------------------------------------------------------------
     def _serve(self, conn: _Connection, address: tuple[str, int]) -> None:
