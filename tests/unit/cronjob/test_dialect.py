@@ -116,9 +116,9 @@ def _cpu_seconds(fn: Callable[[], object], repeats: int = 5) -> float:
 def test_checking_a_long_list_costs_linear_time() -> None:
     # A relative measurement, never an absolute threshold: 16x the length may cost up to
     # 48x the time (linear is 16x; memory effects and a busy machine add noise), far from
-    # the 256x of a quadratic check (the old code measured 100-145x here). Best of several
+    # the 256x of a quadratic check (the old code measured 72-89x here). Best of several
     # runs, in CPU time.
-    small, large = _long_list(1_000), _long_list(16_000)
+    small, large = _long_list(500), _long_list(8_000)
     assert len(large) == 16 * len(small) - 15 * len(" * * * *") + 15
     check(small)  # warm up
     ratio = _cpu_seconds(lambda: check(large)) / _cpu_seconds(lambda: check(small))
