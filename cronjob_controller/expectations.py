@@ -33,7 +33,9 @@ class RunRecord:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_uid: dict[str, tuple[str, datetime]] = {}  # uid -> (key, scheduled time)
-        self._uid_of: dict[str, str] = {}  # key -> uid
+        # key -> uids: a deleted-and-recreated CronJob's old Jobs may still be reported (GC)
+        # while the new one has runs of its own; the sync of the key drops the stale UIDs.
+        self._uids_of: dict[str, set[str]] = {}
 
     def observe(self, key: str, uid: str, scheduled: datetime) -> None:
         """Note that the run at ``scheduled`` of CronJob ``uid`` (at ``key``) exists."""
@@ -43,11 +45,8 @@ class RunRecord:
             current = self._by_uid.get(uid)
             if current is not None and current[1] >= scheduled:
                 return
-            old_uid = self._uid_of.get(key)
-            if old_uid is not None and old_uid != uid:
-                self._by_uid.pop(old_uid, None)
             self._by_uid[uid] = (key, scheduled)
-            self._uid_of[key] = uid
+            self._uids_of.setdefault(key, set()).add(uid)
 
     def floor(self, key: str, uid: str, recorded: datetime | None) -> datetime | None:
         """The recorded run of ``uid`` newer than ``recorded`` (the cached status), else None.
@@ -55,24 +54,25 @@ class RunRecord:
         Forgets the entry once ``recorded`` covers it.
         """
         with self._lock:
-            old_uid = self._uid_of.get(key)
-            if old_uid is not None and old_uid != uid:
-                self._by_uid.pop(old_uid, None)
-                del self._uid_of[key]
-            entry = self._by_uid.get(uid)
-            if entry is None:
+            uids = self._uids_of.get(key)
+            if not uids:
                 return None
-            if recorded is not None and recorded >= entry[1]:
+            for stale in uids - {uid}:  # UIDs of CronJobs that used to live at this key
+                self._by_uid.pop(stale, None)
+            uids &= {uid}
+            entry = self._by_uid.get(uid)
+            if entry is not None and recorded is not None and recorded >= entry[1]:
                 del self._by_uid[uid]
-                self._uid_of.pop(entry[0], None)
+                entry = None
+            if entry is None:
+                del self._uids_of[key]
                 return None
             return entry[1]
 
     def forget(self, key: str) -> None:
         """The CronJob at ``key`` is gone: drop its entry."""
         with self._lock:
-            uid = self._uid_of.pop(key, None)
-            if uid is not None:
+            for uid in self._uids_of.pop(key, set()):
                 self._by_uid.pop(uid, None)
 
     def __len__(self) -> int:

@@ -509,3 +509,21 @@ def test_long_ttl_job_keeps_the_deferred_status_write() -> None:
     f.sync()
 
     assert f.actions() == [("create", "jobs", NOON_JOB, None)]
+
+
+def test_old_jobs_of_a_recreated_cronjob_do_not_evict_the_new_record() -> None:
+    # The new hello created 12:00; the garbage collector then deletes the old hello's Jobs.
+    f = Fixture()
+    old = new_cronjob()
+    old["metadata"]["uid"] = "uid-of-the-old-hello"
+    f.add_cronjob(new_cronjob(status={"lastScheduleTime": fmt(at("11:55"))}))
+    f.sync()
+    f.reconciler.observe_deleted_job(new_job(old, at("11:50")))
+    f.client.delete(JOBS, NOON_JOB, NAMESPACE)
+
+    resync(f)
+
+    assert f.created_jobs() == []
+    assert f.status()["lastScheduleTime"] == fmt(NOON)
+    resync(f)
+    assert len(f.reconciler.runs) == 0  # the stale UID went with the first sync of the key
