@@ -7,8 +7,10 @@ Contract of :meth:`CronJobReconciler.reconcile` (one CronJob key, ``namespace/na
    collected by the API server through their controller ownerReference).
 2. Rebuild status from the world: ``active`` = our unfinished Jobs; ``lastSuccessfulTime`` =
    the latest completion among our Complete Jobs (never going backwards); ``lastScheduleTime``
-   = the latest of the recorded value and the scheduled times of our Jobs, so a status write
-   that was lost or deferred is recovered from the Jobs themselves.
+   = the latest of the recorded value, the scheduled times of our Jobs (annotation, else the
+   name's minute suffix) and the run record (:class:`RunRecord`: runs this process created or
+   saw, deleted Jobs included, that the cached status does not show yet), so a status write
+   that was lost or deferred is recovered, and a run whose Job vanished is never created again.
 3. History cleanup (runs even when suspended), then stop if deleting, invalid or suspended.
 4. Find the most recent due time ``t`` (anchor < t <= now), apply the starting deadline, the
    concurrency policy, and create the Job named ``<name>-<unix minutes of t>``. The name is
@@ -22,12 +24,20 @@ is one write (the create); the status write and the events can wait. So a sync t
 Job returns without writing status: the Job's ADDED event from the informer enqueues the
 CronJob again, and that second sync, queued behind every CronJob still waiting for its create
 (the queue is FIFO), rebuilds and writes the status (step 2 recovers lastScheduleTime from
-the Job). Events go through the recorder's background sink and never block a worker.
+the Job, or from the run record if the Job is already gone). A template with
+``ttlSecondsAfterFinished`` <= EAGER_STATUS_TTL_SECONDS gets the status write with the create
+(its Job may vanish before a deferred write, and the record does not survive a restart).
+Events go through the recorder's background sink and never block a worker. Condition and
+event messages are cut to MAX_MESSAGE_LENGTH; status holds a digest of the schedule, never a
+copy, so a status write never fails on size.
 
 Invalid specs (bad schedule, unknown zone, missing template, overlong name) get a Warning
 event and a ``Ready=False`` condition naming the problem, once per distinct problem, and no
 requeue: only a change of the object (an informer event) brings the key back, so a broken
-CronJob can not hot-loop.
+CronJob can not hot-loop. Likewise a Job the API server rejects as invalid (422): Ready=False
+``InvalidJobTemplate``, FailedCreate once, retried only after a spec edit or at the next
+scheduled time. A create refused because the namespace is terminating is only logged.
+The next scheduled time (status and requeue) is always after the anchor.
 """
 
 from __future__ import annotations
