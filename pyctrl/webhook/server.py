@@ -30,7 +30,8 @@ Contract:
   connection holds a thread or delays shutdown.
 
 Deadlines are real time: sockets time out on the kernel's clock, so they use
-:class:`~pyctrl.clock.RealClock` whatever Clock drives the certificate polling.
+:class:`~pyctrl.clock.RealClock` whatever Clock drives the certificate polling. Socket
+reading, HTTP parsing and the lingering close live in :mod:`pyctrl.webhook.connection`.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ import socket
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from http import HTTPStatus
 from pathlib import Path
 from typing import cast
 
@@ -51,6 +51,15 @@ import structlog
 from pyctrl.clock import Clock, RealClock
 from pyctrl.webhook.admission import Handler, ReviewError, handle_review
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
+from pyctrl.webhook.connection import (
+    Connection,
+    Deadline,
+    Reply,
+    RequestHead,
+    read_head,
+    response,
+    text,
+)
 
 __all__ = ["CertificateError", "WebhookServer", "WebhookServerConfig"]
 
@@ -58,7 +67,6 @@ log = structlog.get_logger(__name__)
 
 _REAL = RealClock()
 _MIB = 1024 * 1024
-_LINGER_SECONDS = 1.0
 _REFUSAL_LOG_SECONDS = 10.0
 
 
@@ -104,47 +112,6 @@ class WebhookServerConfig:
         return Path(self.cert_dir) / self.key_name
 
 
-class _Deadline(Exception):
-    """The connection's total deadline passed."""
-
-
-class _Connection:
-    """One client: its current socket (raw, then TLS) so shutdown can cut it off."""
-
-    __slots__ = ("deadline", "sock")
-
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
-        self.sock = sock
-        self.deadline = deadline
-
-    def remaining(self) -> float:
-        left = self.deadline - _REAL.monotonic()
-        if left <= 0:
-            raise _Deadline()
-        return left
-
-    def recv(self, size: int) -> bytes:
-        self.sock.settimeout(self.remaining())
-        try:
-            return self.sock.recv(size)
-        except TimeoutError as err:
-            raise _Deadline() from err
-
-    def abort(self) -> None:
-        # socket.socket.shutdown on purpose: SSLSocket.shutdown also drops its SSL object,
-        # which the connection thread may be using. Shutting the socket down wakes a thread
-        # blocked in recv (it reads EOF) without closing the fd under its feet.
-        with contextlib.suppress(OSError):
-            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
-
-
-_Reply = tuple[int, bytes, str]  # status, body, content type
-
-
-def _text(code: int, message: str) -> _Reply:
-    return code, message.encode(), "text/plain; charset=utf-8"
-
-
 class WebhookServer:
     """The HTTPS admission server (see module docstring)."""
 
@@ -161,7 +128,7 @@ class WebhookServer:
         self._listener: socket.socket | None = None
         self._wake: tuple[socket.socket, socket.socket] | None = None
         self._threads: list[threading.Thread] = []  # accept loop and cert watcher
-        self._conns: dict[threading.Thread, _Connection] = {}
+        self._conns: dict[threading.Thread, Connection] = {}
         self._closing = threading.Event()
         self._started = False
         self._served = 0
@@ -280,7 +247,7 @@ class WebhookServer:
                     self._admit(sock, address)
 
     def _admit(self, sock: socket.socket, address: tuple[str, int]) -> None:
-        conn = _Connection(sock, _REAL.monotonic() + self.config.request_timeout_seconds)
+        conn = Connection(sock, self.config.request_timeout_seconds)
         with self._lock:
             refuse = self._closing.is_set() or len(self._conns) >= self.config.max_connections
             if not refuse:
@@ -303,10 +270,10 @@ class WebhookServer:
                             client=address[0])
 
     # -- one connection -----------------------------------------------------------------
-    def _serve(self, conn: _Connection, address: tuple[str, int]) -> None:
+    def _serve(self, conn: Connection, address: tuple[str, int]) -> None:
         try:
             self._exchange(conn)
-        except _Deadline:
+        except Deadline:
             log.info("webhook request deadline exceeded; closing", client=address[0],
                      timeout=self.config.request_timeout_seconds)
         except (OSError, ValueError) as err:  # resets, failed handshakes, shutdown
@@ -316,7 +283,7 @@ class WebhookServer:
             with self._lock:
                 self._conns.pop(threading.current_thread(), None)
 
-    def _exchange(self, conn: _Connection) -> None:
+    def _exchange(self, conn: Connection) -> None:
         raw = conn.sock
         raw.settimeout(conn.remaining())
         tls = self.certs.context().wrap_socket(raw, server_side=True,
@@ -328,100 +295,54 @@ class WebhookServer:
         try:
             tls.do_handshake()
         except TimeoutError as err:
-            raise _Deadline() from err
+            raise Deadline() from err
         reply = self._read_and_handle(conn)
         if reply is None:
             return
-        code, body, content_type = reply
-        head = (f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\n"
-                f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
-                "Connection: close\r\n\r\n").encode("latin-1")
         # Writing gets its own deadline: the reading one may be nearly spent by a slow
         # client whose request is nevertheless complete.
         tls.settimeout(self.config.request_timeout_seconds)
-        tls.sendall(head + body)
-        if code >= 400:
-            self._linger(tls)
+        tls.sendall(response(reply))
+        if reply[0] >= 400:
+            conn.linger()
 
-    @staticmethod
-    def _linger(sock: socket.socket) -> None:
-        """Half-close, then discard what the client still sends until it closes (at most
-        ``_LINGER_SECONDS``): an error may be answered before the request was read, and
-        closing with unread input would reset the connection before the client reads the
-        answer (the "lingering close" of HTTP servers)."""
-        with contextlib.suppress(OSError):
-            socket.socket.shutdown(sock, socket.SHUT_WR)
-            deadline = _REAL.monotonic() + _LINGER_SECONDS
-            while (left := deadline - _REAL.monotonic()) > 0:
-                sock.settimeout(left)
-                # The raw bytes, undecrypted: they are thrown away anyway.
-                if not socket.socket.recv(sock, 64 * 1024):
-                    return
-
-    def _read_and_handle(self, conn: _Connection) -> _Reply | None:
-        buf = bytearray()
-        while (end := buf.find(b"\r\n\r\n")) < 0:
-            if len(buf) > self.config.max_header_bytes:
-                return _text(431, "request headers too large")
-            chunk = conn.recv(64 * 1024)
-            if not chunk:
-                return None  # the client went away
-            buf += chunk
-        if end > self.config.max_header_bytes:
-            return _text(431, "request headers too large")
-        lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
-        rest = bytes(buf[end + 4:])
-        parts = lines[0].split(" ")
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            return _text(400, "bad request line")
-        method, target, _ = parts
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                return _text(400, "bad header line")
-            headers[name.strip().lower()] = value.strip()
-        path = target.split("?", 1)[0]
-        if "transfer-encoding" in headers:
-            return _text(411, "Content-Length required")
+    def _read_and_handle(self, conn: Connection) -> Reply | None:
+        head = read_head(conn, self.config.max_header_bytes)
+        if not isinstance(head, RequestHead):
+            return head
+        if "transfer-encoding" in head.headers:
+            return text(411, "Content-Length required")
         try:
-            length = int(headers.get("content-length", "0" if method == "GET" else ""))
+            default = "0" if head.method == "GET" else ""
+            length = int(head.headers.get("content-length", default))
         except ValueError:
-            return _text(411, "Content-Length required")
+            return text(411, "Content-Length required")
         if length < 0:
-            return _text(400, "bad Content-Length")
-        handler = self._handlers.get(path) if method == "POST" else None
+            return text(400, "bad Content-Length")
+        handler = self._handlers.get(head.path) if head.method == "POST" else None
         limit = self.config.max_body_bytes
         if handler is None or length > limit:
             # Read what the client sent (bounded, within the deadline) before answering:
             # closing a socket with unread input resets the connection and the client
             # would never see the answer.
-            self._drain(conn, min(length, 4 * limit) - len(rest))
-            if method == "GET" and path in ("/healthz", "/readyz"):
-                return _text(200, "ok")
-            if method not in ("GET", "POST"):
-                return _text(405, "method not allowed")
+            conn.drain(min(length, 4 * limit) - len(head.rest))
+            if head.method == "GET" and head.path in ("/healthz", "/readyz"):
+                return text(200, "ok")
+            if head.method not in ("GET", "POST"):
+                return text(405, "method not allowed")
             if handler is None:
-                return _text(404, "not found")
-            return _text(413, "request body too large")
-        body = bytearray(rest)
+                return text(404, "not found")
+            return text(413, "request body too large")
+        body = bytearray(head.rest)
         while len(body) < length:
             chunk = conn.recv(min(length - len(body), 256 * 1024))
             if not chunk:
                 return None
             body += chunk
-        return self._handle(path, handler, bytes(body[:length]))
+        return self._handle(head.path, handler, bytes(body[:length]))
 
     @staticmethod
-    def _drain(conn: _Connection, length: int) -> None:
-        while length > 0:
-            chunk = conn.recv(min(length, 64 * 1024))
-            if not chunk:
-                return
-            length -= len(chunk)
-
-    @staticmethod
-    def _handle(path: str, handler: Handler, body: bytes) -> _Reply:
+    def _handle(path: str, handler: Handler, body: bytes) -> Reply:
         try:
             review = orjson.loads(body)
             if not isinstance(review, dict):
@@ -429,8 +350,8 @@ class WebhookServer:
             answer = orjson.dumps(handle_review(handler, cast(dict[str, object], review)))
         except (orjson.JSONDecodeError, ReviewError) as err:
             log.info("bad admission request", path=path, error=str(err))
-            return _text(400, str(err))
+            return text(400, str(err))
         except Exception:
             log.exception("admission handler failed", path=path)
-            return _text(500, "internal error")
+            return text(500, "internal error")
         return 200, answer, "application/json"

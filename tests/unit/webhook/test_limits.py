@@ -64,9 +64,9 @@ def test_slow_loris_sending_headers_is_cut_off_at_the_deadline(
         start: Start, certs: CertificatePaths) -> None:
     server = start(certs.ca_file.parent, request_timeout_seconds=1.0)
     with _tls(server.port, certs.ca_file) as sock:
-        elapsed = _dribble(sock, HEADERS * 4, interval=0.5, give_up=4.0)
+        elapsed = _dribble(sock, HEADERS * 4, interval=0.5, give_up=5.0)
     # A per-read timeout never fires for a byte every 0.5 s; the total deadline does.
-    assert 0.9 <= elapsed < 2.5
+    assert 0.9 <= elapsed < 3.5
     assert request(server.port, certs.ca_file, "GET", "/healthz") == (200, b"ok")
 
 
@@ -74,8 +74,8 @@ def test_slow_loris_in_the_tls_handshake_is_cut_off_at_the_deadline(
         start: Start, certs: CertificatePaths) -> None:
     server = start(certs.ca_file.parent, request_timeout_seconds=1.0)
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
-        elapsed = _dribble(sock, CLIENT_HELLO_START, interval=0.5, give_up=4.0)
-    assert 0.9 <= elapsed < 2.5
+        elapsed = _dribble(sock, CLIENT_HELLO_START, interval=0.5, give_up=5.0)
+    assert 0.9 <= elapsed < 3.5
 
 
 def test_connections_above_the_cap_are_closed_and_threads_stay_bounded(
@@ -112,7 +112,7 @@ def test_stop_is_bounded_with_slow_clients_connected(
         eventually(lambda: server.active_connections() == 3, what="3 slow clients held")
         begin = time.monotonic()
         server.shutdown()
-        assert time.monotonic() - begin < 1.0
+        assert time.monotonic() - begin < 2.0  # (60 s request deadline)
         assert server.active_connections() == 0
         assert _webhook_threads() == []
         assert [_closed(c, 2.0) for c in clients] == [True] * 3
@@ -142,10 +142,9 @@ def test_backlog_absorbs_a_burst_while_connections_are_held(
     server: WebhookServer = start(certs.ca_file.parent, max_connections=2)
     clients: list[socket.socket] = []
     try:
-        begin = time.monotonic()
         for _ in range(100):
-            clients.append(socket.create_connection(("127.0.0.1", server.port), timeout=1))
-        assert time.monotonic() - begin < 0.9
+            # A dropped SYN is retried after 1 s: with a short backlog this times out.
+            clients.append(socket.create_connection(("127.0.0.1", server.port), timeout=0.9))
     finally:
         for c in clients:
             with contextlib.suppress(OSError):

@@ -172,3 +172,24 @@ def test_config_defaults() -> None:
     assert config.max_connections == 64
     assert config.backlog == 128
     assert config.max_body_bytes == 7 * 1024 * 1024
+
+
+@pytest.mark.parametrize(("head", "code"), [
+    (b"GARBAGE\r\n\r\n", 400),
+    (b"POST /allow HTTP/1.1\r\nNo colon here\r\n\r\n", 400),
+    (b"POST /allow HTTP/1.1\r\nHost: x\r\n\r\n", 411),
+    (b"POST /allow HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 411),
+    (b"POST /allow HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400),
+])
+def test_malformed_request_heads(start: Start, certs: CertificatePaths, head: bytes,
+                                 code: int) -> None:
+    server = start(certs.ca_file.parent)
+    context = ssl.create_default_context(cafile=str(certs.ca_file))
+    with context.wrap_socket(socket.create_connection(("127.0.0.1", server.port), timeout=10),
+                             server_hostname="127.0.0.1") as tls:
+        tls.sendall(head)
+        answer = b""
+        while chunk := tls.recv(4096):
+            answer += chunk
+    assert answer.startswith(f"HTTP/1.1 {code} ".encode()), answer
+    assert b"Connection: close" in answer
