@@ -9,9 +9,13 @@ import threading
 import structlog
 
 from examples.sample_controller.controller import setup
-from pyctrl.kube import RESTClient
-from pyctrl.log import configure_logging
-from pyctrl.manager import LeaderElectionLost, Manager, install_signal_handlers
+from pyctrl import (
+    LeaderElectionLost,
+    Manager,
+    RESTClient,
+    configure_logging,
+    install_signal_handlers,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

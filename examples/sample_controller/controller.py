@@ -9,6 +9,7 @@ Contract, as in kubernetes/sample-controller:
 * ``status.availableReplicas`` mirrors the Deployment's; a Normal ``Synced`` event follows
   every successful sync. Deleting a Foo leaves the Deployment to the garbage collector.
 * Reads come from listers (the informer cache); cached objects are copied before changes.
+* Wiring is one Builder chain (:func:`setup`); the reconciler receives a ``pyctrl.Request``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,22 @@ from typing import Any
 
 import structlog
 
-from pyctrl.cache import Lister, split_meta_namespace_key
-from pyctrl.controller import Controller, Result
-from pyctrl.errors import NotFound, TerminalError
-from pyctrl.handlers import enqueue_object, enqueue_owner
-from pyctrl.kube import DEPLOYMENTS, Client, Object, Resource
-from pyctrl.manager import Manager
-from pyctrl.record import EventRecorder
+from pyctrl import (
+    DEPLOYMENTS,
+    Client,
+    Controller,
+    EventRecorder,
+    Lister,
+    Manager,
+    NotFound,
+    Object,
+    Request,
+    Resource,
+    Result,
+    TerminalError,
+    is_controlled_by,
+    set_controller_reference,
+)
 
 __all__ = ["FOOS", "FooReconciler", "ResourceExistsError", "new_deployment", "setup"]
 
@@ -42,34 +52,14 @@ class ResourceExistsError(Exception):
     """The Deployment name is taken by an object this Foo does not control."""
 
 
-def _typed(obj: Object) -> Object:
-    # Listed objects may lack apiVersion/kind; events and owner refs need them.
-    return {**obj, "apiVersion": FOOS.api_version, "kind": FOOS.kind}
-
-
-def is_controlled_by(obj: Object, owner: Object) -> bool:
-    uid = owner["metadata"].get("uid")
-    return any(
-        ref.get("controller") and ref.get("uid") == uid
-        for ref in obj["metadata"].get("ownerReferences") or []
-    )
-
-
 def new_deployment(foo: Object) -> Object:
     """The Deployment a Foo wants: nginx pods labelled with the Foo's name."""
     md, spec = foo["metadata"], foo.get("spec") or {}
     labels = {"app": "nginx", "controller": md["name"]}
-    return {
+    deployment: Object = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {
-            "name": spec["deploymentName"],
-            "namespace": md["namespace"],
-            "ownerReferences": [{
-                "apiVersion": FOOS.api_version, "kind": FOOS.kind, "name": md["name"],
-                "uid": md["uid"], "controller": True, "blockOwnerDeletion": True,
-            }],
-        },
+        "metadata": {"name": spec["deploymentName"], "namespace": md["namespace"]},
         "spec": {
             "replicas": spec.get("replicas", 1),
             "selector": {"matchLabels": labels},
@@ -79,6 +69,8 @@ def new_deployment(foo: Object) -> Object:
             },
         },
     }
+    set_controller_reference(foo, deployment)
+    return deployment
 
 
 class FooReconciler:
@@ -91,17 +83,17 @@ class FooReconciler:
         self.deployments = deployments
         self.recorder = recorder
 
-    def reconcile(self, key: str) -> Result | None:
-        namespace, name = split_meta_namespace_key(key)
+    def reconcile(self, request: Request) -> Result | None:
+        namespace, name = request
         try:
-            foo = _typed(self.foos.get(namespace, name))
+            foo = self.foos.get(namespace, name)
         except NotFound:
             log.info("foo no longer exists")
             return None
         spec: dict[str, Any] = foo.get("spec") or {}
         deployment_name = spec.get("deploymentName")
         if not deployment_name:
-            raise TerminalError(f"{key}: spec.deploymentName must be specified")
+            raise TerminalError(f"{request.key}: spec.deploymentName must be specified")
         try:
             deployment = self.deployments.get(namespace, deployment_name)
         except NotFound:
@@ -131,18 +123,9 @@ class FooReconciler:
 
 
 def setup(manager: Manager, *, workers: int = 2) -> Controller:
-    """Wire the Foo controller into ``manager`` (informers, handlers, events)."""
-    foo_informer = manager.informers.informer_for(FOOS)
-    deployment_informer = manager.informers.informer_for(DEPLOYMENTS)
-    reconciler = FooReconciler(
-        manager.client,
-        manager.informers.lister_for(FOOS),
-        manager.informers.lister_for(DEPLOYMENTS),
-        manager.event_recorder(AGENT),
-    )
-    controller = Controller("foo", reconciler, workers=workers, registry=manager.registry,
-                            clock=manager.clock)
-    foo_informer.add_event_handler(enqueue_object(controller.queue))
-    deployment_informer.add_event_handler(enqueue_owner(controller.queue, FOOS.group, FOOS.kind))
-    manager.add_controller(controller)
-    return controller
+    """Wire the Foo controller into ``manager``: Foos and the Deployments they own."""
+    lister = manager.informers.lister_for
+    reconciler = FooReconciler(manager.client, lister(FOOS), lister(DEPLOYMENTS),
+                               manager.event_recorder(AGENT))
+    return (manager.controller("foo", workers=workers).for_(FOOS).owns(DEPLOYMENTS)
+            .complete(reconciler))

@@ -62,3 +62,14 @@ def test_users_import_only_public_pyctrl_api() -> None:
              or any(part.startswith("_") for part in mod.split(".")))
     ]
     assert offenders == []
+
+
+def test_examples_import_only_the_pyctrl_facade() -> None:
+    """The examples show what a user writes: ``import pyctrl`` plus their own code."""
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line} imports {mod}"
+        for p in _files("examples")
+        for line, mod in _imports(p)
+        if mod.split(".")[0] == "pyctrl" and mod != "pyctrl"
+    ]
+    assert offenders == []

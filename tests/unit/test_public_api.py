@@ -28,3 +28,15 @@ def test_facade_covers_a_controller_authors_needs() -> None:
               "RateLimitingQueue", "LeaderElector", "EventRecorder", "enqueue_object",
               "enqueue_owner", "TerminalError", "NotFound", "RESTClient", "Clock"}
     assert needed <= set(pyctrl.__all__)
+
+
+def test_facade_covers_the_builder_and_helpers() -> None:
+    """What examples/configmap_mirror and the README use, from ``pyctrl`` alone."""
+    needed = {"Builder", "Request", "Predicate", "Object", "CONFIGMAPS", "SECRETS",
+              "DEPLOYMENTS", "JOBS", "EVENTS", "retry_on_conflict", "controller_of",
+              "is_controlled_by", "set_controller_reference", "AlreadyOwnedError",
+              "set_status_condition", "find_status_condition", "remove_status_condition",
+              "add_finalizer", "remove_finalizer", "create_or_update", "apply"}
+    assert needed <= set(pyctrl.__all__)
+    assert pyctrl.Request("ns", "a").key == "ns/a"
+    assert pyctrl.CONFIGMAPS.kind == "ConfigMap"
