@@ -25,27 +25,31 @@ CRD_FILE = ROOT / "crds" / "cronjobs.batch.pyctrl.io.yaml"
 
 
 def lenient_crds() -> list[Obj]:
-    """The CronJob CRD without CEL rules and without ``required`` under ``spec``."""
+    """The CronJob CRD as an older, laxer version served it: no CEL rules, nothing required
+    under ``spec``, and ``spec.jobTemplate`` kept as-is (unknown fields preserved) instead of
+    the embedded batch/v1 schema, whose own ``required`` lists and list-map keys must stay
+    intact if it is kept at all."""
     crds = [copy.deepcopy(d) for d in load_manifests([CRD_FILE])
             if d.get("kind") == "CustomResourceDefinition"]
     assert crds, f"no CRD in {CRD_FILE}"
 
-    def strip(node: Any, under_spec: bool) -> None:
+    def drop_cel(node: Any) -> None:
         if isinstance(node, dict):
             node.pop("x-kubernetes-validations", None)
-            if under_spec:
-                node.pop("required", None)
-            for key, value in node.items():
-                strip(value, under_spec or key == "spec")
+            for value in node.values():
+                drop_cel(value)
         elif isinstance(node, list):
             for item in node:
-                strip(item, under_spec)
+                drop_cel(item)
 
     for crd in crds:
         for version in crd["spec"]["versions"]:
             root = version["schema"]["openAPIV3Schema"]
-            root.pop("x-kubernetes-validations", None)
-            strip(root.get("properties", {}).get("spec"), True)
+            drop_cel(root)
+            spec = root["properties"]["spec"]
+            spec.pop("required", None)
+            spec["properties"]["jobTemplate"] = {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}
     return crds
 
 
