@@ -1,6 +1,8 @@
 """A self-signed CA and serving certificate for a webhook server (tests, local runs).
 
-Contract: :func:`generate_certs` writes ``ca.crt``, ``tls.crt`` and ``tls.key`` (ECDSA P-256,
+Contract: :func:`new_ca` and :func:`issue_cert` make a CA and leaf certificates in memory
+(also used by envtest's control-plane PKI, so there is one certificate helper); they never
+touch the disk. :func:`generate_certs` writes ``ca.crt``, ``tls.crt`` and ``tls.key`` (ECDSA P-256,
 ``tls.key`` mode 0600) into a directory: a fresh CA and a serving certificate it signed for
 the given DNS names and IP addresses (server auth only). Each file is replaced atomically
 (written beside it, then renamed), so a :class:`pyctrl.webhook.CertWatcher` never reads a
@@ -26,7 +28,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pyctrl.clock import Clock, RealClock
 
-__all__ = ["CertificatePaths", "generate_certs"]
+__all__ = ["CertificatePaths", "generate_certs", "issue_cert", "new_ca"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +52,71 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     os.replace(tmp, path)
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey,
-             not_before: datetime, not_after: datetime) -> x509.CertificateBuilder:
-    return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
-            .public_key(public_key).serial_number(x509.random_serial_number())
-            .not_valid_before(not_before).not_valid_after(not_after))
+def _name(common_name: str, org: str | None = None) -> x509.Name:
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    if org:
+        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+    return x509.Name(attrs)
+
+
+def _validity(days: int, clock: Clock | None) -> tuple[datetime, datetime]:
+    now = (clock or RealClock()).now()
+    return now - timedelta(minutes=5), now + timedelta(days=days)
+
+
+def new_ca(common_name: str = "pyctrl-webhook-ca", *, days: int = 365,
+           clock: Clock | None = None) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A self-signed CA (ECDSA P-256) that may sign leaf certificates only."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    not_before, not_after = _validity(days, clock)
+    name = _name(common_name)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(not_before).not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(
+            digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+            key_encipherment=False, data_encipherment=False, key_agreement=False,
+            encipher_only=False, decipher_only=False), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return key, cert
+
+
+def issue_cert(
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_cert: x509.Certificate,
+    *,
+    common_name: str,
+    org: str | None = None,
+    dns_names: Sequence[str] = (),
+    ips: Sequence[str] = (),
+    server: bool = False,
+    client: bool = False,
+    days: int = 7,
+    clock: Clock | None = None,
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A leaf certificate (ECDSA P-256) signed by ``ca_key`` for server and/or client use;
+    ``dns_names`` and ``ips`` become its subject alternative names, in that order."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    not_before, not_after = _validity(days, clock)
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
+    if client:
+        usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
+    builder = (
+        x509.CertificateBuilder().subject_name(_name(common_name, org))
+        .issuer_name(ca_cert.subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before).not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+    )
+    sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    return key, builder.sign(ca_key, hashes.SHA256())
 
 
 def generate_certs(
@@ -68,31 +130,11 @@ def generate_certs(
     """Create a self-signed CA and a serving certificate for ``dns_names``/``ip_addresses``."""
     if not dns_names and not ip_addresses:
         raise ValueError("at least one DNS name or IP address is required")
-    now = (clock or RealClock()).now()
-    not_before, not_after = now - timedelta(minutes=5), now + timedelta(days=valid_days)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pyctrl-webhook-ca")])
-    ca_cert = (
-        _builder(ca_name, ca_name, ca_key.public_key(), not_before, not_after)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(
-            digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-            key_encipherment=False, data_encipherment=False, key_agreement=False,
-            encipher_only=False, decipher_only=False), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(
-        NameOID.COMMON_NAME, dns_names[0] if dns_names else ip_addresses[0])])
-    alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
-    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
-    cert = (
-        _builder(subject, ca_name, key.public_key(), not_before, not_after)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_key, ca_cert = new_ca(days=valid_days, clock=clock)
+    key, cert = issue_cert(ca_key, ca_cert,
+                           common_name=dns_names[0] if dns_names else ip_addresses[0],
+                           dns_names=dns_names, ips=ip_addresses, server=True,
+                           days=valid_days, clock=clock)
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     paths = CertificatePaths(out / "ca.crt", out / "tls.crt", out / "tls.key")

@@ -5,20 +5,20 @@ kube-apiserver (valid for 127.0.0.1, localhost and the in-cluster service names)
 certificate in group ``system:masters`` for the admin kubeconfig, and an RSA key pair for
 service-account token signing. Keys are EC P-256 (fast to generate) except the
 service-account key, which is RSA because kube-apiserver's default token algorithm is RS256.
-Nothing is reused across ControlPlanes, so tests never depend on leftovers.
+Nothing is reused across ControlPlanes, so tests never depend on leftovers. The CA and leaf
+certificates come from :mod:`pyctrl.webhook.certs` (one certificate helper in the project).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from pyctrl.webhook.certs import issue_cert, new_ca
 
 __all__ = ["Pki", "generate_pki", "issue_cert"]
 
@@ -39,13 +39,6 @@ class Pki:
     sa_pub: Path
 
 
-def _name(common_name: str, org: str | None = None) -> x509.Name:
-    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
-    if org:
-        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
-    return x509.Name(attrs)
-
-
 def _write_key(path: Path, key: _PrivateKey) -> None:
     path.write_bytes(
         key.private_bytes(
@@ -61,74 +54,10 @@ def _write_cert(path: Path, cert: x509.Certificate) -> None:
     path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
-def _new_ca(days: int) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
-    name = _name("pyctrl-envtest-ca")
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True,
-                content_commitment=False, key_encipherment=False, data_encipherment=False,
-                key_agreement=False, encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    return key, cert
-
-
-def issue_cert(
-    ca_key: ec.EllipticCurvePrivateKey,
-    ca_cert: x509.Certificate,
-    *,
-    common_name: str,
-    org: str | None = None,
-    dns_names: list[str] | None = None,
-    ips: list[str] | None = None,
-    server: bool = False,
-    client: bool = False,
-    days: int = 7,
-) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    """Issue a leaf certificate signed by ``ca_key`` for server and/or client use."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
-    usages = []
-    if server:
-        usages.append(ExtendedKeyUsageOID.SERVER_AUTH)
-    if client:
-        usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common_name, org))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-    )
-    sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names or []]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips or []]
-    if sans:
-        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    return key, builder.sign(ca_key, hashes.SHA256())
-
-
 def generate_pki(directory: Path, days: int = 7) -> Pki:
     """Generate all certificates and keys a control plane needs into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
-    ca_key, ca_cert = _new_ca(days)
+    ca_key, ca_cert = new_ca("pyctrl-envtest-ca", days=days)
     serving_key, serving_cert = issue_cert(
         ca_key, ca_cert,
         common_name="kube-apiserver",
