@@ -9,6 +9,7 @@ PYTEST_ARGS ?=
 .PHONY: run test setup controlplane lint typecheck unit integration bench clean
 
 setup: $(VENV)/.installed
+	@bash hack/bubblewrap.sh
 
 $(VENV)/.installed: pyproject.toml
 	@bash hack/prereqs.sh python $(PYTHON)
