@@ -123,8 +123,6 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
                                                                    strict=True)})
     # Writes (Jobs, status, and the events of the manager's recorder) go through the
     # leader-scoped client: a deposed leader's reconciles stop at their next write.
-    # Writes (Jobs, status, and the events of the manager's recorder) go through the
-    # leader-scoped client: a deposed leader's reconciles stop at their next write.
     reconciler = CronJobReconciler(
         manager.client_for_leader(), cronjobs, job_source,
         manager.event_recorder("cronjob-controller"),
@@ -136,7 +134,8 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
         registry=manager.registry, wait_for=[*cronjob_informers, *job_informers],
     )
     # Job creates are the critical writes at a minute tick; the events describing them wait
-    # until the queue has drained (bounded by the broadcaster's max_defer).
+    # until the queue has drained, or at the broadcaster's floor rate, and none longer than
+    # its max_defer.
     queue = controller.queue
     manager.event_broadcaster().set_defer_while(lambda: len(queue) > 0)
     for informer in cronjob_informers:
