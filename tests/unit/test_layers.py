@@ -5,6 +5,7 @@
 * ``cronjob_controller`` and ``examples`` use pyctrl's public API only: the package facades
   (``pyctrl``, ``pyctrl.<subpackage>``, ``pyctrl.<module>``) and never a module inside a
   subpackage such as ``pyctrl.cache.reflector``. ``pyctrl.testing`` is for tests only.
+* ``examples`` import only the ``pyctrl`` facade itself (what a user would write).
 """
 
 from __future__ import annotations
