@@ -16,7 +16,7 @@ from pyctrl.errors import NotFound
 from pyctrl.kube import JOBS
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.webhook import WebhookServer, WebhookServerConfig, generate_certs
-from tests.integration.cronjob.env import Env, minute_floor, wait_for
+from tests.integration.cronjob.env import Env, cronjob_body, minute_floor, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -132,9 +132,8 @@ def test_webhook_rejects_bad_schedule_through_the_apiserver(
             }],
         }
         control_plane.kubectl("apply", "-f", "-", input=json.dumps(hook))
-        bad = {"apiVersion": "batch.pyctrl.io/v1", "kind": "CronJob",
-               "metadata": {"name": "rejected", "namespace": env.namespace},
-               "spec": {"schedule": "0 0 * * * L", "jobTemplate": {"spec": {}}}}
+        bad = dict(cronjob_body("rejected", "0 0 * * * L"))
+        bad["metadata"] = {"name": "rejected", "namespace": env.namespace}
         # The webhook configuration takes a moment to reach the apiserver's admission chain.
         def rejected() -> str | None:
             out = control_plane.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
