@@ -91,10 +91,15 @@ def load_manifests(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
             if p.suffix in (".yaml", ".yml", ".json")
         )
         for file in files:
-            for doc in yaml.safe_load_all(file.read_text()):
+            # The C loader when libyaml is there: the CRD embeds the batch/v1 Job schema
+            # (~190 KB), which the pure-Python loader takes seconds to parse.
+            for doc in yaml.load_all(file.read_text(), Loader=_YAML_LOADER):
                 if isinstance(doc, dict) and doc:
                     docs.append(doc)
     return docs
+
+
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ControlPlane:
