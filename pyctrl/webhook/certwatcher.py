@@ -60,6 +60,7 @@ class CertWatcher:
         self._lock = threading.Lock()
         self._context: ssl.SSLContext | None = None
         self._seen: tuple[bytes, bytes] | None = None
+        self._unreadable: str | None = None  # the last read error logged
         self.reloads = 0  # successful loads after the first (for tests and logs)
 
     @property
@@ -112,9 +113,12 @@ class CertWatcher:
         try:
             content = self._read_pair()
         except CertificateError as err:
-            log.warning("webhook certificate unreadable; keeping the current one",
-                        error=str(err))
+            if str(err) != self._unreadable:  # once per problem, not every poll
+                self._unreadable = str(err)
+                log.warning("webhook certificate unreadable; keeping the current one",
+                            error=str(err))
             return False
+        self._unreadable = None
         with self._lock:
             if content == self._seen:
                 return False
