@@ -15,10 +15,9 @@ Contract:
   - ``Result(requeue=True)``           -> ``add_rate_limited(key)``           result=requeue
   - raises :class:`TerminalError`      -> logged, counted, ``forget(key)``, not retried
   - raises anything else               -> logged with the key, ``add_rate_limited(key)``
-    (both errors: result=error, ``controller_runtime_reconcile_errors_total``)
-
-  - returns anything else (``return 30``, a ``Result`` whose ``requeue_after`` is not a finite
-    number)                          -> an error: logged, counted, ``add_rate_limited(key)``
+  - returns anything else (``return 30``, a ``Result`` whose ``requeue_after`` is not a
+    finite number)                     -> logged with the key, ``add_rate_limited(key)``
+    (all three are errors: result=error, ``controller_runtime_reconcile_errors_total``)
 
 * Nothing a reconciler does kills a worker: every ``BaseException`` except ``SystemExit`` and
   ``KeyboardInterrupt`` is an error as above. Those two (a reconciler asking the process to
