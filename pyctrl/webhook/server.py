@@ -126,6 +126,7 @@ class WebhookServer:
             self.register(path, handler)
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
+        self._port: int | None = None
         self._wake: tuple[socket.socket, socket.socket] | None = None
         self._threads: list[threading.Thread] = []  # accept loop and cert watcher
         self._conns: dict[threading.Thread, Connection] = {}
@@ -148,9 +149,9 @@ class WebhookServer:
     @property
     def port(self) -> int:
         """The bound port (useful with ``port=0``); only valid after :meth:`start`."""
-        if self._listener is None:
+        if self._port is None:
             raise RuntimeError("the webhook server is not started")
-        return int(self._listener.getsockname()[1])
+        return self._port
 
     def check(self) -> str | None:
         """A readiness check: None once listening with a loaded certificate."""
@@ -181,6 +182,7 @@ class WebhookServer:
             raise
         listener.setblocking(False)
         self._listener = listener
+        self._port = int(listener.getsockname()[1])
         self._wake = socket.socketpair()
         self._threads = [
             threading.Thread(target=self._accept_loop, name="webhook-accept", daemon=True),
@@ -257,8 +259,12 @@ class WebhookServer:
                 self._conns[thread] = conn
                 # Started under the lock: shutdown() never sees (and joins) an unstarted
                 # thread. start() only waits for the thread to exist, not for the lock.
-                thread.start()
-            else:
+                try:
+                    thread.start()
+                except RuntimeError:  # no more threads: treat like the cap
+                    del self._conns[thread]
+                    refuse = True
+            if refuse:
                 self.refused += 1
         if refuse:
             sock.close()
