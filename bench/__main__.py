@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, str] = {
     "workqueue": "bench.workqueue",
     "informer": "bench.informer",
     "cronjob-skew": "bench.cronjob_skew",
+    "soak": "bench.soak",
 }
 
 
