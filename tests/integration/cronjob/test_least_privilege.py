@@ -1,8 +1,9 @@
-"""The controller works with exactly the RBAC that manifests/ grants its ServiceAccount.
+"""The controller works with exactly the RBAC that manifests/base grants its ServiceAccount.
 
-The test binds manifests/rbac.yaml to the ServiceAccount from manifests/serviceaccount.yaml,
-gets a token for it through the TokenRequest API, and runs the controller with that token
-(leader election included); the core scenarios pass and requests outside the role are refused.
+The test binds manifests/base/rbac.yaml to the ServiceAccount from
+manifests/base/serviceaccount.yaml, gets a token for it through the TokenRequest API, and runs
+the controller with that token (leader election included); the core scenarios pass and
+requests outside the role are refused.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def sa_client(control_plane: ControlPlane, tmp_path: Path) -> Iterator[RESTClien
     if control_plane.external:
         pytest.skip("writes a token kubeconfig for an envtest control plane")
     for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
-        control_plane.kubectl("apply", "-f", str(ROOT / "manifests" / name))
+        control_plane.kubectl("apply", "-f", str(ROOT / "manifests" / "base" / name))
     token = control_plane.kubectl("create", "token", "cronjob-controller", "-n", SYSTEM_NS,
                                   "--duration=1h").stdout.strip()
     path = control_plane.write_token_kubeconfig(token, tmp_path / "sa.kubeconfig")

@@ -2,7 +2,7 @@
 
 ``python -m cronjob_controller`` runs with the manifests' ServiceAccount token (so the
 controller's ClusterRole must allow the TokenReview and SubjectAccessReview it makes) and its
-default ``--metrics-secure``. A ServiceAccount bound to manifests/metrics-reader.yaml's
+default ``--metrics-secure``. A ServiceAccount bound to manifests/base/metrics-reader.yaml's
 ClusterRole scrapes 200 over HTTPS; one without the binding gets 403; no token gets 401. The
 scrape then holds every metric the README's Metrics section lists.
 """
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
 SYSTEM_NS = "pyctrl-system"
-READER_ROLE = yaml.safe_load((ROOT / "manifests" / "metrics-reader.yaml").read_text())[
+READER_ROLE = yaml.safe_load((ROOT / "manifests" / "base" / "metrics-reader.yaml").read_text())[
     "metadata"]["name"]
 
 
@@ -76,7 +76,7 @@ def tokens(control_plane: ControlPlane, namespace: str) -> Iterator[dict[str, st
     if control_plane.external:
         pytest.skip("writes token kubeconfigs for an envtest control plane")
     for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "metrics-reader.yaml"):
-        control_plane.kubectl("apply", "-f", str(ROOT / "manifests" / name))
+        control_plane.kubectl("apply", "-f", str(ROOT / "manifests" / "base" / name))
     binding = f"metrics-reader-{namespace}"
     for sa in ("scraper", "nosy"):
         control_plane.kubectl("create", "serviceaccount", sa, "-n", namespace)
