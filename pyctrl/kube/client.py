@@ -43,6 +43,7 @@ from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, Timeout, TooManyRequests, Unreachable, from_status
 from pyctrl.kube.config import KubeConfig, load_config
+from pyctrl.kube.guard import check_write
 from pyctrl.kube.interface import Object, PatchType, PropagationPolicy
 from pyctrl.kube.metrics import RequestMetrics, request_metrics
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
@@ -60,6 +61,7 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
     "apply": "application/apply-patch+yaml",  # JSON is YAML; the server accepts it as such
 }
 _DEFAULT_RETRY_AFTER = 1.0
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _Patch = Object | list[Object]  # spelled here: inside the class, ``list`` is the method
 
 
@@ -191,6 +193,8 @@ class RESTClient:
         while True:
             if self._closed.is_set() or not self._limiter.accept(self._closed):
                 raise ApiError("the client is closed", reason="ClientClosed")
+            if method not in _READ_METHODS:
+                check_write()  # after the limiter's wait, right before the send
             auth = self.config.authorization()
             if auth:
                 headers["Authorization"] = auth

@@ -14,10 +14,11 @@ Contract:
   it never reaches the API server (nor its audit log).
 * ``NotLeader`` is a :class:`pyctrl.errors.TerminalError`: a reconcile stops at its next
   write and its key is not retried hot; the event sink drops refused events.
-* Residual window: the check runs before the wrapped client's own work (its client-side rate
-  limiter, encoding, the socket write). A process frozen inside that window sends that one
-  request on resume; keep the client-side limiter from queueing writes for long (QPS/burst)
-  to keep the window short.
+* The check runs twice: before the wrapped client is called, and again inside
+  :class:`pyctrl.kube.RESTClient` after its client-side rate limiter admitted the request,
+  immediately before the send (through :func:`pyctrl.kube.guard.guarded`). What is left is
+  the socket write itself: a process frozen between that last check and the write sends that
+  one request on resume.
 * Refused writes are counted in ``pyctrl_leader_fenced_writes_total{verb}`` when a registry
   is given.
 """
@@ -32,6 +33,7 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry, Counter
 
 from pyctrl.errors import NotLeader
+from pyctrl.kube.guard import guarded
 from pyctrl.kube.interface import Client, Object, PatchType, PropagationPolicy, WatchStream
 from pyctrl.kube.resource import Resource
 
@@ -139,18 +141,24 @@ class FencedClient:
 
     # -- writes ---------------------------------------------------------------------------
     def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
-        self._fence("create", resource, _name(obj), namespace or _namespace(obj))
-        return self._client.create(resource, obj, namespace)
+        where = (resource, _name(obj), namespace or _namespace(obj))
+        self._fence("create", *where)
+        with guarded(lambda: self._fence("create", *where)):
+            return self._client.create(resource, obj, namespace)
 
     def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
-        self._fence("update", resource, _name(obj), namespace or _namespace(obj))
-        return self._client.update(resource, obj, namespace)
+        where = (resource, _name(obj), namespace or _namespace(obj))
+        self._fence("update", *where)
+        with guarded(lambda: self._fence("update", *where)):
+            return self._client.update(resource, obj, namespace)
 
     def update_status(
         self, resource: Resource, obj: Object, namespace: str | None = None
     ) -> Object:
-        self._fence("update_status", resource, _name(obj), namespace or _namespace(obj))
-        return self._client.update_status(resource, obj, namespace)
+        where = (resource, _name(obj), namespace or _namespace(obj))
+        self._fence("update_status", *where)
+        with guarded(lambda: self._fence("update_status", *where)):
+            return self._client.update_status(resource, obj, namespace)
 
     def patch(
         self,
@@ -165,10 +173,11 @@ class FencedClient:
         subresource: str | None = None,
     ) -> Object:
         self._fence("patch", resource, name, namespace)
-        return self._client.patch(
-            resource, name, patch, namespace, patch_type=patch_type,
-            field_manager=field_manager, force=force, subresource=subresource,
-        )
+        with guarded(lambda: self._fence("patch", resource, name, namespace)):
+            return self._client.patch(
+                resource, name, patch, namespace, patch_type=patch_type,
+                field_manager=field_manager, force=force, subresource=subresource,
+            )
 
     def delete(
         self,
@@ -180,10 +189,11 @@ class FencedClient:
         preconditions: dict[str, str] | None = None,
     ) -> Object | None:
         self._fence("delete", resource, name, namespace)
-        return self._client.delete(
-            resource, name, namespace, propagation_policy=propagation_policy,
-            preconditions=preconditions,
-        )
+        with guarded(lambda: self._fence("delete", resource, name, namespace)):
+            return self._client.delete(
+                resource, name, namespace, propagation_policy=propagation_policy,
+                preconditions=preconditions,
+            )
 
 
 def _name(obj: Object) -> str | None:
