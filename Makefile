@@ -6,7 +6,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test setup controlplane lint typecheck unit integration bench clean
+.PHONY: run test setup controlplane lint typecheck unit integration bench clean \
+	deploy undeploy image
 
 setup: $(VENV)/.installed
 	@bash hack/bubblewrap.sh
@@ -42,6 +43,24 @@ test: setup controlplane lint typecheck
 # A throwaway local control plane; `make run CONTEXT=name` runs on that kubeconfig context.
 run: setup controlplane
 	$(PY) hack/run.py $(if $(CONTEXT),--context=$(CONTEXT))
+
+# Install into the cluster of the current kubeconfig context (see README "Installing"): the
+# CRD first (server-side), then OVERLAY (default manifests/default: base + webhook, needs
+# cert-manager; manifests/base needs nothing else). IMG=registry/name:tag sets the image.
+# undeploy reverses it and keeps the CRD (so CronJobs and their Jobs) unless UNINSTALL_CRD=1.
+KUBECTL ?= kubectl
+OVERLAY ?= manifests/default
+IMG     ?= pyctrl/cronjob-controller:dev
+DEPLOY_ENV = KUBECTL="$(KUBECTL)" OVERLAY="$(OVERLAY)" IMG="$(IMG)" UNINSTALL_CRD="$(UNINSTALL_CRD)"
+
+deploy:
+	@$(DEPLOY_ENV) bash hack/deploy.sh deploy
+
+undeploy:
+	@$(DEPLOY_ENV) bash hack/deploy.sh undeploy
+
+image:
+	@$(DEPLOY_ENV) DOCKER="$(or $(DOCKER),docker)" bash hack/deploy.sh image
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

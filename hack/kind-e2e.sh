@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end run on kind: create a cluster, build and load the controller image, install
-# cert-manager, the CRD and manifests/, wait for the rollout, then run the integration suite
-# against that cluster (PYCTRL_TEST_KUBECONFIG makes envtest use it instead of starting its own).
+# cert-manager, the CRD and manifests/default (as `make deploy`), wait for the rollout, then run
+# the integration suite against that cluster (PYCTRL_TEST_KUBECONFIG makes envtest use it
+# instead of starting its own).
 #
 # Needs: docker (with a running engine), kind, kubectl, and network access for cert-manager.
 # Env:   KIND_CLUSTER (default pyctrl-e2e), IMAGE (default pyctrl/cronjob-controller:e2e),
@@ -48,24 +49,10 @@ kubectl_ apply -f "https://github.com/cert-manager/cert-manager/releases/downloa
 kubectl_ -n cert-manager rollout status deployment/cert-manager-webhook --timeout=180s
 kubectl_ -n cert-manager rollout status deployment/cert-manager-cainjector --timeout=180s
 
-echo "kind-e2e: installing the CRD and the controller"
-kubectl_ apply -f "${root}/crds/"
-kubectl_ wait --for=condition=Established --timeout=60s -f "${root}/crds/"
-# Point the kustomization at the image we just loaded, without editing the checkout.
-overlay="${workdir}/overlay"
-mkdir -p "${overlay}"
-cp -r "${root}/manifests" "${overlay}/base"
-cat > "${overlay}/kustomization.yaml" <<YAML
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - base
-images:
-  - name: pyctrl/cronjob-controller
-    newName: ${image%:*}
-    newTag: ${image##*:}
-YAML
-kubectl_ apply -k "${overlay}"
+echo "kind-e2e: installing the CRD and the controller (manifests/default, image ${image})"
+# hack/deploy.sh (make deploy): CRD first, then the overlay with IMG set on a temp copy.
+KUBECONFIG="${kubeconfig}" IMG="${image}" OVERLAY=manifests/default \
+  bash "${root}/hack/deploy.sh" deploy
 kubectl_ -n pyctrl-system rollout status deployment/cronjob-controller --timeout=180s
 
 echo "kind-e2e: smoke test: the deployed controller runs the sample CronJob"

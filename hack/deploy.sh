@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Install, remove or build the cronjob-controller (`make deploy`, `make undeploy`, `make image`).
+#
+#   deploy    CRD first (server-side apply, wait until Established), then the overlay.
+#   undeploy  The reverse: webhook configurations first (failurePolicy Fail must not outlive
+#             the pods that answer it), then the overlay. The CRD is KEPT unless
+#             UNINSTALL_CRD=1: deleting it deletes every CronJob in every namespace and, through
+#             garbage collection, the Jobs (and their pods) those CronJobs own.
+#   render    Print the overlay as `deploy` would apply it (IMG applied).
+#   image     docker build -t $IMG . (one-line error when docker or its engine is missing).
+#
+# Env: KUBECTL (default kubectl; honours KUBECONFIG), OVERLAY (default manifests/default),
+#      IMG (default pyctrl/cronjob-controller:dev; name[:tag] or name@sha256:...),
+#      UNINSTALL_CRD=1, DOCKER (default docker).
+# IMG never edits the checkout: a temporary kustomization wraps a copy of manifests/.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+kubectl="${KUBECTL:-kubectl}"
+docker="${DOCKER:-docker}"
+overlay="${OVERLAY:-manifests/default}"
+img="${IMG:-pyctrl/cronjob-controller:dev}"
+image_name="pyctrl/cronjob-controller"
+
+die() { echo "$*" >&2; exit 1; }
+
+need_kubectl() {
+  command -v "${kubectl}" >/dev/null 2>&1 \
+    || die "deploy: kubectl not found (set KUBECTL=/path/to/kubectl)"
+}
+
+overlay_dir() {
+  case "${overlay}" in
+    /*) echo "${overlay}" ;;
+    *) echo "${root}/${overlay}" ;;
+  esac
+}
+
+# Writes a kustomization in $1 that wraps a copy of manifests/ and sets the image to $img.
+image_overlay() {
+  local dir="$1" src rel name tag="" digest=""
+  src="$(overlay_dir)"
+  [[ -f "${src}/kustomization.yaml" ]] || die "deploy: no kustomization.yaml in ${src}"
+  case "${src}" in
+    "${root}/manifests"/*) rel="${src#"${root}/"}" ;;
+    *) die "deploy: OVERLAY must be under manifests/ (got ${overlay})" ;;
+  esac
+  cp -r "${root}/manifests" "${dir}/manifests"
+  if [[ "${img}" == *@* ]]; then
+    name="${img%@*}"; digest="${img#*@}"
+  elif [[ "${img##*/}" == *:* ]]; then
+    name="${img%:*}"; tag="${img##*:}"
+  else
+    name="${img}"; tag="latest"
+  fi
+  {
+    echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+    echo "kind: Kustomization"
+    echo "resources:"
+    echo "  - ${rel}"
+    echo "images:"
+    echo "  - name: ${image_name}"
+    echo "    newName: \"${name}\""
+    if [[ -n "${digest}" ]]; then
+      echo "    digest: \"${digest}\""
+    else
+      echo "    newTag: \"${tag}\""
+    fi
+  } > "${dir}/kustomization.yaml"
+}
+
+tmp=""
+trap 'if [[ -n "${tmp}" ]]; then rm -rf "${tmp}"; fi' EXIT
+
+with_overlay() {  # runs "$@" with the image overlay's directory appended
+  if [[ -z "${tmp}" ]]; then
+    tmp="$(mktemp -d)"
+    image_overlay "${tmp}"
+  fi
+  "$@" "${tmp}"
+}
+
+deploy() {
+  need_kubectl
+  echo "deploy: CRD (crds/), server-side"
+  "${kubectl}" apply --server-side --force-conflicts -f "${root}/crds/"
+  "${kubectl}" wait --for=condition=Established --timeout=60s -f "${root}/crds/"
+  echo "deploy: ${overlay} with image ${img}"
+  with_overlay "${kubectl}" apply -k
+}
+
+undeploy() {
+  need_kubectl
+  echo "undeploy: webhook configurations, then ${overlay}"
+  "${kubectl}" delete mutatingwebhookconfiguration,validatingwebhookconfiguration \
+    -l app.kubernetes.io/name=cronjob-controller --ignore-not-found
+  with_overlay "${kubectl}" delete --ignore-not-found -k
+  if [[ "${UNINSTALL_CRD:-0}" == "1" ]]; then
+    echo "undeploy: deleting the CRD: every CronJob in every namespace goes, and garbage" \
+         "collection deletes the Jobs (and pods) they own"
+    "${kubectl}" delete --ignore-not-found -f "${root}/crds/"
+  else
+    echo "undeploy: CRD kept: CronJobs and their Jobs stay (no new runs are created until a" \
+         "controller runs again); UNINSTALL_CRD=1 deletes the CRD, all CronJobs and their Jobs"
+  fi
+}
+
+image() {
+  command -v "${docker}" >/dev/null 2>&1 \
+    || die "image: docker not found: install Docker (or set DOCKER=...) to build ${img}"
+  "${docker}" info >/dev/null 2>&1 \
+    || die "image: docker is installed but no engine answers (docker info failed);" \
+           "start the Docker daemon"
+  "${docker}" build -t "${img}" "${root}"
+}
+
+case "${1:-}" in
+  deploy) deploy ;;
+  undeploy) undeploy ;;
+  render) need_kubectl; with_overlay "${kubectl}" kustomize ;;
+  image) image ;;
+  *) die "usage: $0 deploy|undeploy|render|image" ;;
+esac
