@@ -8,7 +8,7 @@ the given DNS names and IP addresses (server auth only). Each file is replaced a
 (written beside it, then renamed), so a :class:`pyctrl.webhook.CertWatcher` never reads a
 half-written file; the pair as a whole is not atomic, which the watcher tolerates (a key
 that does not match its certificate is not loaded). In a cluster, cert-manager issues the
-certificate instead (manifests/certificate.yaml).
+certificate instead (manifests/components/webhook/certificate.yaml).
 """
 
 from __future__ import annotations
