@@ -13,10 +13,14 @@ what is proved is what the apiserver decides:
 * ``make undeploy`` removes all of that and keeps the CRD, the CronJobs and their Jobs;
   ``UNINSTALL_CRD=1`` deletes the CRD, so every CronJob, and the garbage collector deletes the
   Jobs they own;
+* with stand-ins for the cert-manager and Prometheus Operator CRDs, ``make deploy`` of
+  manifests/default-prometheus registers the webhooks, and with no webhook server behind them
+  every CronJob write is refused (the failure the base avoids); ``make undeploy`` removes them
+  and writes work again;
 * the built-in objects of manifests/default-prometheus (webhook configurations, the patched
   Deployment and Service, RBAC) pass a server-side dry-run, and a Pod from the webhook-patched
-  template passes Pod Security too. cert-manager and Prometheus Operator objects need their
-  CRDs, which this apiserver does not have: tests/unit/test_deploy_artifacts.py checks them.
+  template passes Pod Security too. The cert-manager and Prometheus Operator objects' own
+  schemas are not here: tests/unit/test_deploy_artifacts.py checks their content.
 """
 
 from __future__ import annotations
@@ -166,6 +170,55 @@ def test_default_overlay_builtin_objects_pass_server_dry_run(cluster: ControlPla
     deployment = next(d for d in builtin if d["kind"] == "Deployment")
     admitted = _dry_run_pod(cluster, _pod_from(deployment, "webhook-pod"))
     assert admitted.returncode == 0, admitted.stderr
+
+
+def _stub_crd(group: str, kind: str) -> dict[str, Any]:
+    """A schemaless stand-in for a CRD this apiserver lacks (cert-manager, Prometheus Operator)."""
+    plural = kind.lower() + "s"
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
+                               "listKind": f"{kind}List"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                         "openAPIV3Schema": {"type": "object",
+                                             "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def test_webhooks_without_their_server_refuse_cronjob_writes_until_undeploy(
+    cluster: ControlPlane,
+) -> None:
+    # What issue 13 saw: the webhook configurations registered with nothing answering them
+    # (here: no pods; without cert-manager: no certificate) refuse every CronJob write. The
+    # base does not register them; undeploy removes them first.
+    stubs = [_stub_crd("cert-manager.io", "Issuer"), _stub_crd("cert-manager.io", "Certificate"),
+             _stub_crd("monitoring.coreos.com", "ServiceMonitor"),
+             _stub_crd("monitoring.coreos.com", "PrometheusRule")]
+    body = "\n---\n".join(yaml.safe_dump(s) for s in stubs)
+    cluster.kubectl("apply", "-f", "-", input=body)
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", "-",
+                    input=body)
+    _make(cluster, "deploy", OVERLAY="manifests/default-prometheus", IMG=IMG)
+    for args in (("certificates.cert-manager.io", "cronjob-controller-webhook"),
+                 ("servicemonitors.monitoring.coreos.com", "cronjob-controller"),
+                 ("prometheusrules.monitoring.coreos.com", "cronjob-controller")):
+        assert _get(cluster, *args, "-n", SYSTEM_NS) is not None, args
+    deployment = _get(cluster, "deployment", "cronjob-controller", "-n", SYSTEM_NS)
+    assert deployment is not None
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--webhook-bind-address=:9443" in container["args"]
+
+    sample = yaml.safe_load((ROOT / "manifests" / "samples" / "cronjob.yaml").read_text())
+    sample["metadata"] = {"name": "gated", "namespace": APPS_NS}
+    refused = cluster.kubectl("create", "-f", "-", input=json.dumps(sample), check=False)
+    assert refused.returncode != 0 and "failed calling webhook" in refused.stderr, (
+        refused.stderr)
+
+    _make(cluster, "undeploy", OVERLAY="manifests/default-prometheus")
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        assert _get(cluster, kind, "pyctrl-cronjob-controller") is None
+    cluster.kubectl("create", "-f", "-", input=json.dumps(sample))
+    assert _get(cluster, "crd", CRD) is not None
 
 
 def test_undeploy_with_uninstall_crd_deletes_cronjobs_and_gc_deletes_their_jobs(
