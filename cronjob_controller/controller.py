@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -59,6 +58,7 @@ from pyctrl import Clock, RealClock, Result
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, split_meta_namespace_key
 from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
 from pyctrl.kube import JOBS, Client, Object
+from pyctrl.metrics import per_registry
 from pyctrl.record import EventRecorder
 
 __all__ = [
@@ -129,29 +129,22 @@ class ObjectSource(Protocol):
     def by_index(self, index: str, value: str) -> Sequence[Object]: ...
 
 
-# Keyed by the registry itself, weakly: an ``id()`` key outlives its registry and a new
-# registry that reuses the address would be handed a histogram registered elsewhere.
-_skew_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, Histogram] = (
-    weakref.WeakKeyDictionary())
-_skew_lock = threading.Lock()
+def _new_skew_histogram(registry: CollectorRegistry | None) -> Histogram:
+    return Histogram(
+        "cronjob_controller_cronjob_job_creation_skew_duration_seconds",
+        "Seconds between a run's scheduled time and the creation of its Job.",
+        buckets=_SKEW_BUCKETS,
+        registry=registry,
+    )
+
+
+_skew_histograms = per_registry(_new_skew_histogram)
 
 
 def skew_histogram(registry: CollectorRegistry | None) -> Histogram | None:
     """The ``cronjob_controller_cronjob_job_creation_skew_duration_seconds`` histogram of
-    ``registry`` (registered once per registry)."""
-    if registry is None:
-        return None
-    with _skew_lock:
-        hist = _skew_by_registry.get(registry)
-        if hist is None:
-            hist = Histogram(
-                "cronjob_controller_cronjob_job_creation_skew_duration_seconds",
-                "Seconds between a run's scheduled time and the creation of its Job.",
-                buckets=_SKEW_BUCKETS,
-                registry=registry,
-            )
-            _skew_by_registry[registry] = hist
-        return hist
+    ``registry`` (registered once per registry), or ``None`` without a registry."""
+    return None if registry is None else _skew_histograms(registry)
 
 
 @dataclass

@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 import threading
 import uuid
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -51,6 +50,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import TerminalError
+from pyctrl.metrics import per_registry
 from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
 
 __all__ = ["Controller", "HasSynced", "Reconciler", "Result", "TerminalError"]
@@ -116,21 +116,7 @@ def _new_families(registry: CollectorRegistry | None) -> _Families:
     )
 
 
-_families_lock = threading.Lock()
-_families: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _metrics_for(registry: CollectorRegistry | None) -> _Families:
-    if registry is None:
-        return _new_families(None)
-    with _families_lock:
-        fam = _families.get(registry)
-        if fam is None:
-            fam = _new_families(registry)
-            _families[registry] = fam
-        return fam
+_metrics_for = per_registry(_new_families)
 
 
 class Controller:

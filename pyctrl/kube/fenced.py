@@ -26,8 +26,6 @@ Contract:
 from __future__ import annotations
 
 import builtins
-import threading
-import weakref
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter
@@ -36,6 +34,7 @@ from pyctrl.errors import NotLeader
 from pyctrl.kube.guard import guarded
 from pyctrl.kube.interface import Client, Object, PatchType, PropagationPolicy, WatchStream
 from pyctrl.kube.resource import Resource
+from pyctrl.metrics import per_registry
 
 __all__ = ["FencedClient", "LeaseHolder"]
 
@@ -54,23 +53,15 @@ class LeaseHolder(Protocol):
         ...
 
 
-_counters_lock = threading.Lock()
-_counters: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
+def _new_fenced_counter(registry: CollectorRegistry | None) -> Counter:
+    return Counter(
+        "pyctrl_leader_fenced_writes",
+        "Writes refused locally because the leader lease could not be trusted.",
+        ["verb"], registry=registry,
+    )
 
 
-def _fenced_counter(registry: CollectorRegistry | None) -> Counter | None:
-    if registry is None:
-        return None
-    with _counters_lock:
-        counter = _counters.get(registry)
-        if counter is None:
-            counter = Counter(
-                "pyctrl_leader_fenced_writes",
-                "Writes refused locally because the leader lease could not be trusted.",
-                ["verb"], registry=registry,
-            )
-            _counters[registry] = counter
-        return counter
+_fenced_counter = per_registry(_new_fenced_counter)
 
 
 class FencedClient:
@@ -80,7 +71,7 @@ class FencedClient:
                  registry: CollectorRegistry | None = None) -> None:
         self._client = client
         self._holder = holder
-        self._refused = _fenced_counter(registry)
+        self._refused = None if registry is None else _fenced_counter(registry)
 
     @property
     def inner(self) -> Client:

@@ -13,11 +13,11 @@ names, and several clients in one process is normal). Series:
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from pyctrl.metrics import per_registry
 
 __all__ = ["RequestMetrics", "request_metrics"]
 
@@ -37,31 +37,27 @@ class RequestMetrics:
         self.duration.labels(verb=method, host=host).observe(seconds)
 
 
-_lock = threading.Lock()
-_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, RequestMetrics] = (
-    weakref.WeakKeyDictionary()
-)
+def _new_request_metrics(registry: CollectorRegistry | None) -> RequestMetrics:
+    return RequestMetrics(
+        requests=Counter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=registry,
+        ),
+        duration=Histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb and host.",
+            ["verb", "host"],
+            buckets=_BUCKETS,
+            registry=registry,
+        ),
+    )
+
+
+_request_metrics = per_registry(_new_request_metrics)
 
 
 def request_metrics(registry: CollectorRegistry) -> RequestMetrics:
     """The shared :class:`RequestMetrics` for ``registry`` (registered on first call)."""
-    with _lock:
-        found = _by_registry.get(registry)
-        if found is None:
-            found = RequestMetrics(
-                requests=Counter(
-                    "rest_client_requests_total",
-                    "Number of HTTP requests, partitioned by status code, method, and host.",
-                    ["code", "method", "host"],
-                    registry=registry,
-                ),
-                duration=Histogram(
-                    "rest_client_request_duration_seconds",
-                    "Request latency in seconds. Broken down by verb and host.",
-                    ["verb", "host"],
-                    buckets=_BUCKETS,
-                    registry=registry,
-                ),
-            )
-            _by_registry[registry] = found
-        return found
+    return _request_metrics(registry)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 import random
 import threading
-import weakref
 from dataclasses import replace
 
 import structlog
@@ -42,31 +41,24 @@ from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.leaderelection.config import LeaderCallbacks, LeaderElectionConfig
 from pyctrl.leaderelection.lock import LeaderElectionRecord
+from pyctrl.metrics import per_registry
 
 __all__ = ["LeaderElector"]
 
 log = structlog.get_logger(__name__)
 
-_gauge_lock = threading.Lock()
-_gauges: weakref.WeakKeyDictionary[CollectorRegistry, Gauge] = weakref.WeakKeyDictionary()
+def _new_master_status(registry: CollectorRegistry | None) -> Gauge:
+    return Gauge(
+        "leader_election_master_status",
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+        "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+        ["name"],
+        registry=registry,
+    )
 
 
-def _master_status(registry: CollectorRegistry | None) -> Gauge:
-    """The gauge family for ``registry`` (registered once per registry), or a private one."""
-    if registry is None:
-        return Gauge("leader_election_master_status", "1 if leading", ["name"], registry=None)
-    with _gauge_lock:
-        gauge = _gauges.get(registry)
-        if gauge is None:
-            gauge = Gauge(
-                "leader_election_master_status",
-                "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
-                "backup, 1 indicates master. 'name' is the string used to identify the lease.",
-                ["name"],
-                registry=registry,
-            )
-            _gauges[registry] = gauge
-        return gauge
+# The gauge family for a registry (registered once per registry), or a private one.
+_master_status = per_registry(_new_master_status)
 
 
 class LeaderElector:

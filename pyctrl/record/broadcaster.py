@@ -40,7 +40,6 @@ Contract:
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC
@@ -62,6 +61,7 @@ from pyctrl.errors import (
 )
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import EVENTS
+from pyctrl.metrics import per_registry
 from pyctrl.record.correlator import CorrelateResult, EventCorrelator
 
 __all__ = ["EventBroadcaster", "EventRecorder", "EventType"]
@@ -83,25 +83,14 @@ class EventRecorder(Protocol):
     ) -> None: ...
 
 
-_metrics_lock = threading.Lock()
-_metrics: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
+def _new_dropped_counter(registry: CollectorRegistry | None) -> Counter:
+    return Counter(
+        "pyctrl_events_dropped", "Events not written to the API server, by reason.",
+        ["reason"], registry=registry,
+    )
 
 
-def _dropped_counter(registry: CollectorRegistry | None) -> Counter:
-    def make(reg: CollectorRegistry | None) -> Counter:
-        return Counter(
-            "pyctrl_events_dropped", "Events not written to the API server, by reason.",
-            ["reason"], registry=reg,
-        )
-
-    if registry is None:
-        return make(None)
-    with _metrics_lock:
-        counter = _metrics.get(registry)
-        if counter is None:
-            counter = make(registry)
-            _metrics[registry] = counter
-        return counter
+_dropped_counter = per_registry(_new_dropped_counter)
 
 
 def _check_deferral(max_defer: float, min_rate: float) -> None:

@@ -23,11 +23,11 @@ Contract:
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from pyctrl.metrics import per_registry
 
 __all__ = ["QueueMetrics", "queue_metrics"]
 
@@ -46,7 +46,7 @@ class _Families:
     retries: Counter
 
 
-def _new_families(registry: CollectorRegistry) -> _Families:
+def _new_families(registry: CollectorRegistry | None) -> _Families:
     label = ("name",)
     return _Families(
         depth=Gauge(
@@ -84,10 +84,7 @@ def _new_families(registry: CollectorRegistry) -> _Families:
     )
 
 
-_lock = threading.Lock()
-_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = (
-    weakref.WeakKeyDictionary()
-)
+_families_of = per_registry(_new_families)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +103,7 @@ class QueueMetrics:
 def queue_metrics(registry: CollectorRegistry, name: str) -> QueueMetrics:
     """Return the metric children for queue ``name`` on ``registry`` (registering the
     families on first use of that registry)."""
-    with _lock:
-        fam = _by_registry.get(registry)
-        if fam is None:
-            fam = _new_families(registry)
-            _by_registry[registry] = fam
+    fam = _families_of(registry)
     return QueueMetrics(
         depth=fam.depth.labels(name),
         adds=fam.adds.labels(name),
