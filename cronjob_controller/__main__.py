@@ -7,6 +7,9 @@ rejoins as a standby), 2 for bad flags, input or configuration (an unreadable ku
 a missing or unreadable ``--webhook-cert-dir`` when the webhook is enabled).
 With ``--webhook-bind-address`` the admission webhook (``pyctrl.webhook``) runs as a Manager
 runnable on every replica and is part of ``/readyz``.
+With ``--sharding`` every replica reconciles its own share of the CronJobs at once
+(``pyctrl.sharding``): it holds the shard Lease ``cronjob-shard-<--shard-id>`` next to the
+leader Lease (implied), and the leader labels CronJobs with their shard.
 
 * ``python -m cronjob_controller [flags]``: the controller (``run`` may be given explicitly).
 * ``python -m cronjob_controller next NAME [-n NS] [--count 5]``: the next run times of a
@@ -44,6 +47,7 @@ from pyctrl.duration import duration_arg
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.kube import JOBS, ConfigError, RESTClient
 from pyctrl.metrics_auth import serving_context
+from pyctrl.sharding import ShardingOptions
 from pyctrl.webhook import WebhookServer, WebhookServerConfig
 
 __all__ = ["build_parser", "main"]
@@ -113,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default 10s)")
     parser.add_argument("--leader-elect-retry-period", type=duration_arg, default=2.0,
                         help="time between leader election attempts (default 2s)")
+    parser.add_argument("--sharding", action="store_true",
+                        help="active-active: every replica reconciles the CronJobs labelled "
+                             "for its shard; the leader (--leader-elect is implied) assigns "
+                             "them (see README, Sharding)")
+    parser.add_argument("--shard-id",
+                        default=(os.environ.get("POD_NAME") or os.uname().nodename).lower(),
+                        help="this replica's shard name (default: $POD_NAME, else the host "
+                             "name)")
     parser.add_argument("--metrics-bind-address", default=":8443",
                         help="host:port for /metrics ('0' disables)")
     parser.add_argument("--metrics-secure", type=_bool_arg, nargs="?", const=True,
@@ -211,7 +223,19 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     identity = f"{os.environ.get('POD_NAME') or os.uname().nodename}_{uuid.uuid4().hex[:8]}"
     election: LeaderElectionConfig | None = None
-    if args.leader_elect:
+    sharding: ShardingOptions | None = None
+    if args.sharding:
+        try:
+            sharding = ShardingOptions(
+                controller="cronjob", shard_id=args.shard_id, resource=api.CRONJOBS,
+                lease_namespace=args.leader_elect_namespace, namespaces=tuple(args.namespace),
+                lease_duration=args.leader_elect_lease_duration,
+                renew_deadline=args.leader_elect_renew_deadline,
+                retry_period=args.leader_elect_retry_period)
+        except ValueError as err:
+            print(f"error: --sharding: {err}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.leader_elect or sharding is not None:
         election = LeaderElectionConfig(
             LeaseLock(client, args.leader_elect_namespace, args.leader_elect_name, identity),
             lease_duration=args.leader_elect_lease_duration,
@@ -229,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         registry=registry,
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir,
+        sharding=sharding,
     )
     wired = build(manager, namespaces=args.namespace, workers=args.workers)
     _check_crd(client, args.namespace)
@@ -239,7 +264,8 @@ def run(args: argparse.Namespace) -> int:
     restore = install_signal_handlers(stop)
     clock_thread = wired.start_clock_watch(stop)
     log.info("starting cronjob controller", identity=identity, workers=args.workers,
-             namespaces=args.namespace or "all", leader_elect=args.leader_elect)
+             namespaces=args.namespace or "all", leader_elect=args.leader_elect,
+             shard=sharding.shard_id if sharding else None)
     try:
         manager.run(stop)
     except LeaderElectionLost:

@@ -8,6 +8,15 @@ its final state to :meth:`CronJobReconciler.observe_deleted_job` (so a run whose
 before the status recorded it is never created twice), then enqueues the owner. It is used
 by ``__main__`` and by the integration tests, so tests run the same wiring as production
 (with a FakeClock injected).
+
+Sharding (``Manager(sharding=ShardingOptions(controller="cronjob", ...))``, the
+``--sharding`` flag): the CronJob informers list/watch only this shard's CronJobs (by the
+shard label) and the reconciler is wrapped in a :class:`pyctrl.sharding.ShardReconciler`
+(drain handover). The Job informers stay unfiltered: a CronJob that moves finds its Jobs in
+the new shard's cache at once, with no Job relabelling and no window where its active Jobs
+are invisible (which could start a Forbid run twice). The price is memory: every replica
+caches every Job (bounded by the history limits, a few per CronJob), only the CronJobs are
+divided by N; Job events of other shards' CronJobs cost one cache miss each.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from pyctrl.cache import (
 )
 from pyctrl.errors import NotFound
 from pyctrl.kube import JOBS, Object
+from pyctrl.sharding import ShardReconciler
 
 __all__ = ["CronJobController", "MergedSource", "build"]
 
@@ -110,8 +120,12 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
           defer_status_after_create: bool = True) -> CronJobController:
     """Register the CronJob controller on ``manager`` (see module docstring)."""
     scopes: list[str | None] = list(dict.fromkeys(namespaces)) or [None]
-    cronjob_informers = [manager.informers.informer_for(CRONJOBS, namespace=ns)
-                         for ns in scopes]
+    sharding = manager.sharding
+    if sharding is not None and sharding.controller != CONTROLLER_NAME:
+        sharding = None
+    cronjob_informers = [manager.informers.informer_for(
+        CRONJOBS, namespace=ns, label_selector=sharding.selector if sharding else None)
+        for ns in scopes]
     job_informers = [
         manager.informers.informer_for(
             JOBS, namespace=ns, indexers={CONTROLLER_UID_INDEX: controller_uid_index_func})
@@ -129,8 +143,10 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
         clock=manager.clock, registry=manager.registry,
         defer_status_after_create=defer_status_after_create,
     )
+    sharded = (ShardReconciler(reconciler, cronjobs, manager.client_for_leader(), sharding,
+                               clock=manager.clock) if sharding is not None else reconciler)
     controller = Controller(
-        CONTROLLER_NAME, reconciler, workers=workers, clock=manager.clock,
+        CONTROLLER_NAME, sharded, workers=workers, clock=manager.clock,
         registry=manager.registry, wait_for=[*cronjob_informers, *job_informers],
     )
     # Job creates are the critical writes at a minute tick; the events describing them wait

@@ -80,6 +80,7 @@ from pyctrl.ownerrefs import (
 )
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, on_error, retry_on_conflict
+from pyctrl.sharding import ShardingOptions
 from pyctrl.workqueue import (
     DelayingQueue,
     Queue,
@@ -146,6 +147,7 @@ __all__ = [
     "ResourceEventHandlerRegistration",
     "Result",
     "Runnable",
+    "ShardingOptions",
     "SharedIndexInformer",
     "SharedInformerFactory",
     "ShutDown",

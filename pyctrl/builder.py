@@ -27,6 +27,11 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   :meth:`complete` builds the :class:`Controller` (waiting for every informer it watches),
   registers it with the manager and returns it. A Builder completes once; it must complete
   before ``Manager.run``.
+* Sharding: when the manager has ``sharding`` options for this controller's name
+  (``ShardingOptions.controller``), the ``for_`` informer lists/watches only objects carrying
+  this shard's label (added to any ``label_selector``) and the reconciler is wrapped in a
+  :class:`pyctrl.sharding.ShardReconciler` (drain handover, writes through the shard-fenced
+  client). Owned and mapped resources are watched whole.
 """
 
 from __future__ import annotations
@@ -41,14 +46,17 @@ from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     DeletedFinalStateUnknown,
     Indexers,
+    Lister,
     SharedIndexInformer,
     controller_uid_index_func,
     split_meta_namespace_key,
 )
 from pyctrl.controller import Controller, Result
+from pyctrl.errors import NotFound
 from pyctrl.handlers import EnqueueHandler, Predicate, Queue, enqueue_object, enqueue_owner
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import Resource
+from pyctrl.sharding import ShardReconciler
 from pyctrl.workqueue import RateLimiter
 
 if TYPE_CHECKING:
@@ -138,6 +146,19 @@ class _MapHandler:
             log.exception("map handler failed on delete; event dropped")
 
 
+class _ByNamespace:
+    """Listers of several namespaces read as one (``get`` routes by namespace)."""
+
+    def __init__(self, listers: dict[str | None, Lister]) -> None:
+        self._listers = listers
+
+    def get(self, namespace: str | None, name: str) -> Object:
+        lister = self._listers.get(namespace) or self._listers.get(None)
+        if lister is None:
+            raise NotFound(f"namespace {namespace!r} is not watched", 404, "NotFound")
+        return lister.get(namespace, name)
+
+
 @dataclass(frozen=True)
 class _Watch:
     resource: Resource
@@ -210,8 +231,12 @@ class Builder:
         scopes: Sequence[str | None] = (
             self._namespaces if self._namespaces and watch.resource.namespaced else (None,)
         )
+        selector = watch.label_selector
+        sharding = self._manager.sharding
+        if watch.kind == "for" and sharding is not None and sharding.controller == self._name:
+            selector = f"{selector},{sharding.selector}" if selector else sharding.selector
         return [self._manager.informers.informer_for(
-            watch.resource, namespace=ns, label_selector=watch.label_selector,
+            watch.resource, namespace=ns, label_selector=selector,
             indexers=indexers) for ns in scopes]
 
     def complete(self, reconciler: RequestReconciler | ReconcileFunc) -> Controller:
@@ -233,7 +258,16 @@ class Builder:
             raise TypeError("complete needs an object with reconcile(request) or a function, "
                             f"not {type(reconciler).__name__}")
         m = self._manager
-        controller = Controller(self._name, _KeyReconciler(fn, reconciler),
+        key_reconciler: _KeyReconciler | ShardReconciler = _KeyReconciler(fn, reconciler)
+        sharding = m.sharding
+        if sharding is not None and sharding.controller == self._name and owner is not None:
+            key_reconciler = ShardReconciler(key_reconciler, _ByNamespace(
+                {ns: i.lister() for ns, i in zip(
+                    self._namespaces if self._namespaces and owner.namespaced else (None,),
+                    self._informers(next(w for w in self._watches if w.kind == "for")),
+                    strict=True)}),
+                m.client_for_leader(), sharding, clock=m.clock)
+        controller = Controller(self._name, key_reconciler,
                                 workers=self._workers, rate_limiter=self._rate_limiter,
                                 clock=m.clock, registry=m.registry)
         try:

@@ -33,6 +33,14 @@ Contract (controller-runtime's manager, in threads):
 * Leader-scoped writes: :meth:`client_for_leader` (and the event broadcaster) refuse writes
   with :class:`pyctrl.errors.NotLeader` once the lease can not be trusted (fencing at the
   client: a replica frozen past its renew deadline sends nothing on resume).
+* Sharding (``sharding=ShardingOptions(...)``, see :mod:`pyctrl.sharding`): every replica's
+  controllers work at once, each gated by its own shard Lease (a second
+  :class:`LeaderElector` on ``<controller>-shard-<shard id>``; losing it is fatal like losing
+  leadership, and ``client_for_leader`` is fenced by it); leader election still runs (created
+  on ``<controller>-sharder`` in ``lease_namespace`` when not configured) and only gates the
+  ``needs_leader`` runnables, among them the :class:`pyctrl.sharding.Sharder` that labels
+  objects. The Builder filters the sharded controller's ``for_`` informer by the shard label
+  and wraps its reconciler in a :class:`pyctrl.sharding.ShardReconciler`.
 * :func:`install_signal_handlers`: the first SIGTERM/SIGINT sets ``stop`` (graceful); a second
   one exits the process at once with status 1.
 """
@@ -75,6 +83,7 @@ from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
 from pyctrl.metrics_auth import MetricsAuth, serving_context
 from pyctrl.record import EventBroadcaster, EventRecorder
+from pyctrl.sharding import Sharder, ShardingOptions, ShardLeaseLock
 
 __all__ = ["LeaderElectionLost", "Manager", "Runnable", "install_signal_handlers"]
 
@@ -144,6 +153,7 @@ class Manager:
         metrics_cert_dir: str | None = None,
         metrics_auth: Authorizer | None = None,
         runtime_metrics: bool = True,
+        sharding: ShardingOptions | None = None,
     ) -> None:
         self.client = client
         # Events buffered before the sink writes them; a controller acting on N objects at
@@ -178,6 +188,9 @@ class Manager:
         self._lost = threading.Event()
         self._stopping = False
         self._ran = False
+        if leader_election is None and not leader_election_id and sharding is not None:
+            leader_election_id = sharding.leader_lease_name  # the sharder needs a leader
+            leader_election_namespace = sharding.lease_namespace
         if leader_election is None and leader_election_id:
             lock = LeaseLock(client, leader_election_namespace, leader_election_id,
                              leader_election_identity or default_identity())
@@ -190,6 +203,21 @@ class Manager:
                 clock=self.clock, registry=self.registry,
             )
             self._healthz.add("leader-election", self.elector.check)
+        self.sharding = sharding
+        self.shard_elector: LeaderElector | None = None
+        if sharding is not None and self.elector is not None:
+            self.shard_elector = LeaderElector(
+                LeaderElectionConfig(ShardLeaseLock(client, sharding),
+                                     lease_duration=sharding.lease_duration,
+                                     renew_deadline=sharding.renew_deadline,
+                                     retry_period=sharding.retry_period,
+                                     jitter_factor=1.0, name=sharding.lease_name),
+                LeaderCallbacks(self._run_controllers, self._on_shard_lost),
+                clock=self.clock, registry=self.registry,
+            )
+            self._healthz.add("shard-lease", self.shard_elector.check)
+            self.add(Sharder(FencedClient(client, self.elector, registry=self.registry),
+                             sharding, clock=self.clock), needs_leader=True)
 
     # -- wiring -------------------------------------------------------------------------
     def controller(self, name: str, *, workers: int = 1) -> Builder:
@@ -230,9 +258,10 @@ class Manager:
         :class:`pyctrl.kube.FencedClient` that refuses every write (NotLeader) once this
         replica's lease can no longer be trusted; without it, ``client`` itself. Controllers
         that need leadership write through it; so does the event broadcaster."""
-        if self.elector is None:
+        holder = self.shard_elector or self.elector  # with sharding: this shard's Lease
+        if holder is None:
             return self.client
-        return FencedClient(self.client, self.elector, registry=self.registry)
+        return FencedClient(self.client, holder, registry=self.registry)
 
     def event_broadcaster(self) -> EventBroadcaster:
         """The manager's event broadcaster (created on first use, flushed on stop)."""
@@ -328,7 +357,10 @@ class Manager:
         """What runs only while leading: needs_leader runnables and the controllers."""
         started = self._start_runnables(stop, needs_leader=True)
         try:
-            self._run_controllers(stop)
+            if self.shard_elector is None:
+                self._run_controllers(stop)
+            else:  # sharded: the controllers run under the shard Lease instead
+                stop.wait()
         finally:
             stop.set()
             self._join_runnables(started)
@@ -364,6 +396,11 @@ class Manager:
             log.error("leader election lost")
             self._lost.set()
 
+    def _on_shard_lost(self) -> None:
+        if not self._stopping:
+            log.error("shard lease lost")
+            self._lost.set()
+
     def _run_elector(self, elector: LeaderElector, stop: threading.Event) -> None:
         try:
             elector.run(stop)
@@ -380,6 +417,7 @@ class Manager:
         work_stop = threading.Event()  # controllers (no election) or the elector
         informer_stop = threading.Event()
         worker: threading.Thread | None = None
+        shard: threading.Thread | None = None
         try:
             self._start_servers()
             self._start_runnables(self._runnable_stop, needs_leader=False)
@@ -392,15 +430,21 @@ class Manager:
                 worker = threading.Thread(target=self._run_leader_work, args=(work_stop,),
                                           name="controllers", daemon=True)
             worker.start()
+            if self.shard_elector is not None:
+                shard = threading.Thread(target=self._run_elector,
+                                         args=(self.shard_elector, work_stop),
+                                         name="shard-elector", daemon=True)
+                shard.start()
             while not stop.wait(_POLL_SECONDS) and not self._lost.is_set():
                 pass
         finally:
-            self._shutdown(work_stop, informer_stop, worker)
+            self._shutdown(work_stop, informer_stop, worker, shard)
         if self._lost.is_set():
             raise LeaderElectionLost("leader election lost")
 
     def _shutdown(self, work_stop: threading.Event, informer_stop: threading.Event,
-                  worker: threading.Thread | None) -> None:
+                  worker: threading.Thread | None,
+                  shard: threading.Thread | None = None) -> None:
         log.info("shutting down", leader_lost=self._lost.is_set())
         self._stopping = True
         work_stop.set()
@@ -409,6 +453,8 @@ class Manager:
             worker.join(self.graceful_shutdown_timeout + 30.0)
             if worker.is_alive():
                 log.error("shutdown of controllers/elector timed out")
+        if shard is not None:
+            shard.join(self.graceful_shutdown_timeout + 30.0)
         self._runnable_stop.set()
         self._join_runnables([e for e in self._runnables if not e.needs_leader])
         if self._broadcaster is not None:

@@ -1,0 +1,27 @@
+"""Active-active sharding on Kubernetes Leases (after timebertt/kubernetes-controller-sharding).
+
+Every replica holds its own shard Lease (:mod:`.lease`, renewed like leader election); the
+leader runs the :class:`Sharder`, which keeps a consistent-hash ring (:mod:`.ring`) of the
+live shards and labels each object with its shard; each shard's informers list/watch only
+objects carrying its label, and its reconciler (:class:`ShardReconciler`) hands an object
+over (drain handshake) before the sharder gives it to another shard. Enable it with
+``Manager(..., sharding=ShardingOptions(controller=..., shard_id=..., resource=...))``.
+"""
+
+from pyctrl.sharding.lease import ShardLeaseLock, ShardMembership
+from pyctrl.sharding.options import ShardingOptions
+from pyctrl.sharding.ring import HashRing
+from pyctrl.sharding.shard import ObjectSource, ShardReconciler
+from pyctrl.sharding.sharder import Action, Sharder, plan
+
+__all__ = [
+    "Action",
+    "HashRing",
+    "ObjectSource",
+    "ShardLeaseLock",
+    "ShardMembership",
+    "ShardReconciler",
+    "Sharder",
+    "ShardingOptions",
+    "plan",
+]

@@ -1,0 +1,124 @@
+"""Shard Leases: each replica holds its own Lease; the sharder judges which shards are alive.
+
+Contract:
+
+* :class:`ShardLeaseLock` is a :class:`pyctrl.leaderelection.LeaseLock` on
+  ``<lease_namespace>/<controller>-shard-<shard id>`` with identity ``<shard id>``, whose
+  Lease is created carrying ``sharding.pyctrl.io/controller`` and ``sharding.pyctrl.io/shard``
+  labels (updates keep them: the lock updates the Lease it last read). A
+  :class:`pyctrl.leaderelection.LeaderElector` campaigns on it, so a shard renews, fences
+  itself at its renew deadline, and releases (empty holder) on a clean stop exactly as a
+  leader does.
+* :class:`ShardMembership` is the observer's view. ``observe(lease)`` records, on the
+  observer's own monotonic clock, when it saw the Lease's spec change (another host's
+  renewTime is never compared with our clock, as in the elector). A shard is alive while its
+  Lease's holder is its shard id and ``now < seen + leaseDurationSeconds``. A released
+  (empty holder) or deleted Lease is dead at once. ``next_expiry()`` is how long until the
+  first alive shard would expire without news (so the sharder wakes up exactly then).
+  Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pyctrl.clock import Clock
+from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.resource import LEASES
+from pyctrl.leaderelection import LeaderElectionRecord, LeaseLock
+from pyctrl.leaderelection.lease_lock import format_micro_time
+from pyctrl.sharding.options import LEASE_CONTROLLER_LABEL, LEASE_SHARD_LABEL, ShardingOptions
+
+__all__ = ["ShardLeaseLock", "ShardMembership"]
+
+
+class ShardLeaseLock(LeaseLock):
+    """The Lease lock of one shard (see module docstring)."""
+
+    def __init__(self, client: Client, options: ShardingOptions) -> None:
+        super().__init__(client, options.lease_namespace, options.lease_name, options.shard_id)
+        self._options = options
+
+    def create(self, record: LeaderElectionRecord) -> None:
+        o = self._options
+        spec: Object = {
+            "holderIdentity": record.holder_identity,
+            "leaseDurationSeconds": record.lease_duration_seconds,
+            "leaseTransitions": record.leader_transitions,
+        }
+        if record.acquire_time is not None:
+            spec["acquireTime"] = format_micro_time(record.acquire_time)
+        if record.renew_time is not None:
+            spec["renewTime"] = format_micro_time(record.renew_time)
+        lease: Object = {
+            "apiVersion": LEASES.api_version, "kind": LEASES.kind,
+            "metadata": {"name": o.lease_name, "namespace": o.lease_namespace,
+                         "labels": {LEASE_CONTROLLER_LABEL: o.controller,
+                                    LEASE_SHARD_LABEL: o.shard_id}},
+            "spec": spec,
+        }
+        self._lease = self._client.create(LEASES, lease, o.lease_namespace)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    shard: str
+    holder: str
+    duration: float
+    fingerprint: tuple[Any, ...]
+    at: float
+
+
+def _spec_fingerprint(lease: Object) -> tuple[Any, ...]:
+    spec = lease.get("spec") or {}
+    return (spec.get("holderIdentity"), spec.get("leaseDurationSeconds"),
+            spec.get("renewTime"), spec.get("acquireTime"), spec.get("leaseTransitions"))
+
+
+class ShardMembership:
+    """Which shards are alive, judged on the observer's clock (see module docstring)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, _Seen] = {}  # by Lease name
+
+    def observe(self, lease: Object) -> None:
+        """Record the Lease as seen now (its time only moves when its spec changed)."""
+        meta = lease.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        shard = str((meta.get("labels") or {}).get(LEASE_SHARD_LABEL) or "")
+        if not name or not shard:
+            return
+        spec = lease.get("spec") or {}
+        fingerprint = _spec_fingerprint(lease)
+        now = self._clock.monotonic()
+        with self._lock:
+            old = self._seen.get(name)
+            at = old.at if old is not None and old.fingerprint == fingerprint else now
+            self._seen[name] = _Seen(shard, str(spec.get("holderIdentity") or ""),
+                                     float(spec.get("leaseDurationSeconds") or 0),
+                                     fingerprint, at)
+
+    def forget(self, lease: Object) -> None:
+        """The Lease was deleted: its shard is dead."""
+        name = str((lease.get("metadata") or {}).get("name") or "")
+        with self._lock:
+            self._seen.pop(name, None)
+
+    def alive(self) -> frozenset[str]:
+        """The shard ids alive now."""
+        now = self._clock.monotonic()
+        with self._lock:
+            return frozenset(s.shard for s in self._seen.values()
+                             if s.holder == s.shard and now < s.at + s.duration)
+
+    def next_expiry(self) -> float | None:
+        """Seconds until the first alive shard expires without news; None if none is alive."""
+        now = self._clock.monotonic()
+        with self._lock:
+            left = [s.at + s.duration - now for s in self._seen.values()
+                    if s.holder == s.shard and now < s.at + s.duration]
+        return min(left) if left else None

@@ -1,0 +1,61 @@
+"""HashRing: stable, balanced, and minimal movement when shards come and go."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pyctrl.sharding import HashRing
+
+KEYS = [f"ns-{i % 7}/cronjob-{i}" for i in range(10_000)]
+
+
+def _assign(ring: HashRing) -> dict[str, str | None]:
+    return {k: ring.shard_for(k) for k in KEYS}
+
+
+def test_empty_ring_assigns_nothing() -> None:
+    assert HashRing([]).shard_for("a/b") is None
+
+
+def test_assignment_depends_only_on_the_set_of_shards() -> None:
+    a = HashRing(["s1", "s2", "s3"])
+    b = HashRing(["s3", "s1", "s2", "s1"])
+    assert _assign(a) == _assign(b)
+
+
+def test_keys_spread_roughly_evenly_over_three_shards() -> None:
+    counts: dict[str | None, int] = {}
+    for shard in _assign(HashRing(["s1", "s2", "s3"])).values():
+        counts[shard] = counts.get(shard, 0) + 1
+    assert set(counts) == {"s1", "s2", "s3"}
+    assert all(abs(c / len(KEYS) - 1 / 3) < 0.06 for c in counts.values()), counts
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_adding_a_fourth_shard_moves_about_a_quarter_all_to_it(seed: int) -> None:
+    rng = random.Random(seed)
+    shards = [f"pod-{rng.randrange(10**6)}" for _ in range(4)]
+    before = _assign(HashRing(shards[:3]))
+    after = _assign(HashRing(shards))
+    moved = [k for k in KEYS if before[k] != after[k]]
+    assert all(after[k] == shards[3] for k in moved)
+    assert 0.25 - 0.07 < len(moved) / len(KEYS) < 0.25 + 0.07, len(moved)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_removing_a_shard_moves_only_its_keys(seed: int) -> None:
+    rng = random.Random(seed)
+    shards = [f"pod-{rng.randrange(10**6)}" for _ in range(4)]
+    before = _assign(HashRing(shards))
+    gone = shards[rng.randrange(4)]
+    after = _assign(HashRing([s for s in shards if s != gone]))
+    moved = {k for k in KEYS if before[k] != after[k]}
+    assert moved == {k for k in KEYS if before[k] == gone}
+    assert all(after[k] != gone for k in KEYS)
+
+
+def test_virtual_nodes_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        HashRing(["a"], virtual_nodes=0)
