@@ -16,9 +16,10 @@ scaffolds it since v4):
   token itself is never stored or logged.
 * :func:`serving_context` builds the server's TLS context: from ``tls.crt``/``tls.key`` in a
   cert dir (FileNotFoundError or ValueError naming the file when missing or unusable), or,
-  without one, from a self-signed certificate generated in memory (ECDSA P-256, valid one
-  year, for ``localhost``/127.0.0.1 and the given names). The generated key touches disk only
-  inside a private temporary directory while the ssl module loads it.
+  without one, from a certificate generated in memory by the shared helper
+  (:mod:`pyctrl.webhook.certs`: ECDSA P-256, valid one year, for ``localhost``/127.0.0.1 and
+  the given names, signed by a throwaway CA whose key is discarded). The generated key
+  touches disk only inside a private temporary directory while the ssl module loads it.
 """
 
 from __future__ import annotations
@@ -30,18 +31,15 @@ import ssl
 import tempfile
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import structlog
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.hazmat.primitives import serialization
 
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
+from pyctrl.webhook.certs import issue_cert, new_ca
 
 __all__ = ["SUBJECT_ACCESS_REVIEWS", "TOKEN_REVIEWS", "MetricsAuth", "serving_context"]
 
@@ -141,23 +139,20 @@ class MetricsAuth:
 
 
 def _self_signed(hosts: Sequence[str]) -> tuple[bytes, bytes]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pyctrl-metrics")])
-    sans: list[x509.GeneralName] = []
+    """A serving certificate (PEM) and its key, from the shared certificate helper: a
+    throwaway CA (its key is dropped here) signs it, so nothing can trust it but by choice."""
+    dns: list[str] = []
+    ips: list[str] = []
     for host in dict.fromkeys(["localhost", "127.0.0.1", *hosts]):
         try:
-            sans.append(x509.IPAddress(ipaddress.ip_address(host)))
+            ipaddress.ip_address(host)
         except ValueError:
-            sans.append(x509.DNSName(host))
-    now = datetime.now(UTC)
-    cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name)
-        .public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(days=365))
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
+            dns.append(host)
+        else:
+            ips.append(host)
+    ca_key, ca_cert = new_ca("pyctrl-metrics-ca", days=365)
+    key, cert = issue_cert(ca_key, ca_cert, common_name="pyctrl-metrics", dns_names=dns,
+                           ips=ips, server=True, days=365)
     key_pem = key.private_bytes(serialization.Encoding.PEM,
                                 serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from pyctrl.errors import ServerError
 from pyctrl.manager import Manager
@@ -188,3 +190,19 @@ def test_serving_context_loads_a_cert_dir_and_names_missing_files(tmp_path: Path
     (tmp_path / "tls.crt").write_bytes(cert)
     (tmp_path / "tls.key").write_bytes(key)
     assert serving_context(str(tmp_path)).minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+def test_generated_certificate_comes_from_the_shared_helper() -> None:
+    cert_pem, key_pem = _self_signed(["metrics.example", "10.0.0.7", "localhost"])
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == ["localhost", "metrics.example"]
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == [
+        "127.0.0.1", "10.0.0.7"]
+    assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
+    usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usage) == [ExtendedKeyUsageOID.SERVER_AUTH]
+    # issue_cert's leaf: signed by a throwaway CA of its own, not by itself.
+    assert cert.issuer != cert.subject
+    assert cert.issuer.rfc4514_string() == "CN=pyctrl-metrics-ca"
+    assert b"PRIVATE KEY" in key_pem
