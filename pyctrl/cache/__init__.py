@@ -32,7 +32,6 @@ from pyctrl.cache.keys import (
     meta_namespace_key,
     split_meta_namespace_key,
 )
-from pyctrl.cache.labels import Selector, parse_selector
 from pyctrl.cache.lister import Lister
 from pyctrl.cache.listwatch import ListerWatcher, ListWatch
 from pyctrl.cache.mutation import CacheMutationDetector, CacheMutationError, drop_managed_fields
@@ -44,6 +43,10 @@ from pyctrl.cache.processor import (
 )
 from pyctrl.cache.reflector import Reflector
 from pyctrl.cache.store import Indexer, Store
+
+# The one label-selector parser lives in pyctrl.kube.selectors; these are its cache names.
+from pyctrl.kube.selectors import LabelSelector as Selector
+from pyctrl.kube.selectors import parse_label_selector as parse_selector
 
 __all__ = [
     "ADDED",

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pyctrl.cache.index import NAMESPACE_INDEX
-from pyctrl.cache.labels import Selector, parse_selector
 from pyctrl.cache.store import Indexer
 from pyctrl.errors import NotFound
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import Resource
+from pyctrl.kube.selectors import LabelSelector, parse_label_selector
 
 __all__ = ["Lister"]
 
@@ -42,10 +42,10 @@ class Lister:
         return obj
 
     def list(self, namespace: str | None = None,
-             label_selector: str | Mapping[str, str] | Selector | None = None,
+             label_selector: str | Mapping[str, str] | LabelSelector | None = None,
              ) -> _Objects:
         """Cached objects in ``namespace`` (all when None) matching ``label_selector``."""
-        selector = parse_selector(label_selector)
+        selector = parse_label_selector(label_selector)
         if namespace:
             try:
                 objs = self._indexer.by_index(NAMESPACE_INDEX, namespace)

@@ -1,15 +1,23 @@
 """Label and field selectors: parse the API server's string syntax and match objects locally.
 
+The one selector parser of pyctrl: the cache (listers, predicates; re-exported there as
+``pyctrl.cache.Selector``/``parse_selector``) and the fake client both use it.
+
 Contract:
 
-* :func:`parse_label_selector` accepts the syntax of ``?labelSelector=``: comma-separated
-  requirements ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k`` (exists)
-  and ``!k`` (does not exist). All requirements must hold (AND). ``k!=v`` and ``notin`` also
-  match objects without the label, as on the server. Empty or None selects everything.
+* :func:`parse_label_selector` accepts the syntax of ``kubectl -l``/``?labelSelector=``:
+  comma-separated requirements ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``,
+  ``k`` (exists) and ``!k`` (does not exist). All requirements must hold (AND). ``k!=v`` and
+  ``notin`` also match objects without the label, as on the server. Empty or None selects
+  everything. It also takes a dict (equality on every pair) or an already parsed
+  :class:`LabelSelector` (returned as is).
+* A key starts with a letter or digit (``app.kubernetes.io/name`` is one key); ``in`` and
+  ``notin`` are separated from the key by white space and need at least one value.
 * :func:`parse_field_selector` accepts ``path=v``, ``path==v``, ``path!=v`` joined by commas;
   ``path`` is a dotted JSON path (``metadata.name``, ``status.phase``); a missing field reads
   as the empty string.
-* Malformed selectors raise :class:`ValueError`.
+* Malformed selectors (unknown clause, unbalanced parentheses, empty value set) raise
+  :class:`ValueError`.
 """
 
 from __future__ import annotations
@@ -19,34 +27,45 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["FieldSelector", "LabelSelector", "parse_field_selector", "parse_label_selector"]
+__all__ = [
+    "FieldSelector",
+    "LabelSelector",
+    "Requirement",
+    "parse_field_selector",
+    "parse_label_selector",
+]
 
 Operator = Literal["=", "!=", "in", "notin", "exists", "!"]
 
-_SET_RE = re.compile(r"^\s*(!?)\s*([A-Za-z0-9./_-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*$")
-_EQ_RE = re.compile(r"^\s*([A-Za-z0-9./_-]+)\s*(==|=|!=)\s*([A-Za-z0-9._-]*)\s*$")
+_KEY = r"[A-Za-z0-9][-A-Za-z0-9_./]*"
+_SET_RE = re.compile(rf"^\s*({_KEY})\s+(in|notin)\s*\(([^()]*)\)\s*$")
+_CMP_RE = re.compile(rf"^\s*({_KEY})\s*(==|=|!=)\s*([-A-Za-z0-9_.]*)\s*$")
+_EXISTS_RE = re.compile(rf"^\s*(!?)\s*({_KEY})\s*$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Requirement:
+    """One clause of a label selector."""
+
     key: str
     op: Operator
     values: frozenset[str] = frozenset()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        present = self.key in labels
-        if self.op == "exists":
-            return present
-        if self.op == "!":
-            return not present
-        if self.op in ("=", "in"):
-            return present and labels[self.key] in self.values
-        return not present or labels[self.key] not in self.values
+        op = self.op
+        if op == "exists":
+            return self.key in labels
+        if op == "!":
+            return self.key not in labels
+        value = labels.get(self.key)
+        if op in ("=", "in"):
+            return value is not None and value in self.values
+        return value is None or value not in self.values  # "!=" and "notin"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LabelSelector:
-    """A parsed label selector: every requirement must match."""
+    """A parsed label selector: every requirement must match; the empty one matches all."""
 
     requirements: tuple[Requirement, ...] = ()
 
@@ -57,48 +76,60 @@ class LabelSelector:
     def matches_object(self, obj: Mapping[str, Any]) -> bool:
         return self.matches((obj.get("metadata") or {}).get("labels"))
 
+    def empty(self) -> bool:
+        return not self.requirements
+
 
 def _split_top_level(text: str) -> list[str]:
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for ch in text:
+    """``text`` split at the commas outside parentheses (ValueError when unbalanced)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
         if ch == "(":
             depth += 1
         elif ch == ")":
             depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return [p for p in (s.strip() for s in parts) if p]
+            if depth < 0:
+                raise ValueError(f"unbalanced parenthesis in selector {text!r}")
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise ValueError(f"unbalanced parenthesis in selector {text!r}")
+    parts.append(text[start:])
+    return parts
 
 
-def parse_label_selector(text: str | None) -> LabelSelector:
-    """Parse ``text`` (see module docstring); raises ValueError when malformed."""
-    if not text or not text.strip():
+def _requirement(part: str) -> Requirement:
+    m = _SET_RE.match(part)
+    if m:
+        values = frozenset(v.strip() for v in m.group(3).split(",") if v.strip())
+        if not values:
+            raise ValueError(f"empty value set in label selector requirement {part!r}")
+        return Requirement(m.group(1), "in" if m.group(2) == "in" else "notin", values)
+    m = _CMP_RE.match(part)
+    if m:
+        return Requirement(m.group(1), "!=" if m.group(2) == "!=" else "=",
+                           frozenset([m.group(3)]))
+    m = _EXISTS_RE.match(part)
+    if m:
+        return Requirement(m.group(2), "!" if m.group(1) else "exists")
+    raise ValueError(f"invalid label selector requirement {part!r}")
+
+
+def parse_label_selector(
+    selector: str | Mapping[str, str] | LabelSelector | None,
+) -> LabelSelector:
+    """Parse ``selector`` (see module docstring); raises ValueError when malformed."""
+    if selector is None:
         return LabelSelector()
-    reqs: list[Requirement] = []
-    for part in _split_top_level(text):
-        eq = _EQ_RE.match(part)
-        if eq:
-            op: Operator = "!=" if eq.group(2) == "!=" else "="
-            reqs.append(Requirement(eq.group(1), op, frozenset([eq.group(3)])))
-            continue
-        m = _SET_RE.match(part)
-        if not m:
-            raise ValueError(f"invalid label selector requirement {part!r}")
-        bang, key, set_op, values = m.groups()
-        if set_op:
-            if bang:
-                raise ValueError(f"invalid label selector requirement {part!r}")
-            vals = frozenset(v.strip() for v in values.split(",") if v.strip())
-            reqs.append(Requirement(key, "in" if set_op == "in" else "notin", vals))
-        else:
-            reqs.append(Requirement(key, "!" if bang else "exists"))
-    return LabelSelector(tuple(reqs))
+    if isinstance(selector, LabelSelector):
+        return selector
+    if isinstance(selector, Mapping):
+        return LabelSelector(tuple(Requirement(k, "=", frozenset([v]))
+                                   for k, v in sorted(selector.items())))
+    if not selector.strip():
+        return LabelSelector()
+    return LabelSelector(tuple(_requirement(part) for part in _split_top_level(selector)))
 
 
 @dataclass(frozen=True)
@@ -123,7 +154,9 @@ def parse_field_selector(text: str | None) -> FieldSelector:
     if not text or not text.strip():
         return FieldSelector()
     terms: list[tuple[tuple[str, ...], bool, str]] = []
-    for part in _split_top_level(text):
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
         for op in ("!=", "==", "="):
             if op in part:
                 key, value = part.split(op, 1)

@@ -1,4 +1,4 @@
-"""Lister reads and the label selector parser; the factory's sharing and lifecycle."""
+"""Lister reads; the factory's sharing and lifecycle (selectors: kube/test_selectors.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from pyctrl.cache.factory import SharedInformerFactory
 from pyctrl.cache.index import NAMESPACE_INDEX, meta_namespace_index_func
-from pyctrl.cache.labels import parse_selector
 from pyctrl.cache.lister import Lister
 from pyctrl.cache.store import Indexer
 from pyctrl.errors import NotFound
@@ -21,31 +20,6 @@ from tests.unit.cache.helpers import WAIT, cm
 
 def labelled(name: str, ns: str, **labels: str) -> dict[str, Any]:
     return cm(name, ns=ns, metadata={"labels": labels})
-
-
-@pytest.mark.parametrize(("selector", "labels", "expected"), [
-    ("", {}, True),
-    ("a=b", {"a": "b"}, True),
-    ("a==b", {"a": "c"}, False),
-    ("a!=b", {}, True),
-    ("a!=b", {"a": "b"}, False),
-    ("e in (x, y)", {"e": "y"}, True),
-    ("e in (x,y)", {"e": "z"}, False),
-    ("e notin (x,y)", {}, True),
-    ("!f", {"f": "1"}, False),
-    ("!f,g", {"g": ""}, True),
-    ("a=b,c!=d,e in (x,y),!f,g", {"a": "b", "e": "x", "g": "1", "c": "q"}, True),
-    ("a=b,c!=d,e in (x,y),!f,g", {"a": "b", "e": "x"}, False),
-    ("app.kubernetes.io/name=web", {"app.kubernetes.io/name": "web"}, True),
-])
-def test_selector_matching(selector: str, labels: dict[str, str], expected: bool) -> None:
-    assert parse_selector(selector).matches(labels) is expected
-
-
-@pytest.mark.parametrize("bad", ["a=b=c", "e in (x", "in (x)", "a in ()", "=b"])
-def test_malformed_selectors_raise(bad: str) -> None:
-    with pytest.raises(ValueError):
-        parse_selector(bad)
 
 
 def test_lister_get_list_by_namespace_and_labels() -> None:

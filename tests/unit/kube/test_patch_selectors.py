@@ -1,4 +1,4 @@
-"""Merge/JSON patch and label/field selector semantics used by the fake client."""
+"""Merge/JSON patch semantics used by the fake client (selectors: test_selectors.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from pyctrl.kube.patch import PatchError, json_patch, merge_patch
-from pyctrl.kube.selectors import parse_field_selector, parse_label_selector
 
 
 def test_merge_patch_rfc7386_examples() -> None:
@@ -43,33 +42,3 @@ def test_json_patch_operations() -> None:
 def test_json_patch_errors(ops: list[dict[str, Any]]) -> None:
     with pytest.raises(PatchError):
         json_patch({"a": [1]}, ops)
-
-
-@pytest.mark.parametrize(("selector", "labels", "expected"), [
-    ("", {}, True),
-    ("app=web", {"app": "web"}, True),
-    ("app==web", {"app": "db"}, False),
-    ("app!=web", {}, True),
-    ("app in (web, db),env", {"app": "db", "env": "x"}, True),
-    ("app notin (web)", {"app": "web"}, False),
-    ("!env", {"env": "x"}, False),
-    ("env", {}, False),
-])
-def test_label_selectors(selector: str, labels: dict[str, str], expected: bool) -> None:
-    assert parse_label_selector(selector).matches(labels) is expected
-
-
-@pytest.mark.parametrize("bad", ["app in web", "a b", "!a in (x)", "=x"])
-def test_bad_label_selectors(bad: str) -> None:
-    with pytest.raises(ValueError):
-        parse_label_selector(bad)
-
-
-def test_field_selectors() -> None:
-    obj = {"metadata": {"name": "a", "namespace": "n"}, "status": {"phase": "Running"},
-           "spec": {"suspend": True}}
-    assert parse_field_selector("metadata.name=a,status.phase!=Failed").matches(obj)
-    assert not parse_field_selector("metadata.namespace==other").matches(obj)
-    assert parse_field_selector("spec.suspend=true,spec.missing=").matches(obj)
-    with pytest.raises(ValueError):
-        parse_field_selector("nonsense")
