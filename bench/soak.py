@@ -26,7 +26,8 @@ Each sample carries the completer's counters (Jobs created so far, completed, st
 
 :func:`analyse` fits least-squares lines over the samples at or after ``--warmup`` minutes and
 reports slopes per 10 minutes (RSS in MiB, threads, fds), maxima, and
-``goal.rss_slope_mib_per_10min_lt_2`` (None when fewer than two steady samples exist). The
+``goal.rss_slope_mib_per_10min_lt_2`` (None when fewer than two steady samples exist, or when
+:func:`check_churn` finds the controller created less than one tick's worth of Jobs). The
 result is printed; it is written to ``bench/results/soak-<UTC timestamp>.json`` only with
 ``--save`` (results are git-ignored; commit one explicitly with ``git add -f``). A run takes
 ``--minutes`` plus about 2 minutes of setup. Real time on purpose: this measures real time.
@@ -62,6 +63,7 @@ __all__ = [
     "ProcSample",
     "add_arguments",
     "analyse",
+    "check_churn",
     "least_squares_slope",
     "parse_status",
     "read_process",
@@ -183,6 +185,20 @@ def analyse(series: Sequence[dict[str, float]], warmup_minutes: float) -> dict[s
         "goal": {"rss_slope_mib_per_10min_lt_2": (
             None if rss_slope is None else rss_slope < GOAL_RSS_SLOPE_MIB_PER_10MIN)},
     }
+
+
+def check_churn(cronjobs: int, minutes_run: int, jobs_created: int) -> str | None:
+    """Why the run does not measure churn (None when it does).
+
+    The controller should create one Job per CronJob per minute; fewer than one tick's worth
+    in the whole run means it was not working (a broken build, no API access), and a flat
+    RSS would then prove nothing.
+    """
+    if minutes_run >= 1 and jobs_created < cronjobs:
+        return (f"the controller created {jobs_created} Jobs in {minutes_run} minutes for "
+                f"{cronjobs} CronJobs (expected about {cronjobs * minutes_run}): "
+                "no churn was measured")
+    return None
 
 
 # -- the completer ------------------------------------------------------------------------------
@@ -457,11 +473,19 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 result["controller_exit_code"] = proc.popen.returncode
             completer.close()
             client.close()
+    counts = completer.counts()
+    if error is None:
+        error = check_churn(args.cronjobs, len(series) - 1, counts["jobs_created"])
+        if error is not None and proc is not None:
+            error += f"; log tail:\n{proc.log_tail(5)}"
     result["machine"]["loadavg_1m_end"] = round(os.getloadavg()[0], 2)  # type: ignore[index]
     analysis = analyse(series, args.warmup)
+    if error is not None:
+        analysis["goal"] = {"rss_slope_mib_per_10min_lt_2": None}  # no verdict on a bad run
     result.update(analysis)
     result["cpu_seconds_total"] = series[-1]["cpu_seconds"] if series else None
-    result["jobs"] = completer.counts()
+    result["jobs"] = counts
+    result["jobs_expected_about"] = args.cronjobs * max(0, len(series) - 1)
     result["completion_latency_s"] = summary(completer.latencies)
     result["completer_error_samples"] = completer.errors[:5]
     if error is not None:

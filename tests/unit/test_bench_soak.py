@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.soak import analyse, least_squares_slope, parse_status, read_process
+from bench.soak import (
+    analyse,
+    check_churn,
+    least_squares_slope,
+    parse_status,
+    read_process,
+)
 
 
 def test_slope_of_an_exact_line() -> None:
@@ -108,3 +114,11 @@ def test_read_process_sees_this_process_threads_and_fds(tmp_path: Path) -> None:
 def test_read_process_of_a_missing_pid_is_none() -> None:
     pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
     assert read_process(pid_max + 1) is None
+
+
+def test_a_controller_that_created_no_jobs_is_not_a_soak() -> None:
+    error = check_churn(cronjobs=500, minutes_run=8, jobs_created=0)
+    assert error is not None and "0 Jobs in 8 minutes" in error
+    assert check_churn(cronjobs=500, minutes_run=8, jobs_created=499) is not None
+    assert check_churn(cronjobs=500, minutes_run=8, jobs_created=3900) is None
+    assert check_churn(cronjobs=500, minutes_run=0, jobs_created=0) is None
