@@ -54,7 +54,7 @@ from prometheus_client import CollectorRegistry, Histogram
 
 from cronjob_controller import api, jobs, schedule
 from cronjob_controller.expectations import RunRecord
-from pyctrl import Clock, RealClock, Result
+from pyctrl import Clock, RealClock, Result, controller_of
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, split_meta_namespace_key
 from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
 from pyctrl.kube import JOBS, Client, Object
@@ -232,8 +232,7 @@ class CronJobReconciler:
         if not isinstance(job, Mapping):
             return
         meta = _meta(job)
-        ref = next((r for r in meta.get("ownerReferences") or []
-                    if isinstance(r, Mapping) and r.get("controller") is True), None)
+        ref = controller_of(job)
         if (ref is None or ref.get("kind") != api.KIND
                 or str(ref.get("apiVersion", "")).rpartition("/")[0] != api.GROUP):
             return

@@ -35,6 +35,7 @@ from cronjob_controller.api import (
     format_rfc3339,
     parse_time,
 )
+from pyctrl import controller_of
 
 __all__ = [
     "JobFinishedType",
@@ -156,14 +157,9 @@ def time_from_name(job_name_: str, cronjob_name: str) -> datetime | None:
 
 def controller_uid_of(obj: Mapping[str, object]) -> str | None:
     """The UID in the first ownerReference with ``controller: true`` (metav1.GetControllerOf)."""
-    refs = _mapping(obj.get("metadata")).get("ownerReferences")
-    if not isinstance(refs, list):
-        return None
-    for ref in refs:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            uid = ref.get("uid")
-            return uid if isinstance(uid, str) else None
-    return None
+    ref = controller_of(obj)
+    uid = ref.get("uid") if ref is not None else None
+    return uid if isinstance(uid, str) else None
 
 
 def is_controlled_by(job: Mapping[str, object], uid: str) -> bool:

@@ -3,7 +3,9 @@
 Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` helpers):
 
 * :func:`controller_of` returns the object's controller reference (the owner reference with
-  ``controller: true``; an object has at most one), or None.
+  ``controller: true``; an object has at most one), or None. It is
+  :func:`pyctrl.kube.meta.controller_of`, the one walk over owner references (the cache's
+  controller-UID index uses it too).
 * :func:`is_controlled_by` is True when that reference's ``uid`` is the owner's uid.
 * :func:`owner_reference` builds a controller reference to ``owner`` (which needs
   ``apiVersion``, ``kind``, ``metadata.name`` and ``metadata.uid``: objects read from the
@@ -21,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyctrl.kube.interface import Object
+from pyctrl.kube.meta import controller_of
 
 __all__ = [
     "AlreadyOwnedError",
@@ -43,15 +46,6 @@ def _meta(obj: Object) -> dict[str, Any]:
 def _group(api_version: object) -> str:
     text = str(api_version or "")
     return text.rpartition("/")[0] if "/" in text else ""
-
-
-def controller_of(obj: Object) -> dict[str, Any] | None:
-    """The owner reference with ``controller: true``, or None."""
-    for ref in _meta(obj).get("ownerReferences") or ():
-        if ref.get("controller"):
-            found: dict[str, Any] = ref
-            return found
-    return None
 
 
 def is_controlled_by(obj: Object, owner: Object) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pyctrl.kube.interface import Object
+from pyctrl.kube.meta import controller_of
 
 __all__ = [
     "CONTROLLER_UID_INDEX",
@@ -40,7 +41,6 @@ def meta_namespace_index_func(obj: Object) -> list[str]:
 
 def controller_uid_index_func(obj: Object) -> list[str]:
     """Index by the uid of the controlling owner reference, if there is one."""
-    for ref in obj.get("metadata", {}).get("ownerReferences") or ():
-        if ref.get("controller") and ref.get("uid"):
-            return [ref["uid"]]
-    return []
+    ref = controller_of(obj)
+    uid = ref.get("uid") if ref is not None else None
+    return [uid] if isinstance(uid, str) and uid else []

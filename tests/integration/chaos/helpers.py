@@ -17,6 +17,7 @@ from typing import Any
 
 from cronjob_controller.api import SCHEDULED_TIMESTAMP_ANNOTATION
 from pyctrl.kube import JOBS, RESTClient
+from pyctrl.ownerrefs import controller_of
 from pyctrl.testing.envtest import load_manifests
 
 Obj = dict[str, Any]
@@ -58,18 +59,16 @@ def scheduled_time(job: Obj) -> datetime:
     return datetime.fromisoformat(raw.replace("Z", "+00:00")).astimezone(UTC)
 
 
-def controller_of(job: Obj) -> str | None:
-    for ref in job["metadata"].get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref["name"])
-    return None
+def controller_name(job: Obj) -> str | None:
+    ref = controller_of(job)
+    return None if ref is None else str(ref["name"])
 
 
 def run_ledger(jobs: Iterable[Obj]) -> dict[str, dict[datetime, list[str]]]:
     """owner name -> scheduled time -> names of the Jobs for that run."""
     ledger: dict[str, dict[datetime, list[str]]] = defaultdict(lambda: defaultdict(list))
     for job in jobs:
-        owner = controller_of(job)
+        owner = controller_name(job)
         if owner is not None:
             ledger[owner][scheduled_time(job)].append(job["metadata"]["name"])
     return ledger

@@ -17,7 +17,7 @@ from typing import Any
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.wiring import CronJobController, build
-from pyctrl import Manager, RESTClient
+from pyctrl import Manager, RESTClient, controller_of
 from pyctrl.errors import NotFound
 from pyctrl.kube import EVENTS, JOBS
 from pyctrl.testing import FakeClock
@@ -134,9 +134,7 @@ class Env:
         items = self.client.list(JOBS, self.namespace)["items"]
         if owner is None:
             return list(items)
-        return [j for j in items
-                if any(r.get("name") == owner and r.get("controller")
-                       for r in j["metadata"].get("ownerReferences") or [])]
+        return [j for j in items if (controller_of(j) or {}).get("name") == owner]
 
     def has_job(self, owner: str, name: str) -> Callable[[], bool]:
         """A predicate for :func:`wait_for`: the Job ``name`` owned by ``owner`` exists."""
