@@ -2,6 +2,8 @@
 
 See :class:`ControlPlane`. Binaries come from KUBEBUILDER_ASSETS, the pyctrl cache, or are
 built from the Go module proxy by hack/controlplane/build.sh in a source checkout.
+Admission webhooks are registered against a local server with
+:meth:`ControlPlane.install_webhooks` (:mod:`pyctrl.testing.envtest.webhooks`).
 """
 
 from pyctrl.testing.envtest.binaries import Binaries, BinariesNotFound, find_binaries
@@ -12,6 +14,13 @@ from pyctrl.testing.envtest.controlplane import (
     Unsupported,
     load_manifests,
 )
+from pyctrl.testing.envtest.webhooks import (
+    InstalledWebhooks,
+    LocalWebhookServer,
+    WebhookInstallError,
+    install_webhooks,
+    rewrite_webhook_configuration,
+)
 
 __all__ = [
     "DEFAULT_CONTROLLERS",
@@ -19,7 +28,12 @@ __all__ = [
     "BinariesNotFound",
     "ControlPlane",
     "ControlPlaneError",
+    "InstalledWebhooks",
+    "LocalWebhookServer",
     "Unsupported",
+    "WebhookInstallError",
     "find_binaries",
+    "install_webhooks",
     "load_manifests",
+    "rewrite_webhook_configuration",
 ]

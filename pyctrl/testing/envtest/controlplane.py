@@ -16,6 +16,9 @@ Contract:
   uses that cluster instead (how the same suite runs against kind); CRDs are applied with
   kubectl. Operations that need our own processes (``compact_etcd``, ``restart_apiserver``)
   raise :class:`Unsupported` there, and tests that need them skip.
+* ``install_webhooks(sources, url_base, ca_pem, ...)`` registers the project's admission
+  webhook configurations against a server on this host (see
+  :mod:`pyctrl.testing.envtest.webhooks`); owned control planes only.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from pyctrl.testing.envtest.http import AdminHttp, plain_post
 from pyctrl.testing.envtest.kubeconfig import write_kubeconfig
 from pyctrl.testing.envtest.ports import free_port
 from pyctrl.testing.envtest.process import Proc, reap_stale_dirs, spawn
+from pyctrl.testing.envtest.webhooks import InstalledWebhooks, install_webhooks
 
 __all__ = ["DEFAULT_CONTROLLERS", "ControlPlane", "ControlPlaneError", "Unsupported"]
 
@@ -415,6 +419,19 @@ class ControlPlane:
         if kubectl is None:
             raise ControlPlaneError("kubectl not found (build it with hack/controlplane/build.sh)")
         return str(kubectl)
+
+    def install_webhooks(
+        self, sources: Iterable[Path | str | dict[str, Any]], url_base: str, ca_pem: bytes,
+        *, namespaces: Sequence[str] | None = None, name_suffix: str = "",
+        probe: dict[str, Any] | None = None, timeout: float = 30.0,
+    ) -> InstalledWebhooks:
+        """Register the webhook configurations in ``sources`` at ``url_base`` trusting
+        ``ca_pem``; with ``probe``, wait until the apiserver calls them (see
+        :func:`pyctrl.testing.envtest.webhooks.install_webhooks`)."""
+        if self.external:
+            raise Unsupported("webhooks by URL on 127.0.0.1 need a local control plane")
+        return install_webhooks(self.http, sources, url_base, ca_pem, namespaces=namespaces,
+                                name_suffix=name_suffix, probe=probe, timeout=timeout)
 
     def write_token_kubeconfig(self, token: str, path: Path | str, user: str = "sa") -> Path:
         """A kubeconfig for this cluster that authenticates with a bearer ``token``."""
