@@ -82,7 +82,10 @@ from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, on_error, retry_on_conflict
 from pyctrl.sharding import ShardingOptions
 from pyctrl.workqueue import (
+    LOW_PRIORITY,
+    NORMAL_PRIORITY,
     DelayingQueue,
+    PriorityQueue,
     Queue,
     RateLimiter,
     RateLimitingQueue,
@@ -98,8 +101,10 @@ __all__ = [
     "DEPLOYMENTS",
     "EVENTS",
     "JOBS",
+    "LOW_PRIORITY",
     "NAMESPACES",
     "NAMESPACE_INDEX",
+    "NORMAL_PRIORITY",
     "PODS",
     "SECRETS",
     "AlreadyExists",
@@ -133,6 +138,7 @@ __all__ = [
     "Object",
     "OperationResult",
     "Predicate",
+    "PriorityQueue",
     "Queue",
     "RESTClient",
     "RateLimiter",

@@ -19,9 +19,11 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   deleted object's last known state). A mapper that raises drops that event (logged).
 * ``with_event_filter(*predicates)`` applies to every watch; ``predicates=`` on one watch only.
   All predicates must pass (see :mod:`pyctrl.handlers`).
-* ``with_options(rate_limiter=..., namespaces=...)``: the queue's rate limiter; the namespaces
-  watched (one shared informer per namespace for namespaced resources; default: the manager's
-  scope). Cluster-scoped resources ignore namespaces.
+* ``with_options(rate_limiter=..., namespaces=..., priority_queue=...)``: the queue's rate
+  limiter; the namespaces watched (one shared informer per namespace for namespaced
+  resources; default: the manager's scope; cluster-scoped resources ignore namespaces);
+  ``priority_queue=True`` gives the controller a :class:`~pyctrl.workqueue.PriorityQueue`
+  (initial-list and resync events at low priority, with aging; see :mod:`pyctrl.handlers`).
 * Queue, clock and metrics registry come from the manager (so fake time and metrics are never
   lost by forgetting an argument); recorders come from ``manager.event_recorder(name)``.
   :meth:`complete` builds the :class:`Controller` (waiting for every informer it watches),
@@ -53,11 +55,20 @@ from pyctrl.cache import (
 )
 from pyctrl.controller import Controller, Result
 from pyctrl.errors import NotFound
-from pyctrl.handlers import EnqueueHandler, Predicate, Queue, enqueue_object, enqueue_owner
+from pyctrl.handlers import (
+    EnqueueHandler,
+    Predicate,
+    Queue,
+    add_priority,
+    enqueue_object,
+    enqueue_owner,
+    priority_add,
+    update_priority,
+)
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import Resource
 from pyctrl.sharding import ShardReconciler
-from pyctrl.workqueue import RateLimiter
+from pyctrl.workqueue import NORMAL_PRIORITY, PriorityQueue, RateLimiter
 
 if TYPE_CHECKING:
     from pyctrl.manager import Manager
@@ -116,23 +127,27 @@ class _MapHandler:
         self._queue = queue
         self._mapper = mapper
         self._predicates = tuple(predicates)
+        self._add_with_priority = priority_add(queue)
 
-    def _enqueue(self, *objs: Object) -> None:
+    def _enqueue(self, *objs: Object, priority: int = NORMAL_PRIORITY) -> None:
         keys = {req.key for obj in objs for req in self._mapper(obj)}
         for key in sorted(keys):
-            self._queue.add(key)
+            if self._add_with_priority is not None:
+                self._add_with_priority(key, priority)
+            else:
+                self._queue.add(key)
 
     def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
         try:
             if all(p.add is None or p.add(obj) for p in self._predicates):
-                self._enqueue(obj)
+                self._enqueue(obj, priority=add_priority(is_in_initial_list))
         except Exception:
             log.exception("map handler failed on add; event dropped")
 
     def on_update(self, old: Object, new: Object) -> None:
         try:
             if all(p.update is None or p.update(old, new) for p in self._predicates):
-                self._enqueue(old, new)
+                self._enqueue(old, new, priority=update_priority(old, new))
         except Exception:
             log.exception("map handler failed on update; event dropped")
 
@@ -183,6 +198,7 @@ class Builder:
         self._watches: list[_Watch] = []
         self._filters: list[Predicate] = []
         self._rate_limiter: RateLimiter | None = None
+        self._priority_queue = False
         self._namespaces: tuple[str, ...] | None = None
         self._completed = False
 
@@ -214,10 +230,14 @@ class Builder:
         return self
 
     def with_options(self, *, rate_limiter: RateLimiter | None = None,
-                     namespaces: Iterable[str] | None = None) -> Builder:
-        """The queue's rate limiter; the namespaces to watch (default: the manager's)."""
+                     namespaces: Iterable[str] | None = None,
+                     priority_queue: bool | None = None) -> Builder:
+        """The queue's rate limiter; the namespaces to watch (default: the manager's);
+        whether the queue is a PriorityQueue."""
         if rate_limiter is not None:
             self._rate_limiter = rate_limiter
+        if priority_queue is not None:
+            self._priority_queue = priority_queue
         if namespaces is not None:
             ns = tuple(dict.fromkeys(namespaces))
             if not ns or any(not n for n in ns):
@@ -267,9 +287,15 @@ class Builder:
                     self._informers(next(w for w in self._watches if w.kind == "for")),
                     strict=True)}),
                 m.client_for_leader(), sharding, clock=m.clock)
-        controller = Controller(self._name, key_reconciler,
-                                workers=self._workers, rate_limiter=self._rate_limiter,
-                                clock=m.clock, registry=m.registry)
+        if self._priority_queue:
+            queue = PriorityQueue[str](name=self._name, clock=m.clock, registry=m.registry,
+                                       rate_limiter=self._rate_limiter)
+            controller = Controller(self._name, key_reconciler, workers=self._workers,
+                                    queue=queue, clock=m.clock, registry=m.registry)
+        else:
+            controller = Controller(self._name, key_reconciler, workers=self._workers,
+                                    rate_limiter=self._rate_limiter, clock=m.clock,
+                                    registry=m.registry)
         try:
             for watch in self._watches:
                 predicates = (*self._filters, *watch.predicates)

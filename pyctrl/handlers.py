@@ -13,6 +13,11 @@ Contract:
   ``resourceVersion`` (periodic resync duplicates); :func:`label_selector_predicate` passes
   objects whose labels match a selector.
 * Handlers never raise into the informer: any error is logged and the event is dropped.
+* Priorities: when the queue is a :class:`~pyctrl.workqueue.PriorityQueue`, handlers add
+  objects from the informer's initial list (``on_add(obj, is_in_initial_list=True)``) and
+  resyncs (``on_update`` with an unchanged ``resourceVersion``) at ``LOW_PRIORITY`` and
+  everything else at ``NORMAL_PRIORITY`` (:func:`add_priority`, :func:`update_priority`).
+  Any other queue gets plain ``add(key)`` calls, exactly as before.
 * Handlers only enqueue; they never mutate the (shared) cached objects.
 """
 
@@ -26,16 +31,20 @@ import structlog
 
 from pyctrl.cache import DeletedFinalStateUnknown, meta_namespace_key, parse_selector
 from pyctrl.kube.interface import Object
+from pyctrl.workqueue.priority import LOW_PRIORITY, NORMAL_PRIORITY, PriorityQueue
 
 __all__ = [
     "EnqueueHandler",
     "Predicate",
     "Queue",
+    "add_priority",
     "enqueue_object",
     "enqueue_owner",
     "generation_changed",
     "label_selector_predicate",
+    "priority_add",
     "resource_version_changed",
+    "update_priority",
 ]
 
 log = structlog.get_logger(__name__)
@@ -78,6 +87,23 @@ def label_selector_predicate(selector: str | Mapping[str, str]) -> Predicate:
     return Predicate(add=matches, update=lambda old, new: matches(new), delete=matches)
 
 
+def add_priority(is_in_initial_list: bool) -> int:
+    """The priority of an add: LOW for the initial list, NORMAL for a create seen live."""
+    return LOW_PRIORITY if is_in_initial_list else NORMAL_PRIORITY
+
+
+def update_priority(old: Object, new: Object) -> int:
+    """The priority of an update: LOW for a resync (same resourceVersion), else NORMAL."""
+    rv = _meta(new, "resourceVersion")
+    return LOW_PRIORITY if rv is not None and rv == _meta(old, "resourceVersion") \
+        else NORMAL_PRIORITY
+
+
+def priority_add(queue: object) -> Callable[[str, int], None] | None:
+    """``queue.add`` if the queue takes priorities, else None (plain ``add(key)`` then)."""
+    return queue.add if isinstance(queue, PriorityQueue) else None
+
+
 KeyFunc = Callable[[Object], str | None]
 
 
@@ -96,23 +122,27 @@ class EnqueueHandler:
         self._key_func = key_func
         self._predicates = tuple(predicates)
         self._tombstone_key = tombstone_key
+        self._add_with_priority = priority_add(queue)
 
-    def _enqueue(self, obj: Object) -> None:
+    def _enqueue(self, obj: Object, priority: int = NORMAL_PRIORITY) -> None:
         key = self._key_func(obj)
         if key:
-            self._queue.add(key)
+            if self._add_with_priority is not None:
+                self._add_with_priority(key, priority)
+            else:
+                self._queue.add(key)
 
     def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
         try:
             if all(p.add is None or p.add(obj) for p in self._predicates):
-                self._enqueue(obj)
+                self._enqueue(obj, add_priority(is_in_initial_list))
         except Exception:
             log.exception("add handler failed; event dropped")
 
     def on_update(self, old: Object, new: Object) -> None:
         try:
             if all(p.update is None or p.update(old, new) for p in self._predicates):
-                self._enqueue(new)
+                self._enqueue(new, update_priority(old, new))
         except Exception:
             log.exception("update handler failed; event dropped")
 

@@ -39,4 +39,5 @@ def test_facade_covers_the_builder_and_helpers() -> None:
               "add_finalizer", "remove_finalizer", "create_or_update", "apply"}
     assert needed <= set(pyctrl.__all__)
     assert pyctrl.Request("ns", "a").key == "ns/a"
+    assert {"PriorityQueue", "LOW_PRIORITY", "NORMAL_PRIORITY"} <= set(pyctrl.__all__)
     assert pyctrl.CONFIGMAPS.kind == "ConfigMap"

@@ -1,0 +1,169 @@
+"""Priorities from informer events: handlers, the Builder option and plain-queue compatibility."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pyctrl.builder import Request, _MapHandler
+from pyctrl.handlers import enqueue_object, enqueue_owner
+from pyctrl.kube.interface import Object
+from pyctrl.kube.resource import CONFIGMAPS
+from pyctrl.manager import Manager
+from pyctrl.testing import FakeClient, FakeClock
+from pyctrl.workqueue import (
+    LOW_PRIORITY,
+    NORMAL_PRIORITY,
+    ItemExponentialFailureRateLimiter,
+    PriorityQueue,
+    RateLimitingQueue,
+)
+from tests.unit.workqueue.helpers import wait_until
+
+Make = Callable[..., Any]
+
+
+def cm(name: str, rv: str = "1", **meta: Any) -> Object:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, **meta}}
+
+
+def owned(name: str, owner: str, rv: str = "1") -> Object:
+    return cm(name, rv, ownerReferences=[
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": "u", "controller": True}])
+
+
+@pytest.fixture
+def pq(make: Make, clock: FakeClock) -> PriorityQueue[str]:
+    q: PriorityQueue[str] = make(PriorityQueue, clock=clock)
+    return q
+
+
+def test_enqueue_object_priorities(pq: PriorityQueue[str]) -> None:
+    h = enqueue_object(pq)
+    h.on_add(cm("listed"), True)
+    h.on_add(cm("created"), False)
+    h.on_update(cm("resynced", "5"), cm("resynced", "5"))
+    h.on_update(cm("changed", "5"), cm("changed", "6"))
+    h.on_delete(cm("deleted"))
+    assert {k: pq.priority_of(k) for k in ("ns/listed", "ns/created", "ns/resynced",
+                                           "ns/changed", "ns/deleted")} == {
+        "ns/listed": LOW_PRIORITY, "ns/created": NORMAL_PRIORITY,
+        "ns/resynced": LOW_PRIORITY, "ns/changed": NORMAL_PRIORITY,
+        "ns/deleted": NORMAL_PRIORITY}
+    # A real change to an object still queued from the initial list moves it up.
+    h.on_update(cm("listed", "1"), cm("listed", "2"))
+    assert pq.priority_of("ns/listed") == NORMAL_PRIORITY
+
+
+def test_enqueue_owner_priorities(pq: PriorityQueue[str]) -> None:
+    h = enqueue_owner(pq, "v1", "ConfigMap")
+    h.on_add(owned("c1", "o1"), True)
+    h.on_update(owned("c2", "o2", "3"), owned("c2", "o2", "3"))
+    h.on_add(owned("c3", "o3"), False)
+    assert pq.priority_of("ns/o1") == LOW_PRIORITY
+    assert pq.priority_of("ns/o2") == LOW_PRIORITY
+    assert pq.priority_of("ns/o3") == NORMAL_PRIORITY
+
+
+def test_map_handler_priorities(pq: PriorityQueue[str]) -> None:
+    h = _MapHandler(pq, lambda obj: [Request("ns", "m-" + obj["metadata"]["name"])], ())
+    h.on_add(cm("a"), True)
+    h.on_update(cm("b", "2"), cm("b", "2"))
+    h.on_update(cm("c", "2"), cm("c", "3"))
+    assert pq.priority_of("ns/m-a") == LOW_PRIORITY
+    assert pq.priority_of("ns/m-b") == LOW_PRIORITY
+    assert pq.priority_of("ns/m-c") == NORMAL_PRIORITY
+
+
+class PlainQueue:
+    """A queue written before priorities existed: ``add(item)`` and nothing else."""
+
+    def __init__(self) -> None:
+        self.added: list[str] = []
+
+    def add(self, item: str) -> None:
+        self.added.append(item)
+
+
+def test_queues_without_priorities_get_plain_adds(make: Make, clock: FakeClock) -> None:
+    plain = PlainQueue()
+    for h in (enqueue_object(plain), enqueue_owner(plain, "v1", "ConfigMap"),
+              _MapHandler(plain, lambda obj: [Request("ns", "m")], ())):
+        h.on_add(owned("c", "o"), True)
+        h.on_update(owned("c", "o", "2"), owned("c", "o", "2"))
+    assert plain.added == ["ns/c", "ns/c", "ns/o", "ns/o", "ns/m", "ns/m"]
+    rl: RateLimitingQueue[str] = make(RateLimitingQueue, clock=clock)
+    enqueue_object(rl).on_add(cm("x"), True)
+    assert rl.get() == "ns/x"
+
+
+# -- end to end: a Builder with priority_queue=True on a FakeClient ------------------------
+@pytest.fixture
+def client(clock: FakeClock) -> FakeClient:
+    return FakeClient(clock)
+
+
+@pytest.fixture
+def manager(client: FakeClient, clock: FakeClock) -> Manager:
+    return Manager(client, clock=clock, runtime_metrics=False)
+
+
+@pytest.fixture
+def run(manager: Manager) -> Iterator[Callable[[], None]]:
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def start() -> None:
+        t = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
+        t.start()
+        threads.append(t)
+
+    yield start
+    stop.set()
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+
+
+def new_cm(name: str) -> Object:
+    return {"metadata": {"name": name, "namespace": "ns"}}
+
+
+def test_builder_option_serves_a_create_before_the_initial_list(
+    client: FakeClient, manager: Manager, run: Callable[[], None]
+) -> None:
+    for i in range(5):
+        client.create(CONFIGMAPS, new_cm(f"listed-{i}"))
+    gate = threading.Event()
+    order: list[str] = []
+
+    def reconcile(request: Request) -> None:
+        order.append(request.name)
+        gate.wait(10)
+
+    limiter = ItemExponentialFailureRateLimiter(0.5, 10.0)
+    controller = (manager.controller("prio").for_(CONFIGMAPS)
+                  .with_options(priority_queue=True, rate_limiter=limiter).complete(reconcile))
+    q = controller.queue
+    assert isinstance(q, PriorityQueue)
+    assert q.rate_limiter is limiter
+    run()
+    try:
+        # One initial item is in the (blocked) worker, the other four wait at LOW priority.
+        assert wait_until(lambda: len(order) == 1 and len(q) == 4)
+        assert all(q.priority_of(f"ns/listed-{i}") in (LOW_PRIORITY, None) for i in range(5))
+        client.create(CONFIGMAPS, new_cm("created"))
+        assert wait_until(lambda: len(q) == 5)
+    finally:
+        gate.set()
+    assert wait_until(lambda: len(order) == 6)
+    assert order[1] == "created"
+
+
+def test_builder_default_queue_is_unchanged(manager: Manager) -> None:
+    controller = manager.controller("plain").for_(CONFIGMAPS).complete(lambda r: None)
+    assert type(controller.queue) is RateLimitingQueue
+    controller.queue.shut_down()
