@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from pyctrl.kube.client import RESTClient
 from pyctrl.kube.interface import Object, WatchStream
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.testing.envtest import ControlPlane
+from tests import threads
 from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
@@ -67,17 +68,8 @@ def cache_state(informer: SharedIndexInformer) -> dict[str, str]:
             for o in informer.get_indexer().list()}
 
 
-@contextmanager
-def running(informer: SharedIndexInformer) -> Iterator[threading.Event]:
-    stop = threading.Event()
-    t = threading.Thread(target=informer.run, args=(stop,), name="it-informer")
-    t.start()
-    try:
-        yield stop
-    finally:
-        stop.set()
-        t.join(60)
-        assert not t.is_alive()
+def running(informer: SharedIndexInformer) -> AbstractContextManager[threading.Event]:
+    return threads.running(informer.run, name="it-informer", join_timeout=60)
 
 
 def new_informer(client: RESTClient, namespace: str,

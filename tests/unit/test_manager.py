@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from pyctrl.manager import LeaderElectionLost, Manager
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
+from tests.threads import Runner
 from tests.unit.runtime.helpers import eventually
 
 
@@ -43,28 +43,11 @@ def get(manager: Manager, path: str) -> tuple[int, str]:
         return err.code, err.read().decode()
 
 
-class Running:
-    def __init__(self, manager: Manager) -> None:
-        self.manager = manager
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="manager-run")
-
-    def _run(self) -> None:
-        try:
-            self.manager.run(self.stop)
-        except BaseException as err:
-            self.error = err
-
-    def start(self) -> Running:
-        self.thread.start()
-        eventually(lambda: self.manager.health_probe_address is not None, what="servers up")
-        return self
-
-    def shutdown(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        assert not self.thread.is_alive()
+def start_manager(manager: Manager) -> Runner:
+    """``manager.run`` on a thread (tests/threads.py), once its probe server is up."""
+    runner = Runner(manager.run, name="manager-run").start()
+    eventually(lambda: manager.health_probe_address is not None, what="servers up")
+    return runner
 
 
 def build(client: FakeClient, **kwargs: object) -> tuple[Manager, Recorder]:
@@ -79,8 +62,8 @@ def build(client: FakeClient, **kwargs: object) -> tuple[Manager, Recorder]:
 
 
 @pytest.fixture
-def running() -> Iterator[list[Running]]:
-    made: list[Running] = []
+def running() -> Iterator[list[Runner]]:
+    made: list[Runner] = []
     yield made
     for r in made:
         if r.thread.is_alive():
@@ -88,12 +71,12 @@ def running() -> Iterator[list[Running]]:
 
 
 def test_runs_controllers_serves_probes_and_metrics_then_stops_cleanly(
-    running: list[Running],
+    running: list[Runner],
 ) -> None:
     client = FakeClient()
     client.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
     mgr, rec = build(client)
-    r = Running(mgr).start()
+    r = start_manager(mgr)
     running.append(r)
     eventually(lambda: rec.keys == ["ns/a"], what="reconciled")
     assert get(mgr, "/readyz") == (200, "ok")
@@ -109,10 +92,10 @@ def test_runs_controllers_serves_probes_and_metrics_then_stops_cleanly(
     assert r.error is None
 
 
-def test_failing_check_makes_probe_fail(running: list[Running]) -> None:
+def test_failing_check_makes_probe_fail(running: list[Runner]) -> None:
     mgr, _ = build(FakeClient())
     mgr.add_healthz_check("disk", lambda: "disk full")
-    r = Running(mgr).start()
+    r = start_manager(mgr)
     running.append(r)
     code, body = get(mgr, "/healthz")
     assert code == 500 and "[-]disk failed: disk full" in body
@@ -125,7 +108,7 @@ def _election(store: FakeLockStore, identity: str = "me") -> LeaderElectionConfi
 
 
 def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
-    running: list[Running],
+    running: list[Runner],
 ) -> None:
     clock = FakeClock()
     store = FakeLockStore()
@@ -134,7 +117,7 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
     client = FakeClient()
     client.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
     mgr, rec = build(client, leader_election=_election(store), clock=clock)
-    r = Running(mgr).start()
+    r = start_manager(mgr)
     running.append(r)
     eventually(lambda: get(mgr, "/readyz")[0] == 200, what="caches warm without leading")
     assert rec.keys == []
@@ -150,11 +133,11 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
     assert store.holder() == "", "lease released on clean stop"
 
 
-def test_losing_leadership_stops_workers_and_raises(running: list[Running]) -> None:
+def test_losing_leadership_stops_workers_and_raises(running: list[Runner]) -> None:
     clock = FakeClock()
     store = FakeLockStore()
     mgr, _ = build(FakeClient(), leader_election=_election(store), clock=clock)
-    r = Running(mgr).start()
+    r = start_manager(mgr)
     running.append(r)
     assert mgr.elector is not None
     eventually(mgr.elector.is_leader, what="leading")

@@ -16,6 +16,7 @@ from pyctrl.manager import Manager
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
+from tests.threads import Runner
 from tests.unit.runtime.helpers import eventually
 
 
@@ -53,33 +54,16 @@ def get(manager: Manager, path: str) -> tuple[int, str]:
         return err.code, err.read().decode()
 
 
-class Running:
-    def __init__(self, manager: Manager) -> None:
-        self.manager = manager
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="manager-run")
-
-    def _run(self) -> None:
-        try:
-            self.manager.run(self.stop)
-        except BaseException as err:
-            self.error = err
-
-    def start(self) -> Running:
-        self.thread.start()
-        eventually(lambda: self.manager.health_probe_address is not None, what="servers up")
-        return self
-
-    def shutdown(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        assert not self.thread.is_alive()
+def start_manager(manager: Manager) -> Runner:
+    """``manager.run`` on a thread (tests/threads.py), once its probe server is up."""
+    runner = Runner(manager.run, name="manager-run").start()
+    eventually(lambda: manager.health_probe_address is not None, what="servers up")
+    return runner
 
 
 @pytest.fixture
-def running() -> Iterator[list[Running]]:
-    made: list[Running] = []
+def running() -> Iterator[list[Runner]]:
+    made: list[Runner] = []
     yield made
     for r in made:
         if r.thread.is_alive():
@@ -91,12 +75,12 @@ def manager(**kwargs: object) -> Manager:
                    **kwargs)  # type: ignore[arg-type]
 
 
-def test_runnables_run_until_stop_and_are_joined(running: list[Running]) -> None:
+def test_runnables_run_until_stop_and_are_joined(running: list[Runner]) -> None:
     mgr = manager()
     first, second = Blocking(), Blocking()
     mgr.add(first)
     mgr.add(second)
-    r = Running(mgr).start()
+    r = start_manager(mgr)
     running.append(r)
     eventually(lambda: first.started.is_set() and second.started.is_set(), what="started")
     names = {t.name for t in threading.enumerate()}
@@ -113,11 +97,11 @@ def test_runnables_run_until_stop_and_are_joined(running: list[Running]) -> None
     (Raising(), "Raising failed: OSError: address already in use"),
     (Returning(), "Returning exited"),
 ])
-def test_a_runnable_that_dies_fails_healthz(running: list[Running], runnable: object,
+def test_a_runnable_that_dies_fails_healthz(running: list[Runner], runnable: object,
                                             reason: str) -> None:
     mgr = manager()
     mgr.add(runnable)  # type: ignore[arg-type]
-    r = Running(mgr).start()
+    r = start_manager(mgr)
     running.append(r)
     eventually(lambda: get(mgr, "/healthz")[0] == 500, what="healthz fails")
     code, body = get(mgr, "/healthz?verbose")
@@ -126,7 +110,7 @@ def test_a_runnable_that_dies_fails_healthz(running: list[Running], runnable: ob
     assert r.error is None
 
 
-def test_leader_runnables_start_only_while_leading(running: list[Running]) -> None:
+def test_leader_runnables_start_only_while_leading(running: list[Runner]) -> None:
     clock = FakeClock()
     store = FakeLockStore()
     now = datetime(2026, 1, 1, tzinfo=UTC)
@@ -137,7 +121,7 @@ def test_leader_runnables_start_only_while_leading(running: list[Running]) -> No
     always, leader_only = Blocking("always"), Blocking("leader-only")
     mgr.add(always)
     mgr.add(leader_only, needs_leader=True)
-    r = Running(mgr).start()
+    r = start_manager(mgr)
     running.append(r)
     eventually(always.started.is_set, what="non-leader runnable started")
     assert mgr.elector is not None
@@ -154,9 +138,9 @@ def test_leader_runnables_start_only_while_leading(running: list[Running]) -> No
     assert always.stopped.is_set() and leader_only.stopped.is_set()
 
 
-def test_add_after_run_is_refused(running: list[Running]) -> None:
+def test_add_after_run_is_refused(running: list[Runner]) -> None:
     mgr = manager()
-    r = Running(mgr).start()
+    r = start_manager(mgr)
     running.append(r)
     with pytest.raises(RuntimeError, match=r"before Manager\.run"):
         mgr.add(Blocking())

@@ -4,8 +4,7 @@ tombstones, handler errors and the mutation detector."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import pytest
 
@@ -16,20 +15,12 @@ from pyctrl.cache.processor import ResourceEventHandlerFuncs
 from pyctrl.kube.interface import Object
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch
+from tests import threads
 from tests.unit.cache.helpers import WAIT, Recorder, RecordingHandler, cm
 
 
-@contextmanager
-def running(informer: SharedIndexInformer) -> Iterator[threading.Event]:
-    stop = threading.Event()
-    t = threading.Thread(target=informer.run, args=(stop,), name="informer-run")
-    t.start()
-    try:
-        yield stop
-    finally:
-        stop.set()
-        t.join(WAIT)
-        assert not t.is_alive(), "informer did not stop"
+def running(informer: SharedIndexInformer) -> AbstractContextManager[threading.Event]:
+    return threads.running(informer.run, name="informer-run", join_timeout=WAIT)
 
 
 def new_informer(lw: FakeListWatch, clock: FakeClock | None = None,

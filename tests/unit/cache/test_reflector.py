@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from pyctrl.cache.backoff import Backoff
 from pyctrl.cache.listwatch import sequential_pages
@@ -13,20 +13,12 @@ from pyctrl.errors import Forbidden, Gone, ServerError, TooManyRequests, Unreach
 from pyctrl.kube.interface import Object
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch
+from tests import threads
 from tests.unit.cache.helpers import WAIT, RecordingStore, SleepRecordingClock, cm
 
 
-@contextmanager
-def running(reflector: Reflector) -> Iterator[threading.Event]:
-    stop = threading.Event()
-    t = threading.Thread(target=reflector.run, args=(stop,), name="refl-run")
-    t.start()
-    try:
-        yield stop
-    finally:
-        stop.set()
-        t.join(WAIT)
-        assert not t.is_alive(), "reflector did not stop"
+def running(reflector: Reflector) -> AbstractContextManager[threading.Event]:
+    return threads.running(reflector.run, name="refl-run", join_timeout=WAIT)
 
 
 def make(lw: FakeListWatch, clock: FakeClock, **kw: float) -> tuple[Reflector, RecordingStore]:
