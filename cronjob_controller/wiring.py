@@ -3,7 +3,9 @@
 Contract: :func:`build` registers, on the given manager, one CronJob informer and one Job
 informer per watched namespace (or one cluster-wide pair), the Jobs indexed by controller
 owner UID, event handlers that only enqueue keys, and a :class:`pyctrl.Controller` running
-:class:`CronJobReconciler` with ``workers`` threads. A Job's delete notification first hands
+:class:`CronJobReconciler` with ``workers`` threads on a :class:`pyctrl.PriorityQueue`
+(initial-list and resync events at low priority, with aging; ``priority_queue=False`` keeps
+the plain FIFO RateLimitingQueue). A Job's delete notification first hands
 its final state to :meth:`CronJobReconciler.observe_deleted_job` (so a run whose Job vanished
 before the status recorded it is never created twice), then enqueues the owner. It is used
 by ``__main__`` and by the integration tests, so tests run the same wiring as production
@@ -29,7 +31,7 @@ import structlog
 
 from cronjob_controller.api import CRONJOBS, GROUP, KIND
 from cronjob_controller.controller import CronJobReconciler, clock_jump_watch
-from pyctrl import Controller, Manager, enqueue_object, enqueue_owner
+from pyctrl import Controller, Manager, PriorityQueue, enqueue_object, enqueue_owner
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     DeletedFinalStateUnknown,
@@ -117,7 +119,8 @@ class CronJobController:
 
 
 def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16,
-          defer_status_after_create: bool = True) -> CronJobController:
+          defer_status_after_create: bool = True,
+          priority_queue: bool = True) -> CronJobController:
     """Register the CronJob controller on ``manager`` (see module docstring)."""
     scopes: list[str | None] = list(dict.fromkeys(namespaces)) or [None]
     sharding = manager.sharding
@@ -145,9 +148,13 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
     )
     sharded = (ShardReconciler(reconciler, cronjobs, manager.client_for_leader(), sharding,
                                clock=manager.clock) if sharding is not None else reconciler)
+    # A PriorityQueue: objects from the initial lists and resyncs wait behind creates and
+    # real changes (a CronJob created during a start is synced first), aging bounds their wait.
     controller = Controller(
         CONTROLLER_NAME, sharded, workers=workers, clock=manager.clock,
         registry=manager.registry, wait_for=[*cronjob_informers, *job_informers],
+        queue=PriorityQueue[str](name=CONTROLLER_NAME, clock=manager.clock,
+                            registry=manager.registry) if priority_queue else None,
     )
     # Job creates are the critical writes at a minute tick; the events describing them wait
     # until the queue has drained, or at the broadcaster's floor rate, and none longer than
