@@ -37,6 +37,7 @@ from pyctrl.testing.envtest import (
     ControlPlane,
     InstalledWebhooks,
     LocalWebhookServer,
+    WebhookInstallError,
     load_manifests,
 )
 from pyctrl.testing.envtest.webhooks import install_serving_cert
@@ -157,6 +158,24 @@ def _denial(schedule: str, name: str) -> tuple[str, str]:
             f'The CronJob "{name}" is invalid: {cause["field"]}: {cause["message"]}')
 
 
+def test_install_gives_up_and_cleans_up_when_the_apiserver_gets_no_answer(
+        control_plane: ControlPlane, namespace: str, tmp_path: Path) -> None:
+    if control_plane.external:
+        pytest.skip("registers webhooks by URL on 127.0.0.1")
+    suffix = f"-{namespace}"
+    with LocalWebhookServer(HANDLERS, tmp_path) as server:
+        untrusted = server.rotate().ca_file.read_bytes()  # not the CA of the served cert
+        with pytest.raises(WebhookInstallError, match="never got an answer") as failed:
+            control_plane.install_webhooks(
+                [WEBHOOK_MANIFEST], server.url_base, untrusted, namespaces=[namespace],
+                name_suffix=suffix, probe=_cronjob(namespace, "probe"), timeout=3)
+    assert "x509" in str(failed.value), failed.value
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        out = control_plane.kubectl("get", kind, f"pyctrl-cronjob-controller{suffix}",
+                                    check=False)
+        assert out.returncode != 0 and "NotFound" in out.stderr, out
+
+
 @pytest.mark.parametrize("schedule", ["0 0 30 2 *", "@every 10s"])
 def test_kubectl_apply_of_an_invalid_schedule_is_denied_with_the_webhook_message(
         admission: Admission, schedule: str) -> None:
@@ -257,9 +276,15 @@ def test_failure_policy_fail_with_the_server_stopped_denies_writes_until_it_is_b
     admitted, output = admission.apply(_cronjob(ns, "before"))
     assert admitted, output
 
+    def reschedule() -> tuple[bool, str]:
+        # An update; kubectl patch, because client-side apply retries a refused patch for
+        # seconds before it gives up.
+        out = admission.cp.kubectl("patch", CRONJOBS, "before", "-n", ns, "--type=merge",
+                                   "-p", '{"spec":{"schedule":"*/7 * * * *"}}', check=False)
+        return out.returncode == 0, out.stdout + out.stderr
+
     admission.server.stop()
-    for obj in (_cronjob(ns, "during"), _cronjob(ns, "before", "*/7 * * * *")):
-        admitted, output = admission.apply(obj)
+    for admitted, output in (admission.apply(_cronjob(ns, "during")), reschedule()):
         assert not admitted
         assert 'failed calling webhook "mcronjob.batch.pyctrl.io"' in output, output
         assert "connection refused" in output, output
@@ -272,7 +297,7 @@ def test_failure_policy_fail_with_the_server_stopped_denies_writes_until_it_is_b
 
     admission.server.start()  # same port, same URL
     assert poll(lambda: admission.apply(_cronjob(ns, "during"))[0], timeout=15, interval=0.2)
-    admitted, output = admission.apply(_cronjob(ns, "before", "*/7 * * * *"))
+    admitted, output = reschedule()
     assert admitted, output
 
 

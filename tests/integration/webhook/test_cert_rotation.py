@@ -12,8 +12,6 @@ mounted directory.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,21 +20,13 @@ import pytest
 
 from cronjob_controller.webhook import HANDLERS, VALIDATE_PATH
 from pyctrl.testing.envtest import ControlPlane
+from pyctrl.testing.envtest.webhooks import install_serving_cert
 from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerConfig, generate_certs
 from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
 
 WEBHOOK_MESSAGE = "expected 5 fields"  # only our webhook parses cron; the CRD schema can not
-
-
-def _install(source: CertificatePaths, cert_dir: Path) -> None:
-    """Replace tls.crt then tls.key, each atomically (the pair is briefly mismatched)."""
-    cert_dir.mkdir(parents=True, exist_ok=True)
-    for src in (source.cert_file, source.key_file):
-        tmp = cert_dir / f".{src.name}.new"
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, cert_dir / src.name)
 
 
 def _cronjob(namespace: str, name: str, schedule: str) -> str:
@@ -102,7 +92,7 @@ class Hook:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[WebhookServer]:
     cert_dir = tmp_path / "serving-certs"
-    _install(generate_certs(tmp_path / "first", ["localhost"], ["127.0.0.1"]), cert_dir)
+    install_serving_cert(generate_certs(tmp_path / "first", ["localhost"], ["127.0.0.1"]), cert_dir)
     srv = WebhookServer(WebhookServerConfig(cert_dir=str(cert_dir), host="127.0.0.1", port=0,
                                             cert_poll_seconds=0.2), HANDLERS)
     stop = threading.Event()
@@ -138,7 +128,7 @@ def test_apiserver_calls_succeed_after_ca_and_serving_cert_rotation(
         failure = poll(hook.call_fails, timeout=30, interval=0.2)
         assert failure and "x509" in failure, failure
         # ...then the new serving certificate lands in the mounted directory.
-        _install(second, server.config.cert_file.parent)
+        install_serving_cert(second, server.config.cert_file.parent)
         assert poll(lambda: server.certs.reloads >= 1, timeout=10), "no reload"
 
         # No restart: the apiserver's calls succeed again.
