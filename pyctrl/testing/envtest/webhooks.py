@@ -36,6 +36,7 @@ existing cluster (``ControlPlane(kubeconfig=...)``) raises :class:`Unsupported`.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import os
 import re
@@ -336,7 +337,10 @@ def install_webhooks(
         try:
             installed.wait_until_called(timeout)
         except BaseException:
-            installed.uninstall(timeout)
+            # Leave nothing behind (failurePolicy Fail would refuse writes), and report
+            # why the install failed rather than a problem while cleaning up.
+            with contextlib.suppress(WebhookInstallError, OSError):
+                installed.uninstall(timeout)
             raise
     return installed
 
