@@ -8,11 +8,12 @@ this protocol to script 410s, dropped streams, silence, bookmarks and server err
 Optionally a lister also offers ``list_pages(limit=, resource_version=)`` (see
 :class:`PageLister`): a generator of the pages of one paged LIST, ending with the page that
 has no ``continue`` token; the Reflector prefers it. :func:`sequential_pages` builds it from
-``list``. :meth:`ListWatch.list_pages` over a client with ``list_raw`` (the RESTClient)
-pipelines: once page N's body has arrived, its ``continue`` token is read from the head of
-the body (the server writes ``metadata`` before ``items``) and page N+1 is requested by one
-background thread while page N is decoded and consumed. The token is checked against the
-decoded page; a wrong guess is discarded and the right page requested. Errors (410 on a
+``list``. :meth:`ListWatch.list_pages` over a :class:`pyctrl.kube.interface.RawLister`
+client (one with ``list_raw``: the RESTClient) pipelines: once page N's body has arrived,
+its ``continue`` token is read from the head of the body (the server writes ``metadata``
+before ``items``) and page N+1 is requested by one background thread while page N is
+decoded and consumed. The token is checked against the decoded page; a wrong guess is
+discarded and the right page requested. Errors (410 on a
 continue included) are raised from ``next()`` exactly as ``list`` raises them, for the page
 they belong to. At most one request is in flight; closing the generator (or its end, or an
 error) joins the background thread, so no thread outlives it.
@@ -28,7 +29,8 @@ from typing import Any, Protocol
 import orjson
 
 from pyctrl.errors import ApiError
-from pyctrl.kube.interface import Client, Object, WatchStream
+from pyctrl.kube.interface import Client, Object, RawLister, WatchStream
+from pyctrl.kube.options import ListOptions
 from pyctrl.kube.resource import Resource
 
 __all__ = ["ListWatch", "ListerWatcher", "PageLister", "sequential_pages"]
@@ -80,48 +82,40 @@ class ListWatch:
     label_selector: str | None = None
     field_selector: str | None = None
 
+    @property
+    def _selectors(self) -> ListOptions:
+        return ListOptions(label_selector=self.label_selector,
+                           field_selector=self.field_selector)
+
     def list(
         self, *, limit: int | None, continue_: str | None, resource_version: str | None
     ) -> Object:
-        return self.client.list(
-            self.resource,
-            self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            limit=limit,
-            continue_=continue_,
-            resource_version=resource_version,
-        )
+        return self.client.list(self.resource, self.namespace, options=self._selectors,
+                                limit=limit, continue_=continue_,
+                                resource_version=resource_version)
 
     def list_pages(self, *, limit: int | None, resource_version: str) -> Pages:
         """The pages of one LIST, pipelined when possible (see module docstring)."""
-        list_raw = getattr(self.client, "list_raw", None)
-        if list_raw is None or type(self).list is not ListWatch.list:
+        client = self.client
+        if not isinstance(client, RawLister) or type(self).list is not ListWatch.list:
             # A subclass that overrides list() must keep being asked for every page.
             return sequential_pages(self, limit=limit, resource_version=resource_version)
+        selectors = self._selectors
 
         def fetch(cont: str | None) -> bytes:
-            body: bytes = list_raw(
-                self.resource, self.namespace, label_selector=self.label_selector,
-                field_selector=self.field_selector, limit=limit, continue_=cont,
-                resource_version=None if cont else resource_version,
-            )
-            return body
+            return client.list_raw(self.resource, self.namespace, options=selectors,
+                                   limit=limit, continue_=cont,
+                                   resource_version=None if cont else resource_version)
 
         return pipelined_pages(fetch, name=f"list-prefetch-{self.resource.plural}")
 
     def watch(
         self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
     ) -> WatchStream:
-        return self.client.watch(
-            self.resource,
-            self.namespace,
-            resource_version=resource_version,
-            timeout_seconds=timeout_seconds,
-            allow_watch_bookmarks=allow_watch_bookmarks,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-        )
+        return self.client.watch(self.resource, self.namespace, options=self._selectors,
+                                 resource_version=resource_version,
+                                 timeout_seconds=timeout_seconds,
+                                 allow_watch_bookmarks=allow_watch_bookmarks)
 
 
 class _Prefetch:

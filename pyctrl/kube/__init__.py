@@ -19,6 +19,7 @@ from pyctrl.kube.interface import (
     WatchEvent,
     WatchStream,
 )
+from pyctrl.kube.options import ListOptions
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import (
     CONFIGMAPS,
@@ -60,6 +61,7 @@ __all__ = [
     "KubeConfig",
     "LabelSelector",
     "LeaseHolder",
+    "ListOptions",
     "Object",
     "PatchType",
     "PropagationPolicy",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ssl
 import threading
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import quote, urlencode
 
 import orjson
@@ -46,6 +46,7 @@ from pyctrl.kube.config import KubeConfig, load_config
 from pyctrl.kube.guard import check_write
 from pyctrl.kube.interface import Object, PatchType, PropagationPolicy
 from pyctrl.kube.metrics import RequestMetrics, request_metrics
+from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.watch import HTTPWatchStream
@@ -238,89 +239,28 @@ class RESTClient:
         ns = self._scope(resource, namespace)
         return self._call("GET", self.url(resource, ns, name))
 
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> Object:
-        return _decode_object(self.list_raw(
-            resource, namespace, label_selector=label_selector, field_selector=field_selector,
-            limit=limit, continue_=continue_, resource_version=resource_version,
-            resource_version_match=resource_version_match,
-        ))
+    def list(self, resource: Resource, namespace: str | None = None, *,
+             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:
+        return _decode_object(self.list_raw(resource, namespace, options=options, **kwargs))
 
-    def list_raw(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> bytes:
+    def list_raw(self, resource: Resource, namespace: str | None = None, *,
+                 options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> bytes:
         """:meth:`list`, but the undecoded JSON body (errors are raised as by ``list``).
 
         Lets a paged lister read the next ``continue`` token before decoding a whole page.
         """
-        query: dict[str, str] = {}
-        if label_selector:
-            query["labelSelector"] = label_selector
-        if field_selector:
-            query["fieldSelector"] = field_selector
-        if limit is not None and limit > 0:
-            query["limit"] = str(limit)
-        if continue_:
-            query["continue"] = continue_
-        if resource_version is not None:
-            query["resourceVersion"] = resource_version
-        if resource_version_match:
-            query["resourceVersionMatch"] = resource_version_match
+        query = ListOptions.of(options, kwargs).list_query()
         ns = self._scope(resource, namespace, required=False)
         return self._request("GET", self.url(resource, ns, query=query)).data
 
-    def watch(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str | None = None,
-        timeout_seconds: int | None = None,
-        allow_watch_bookmarks: bool = True,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        send_initial_events: bool = False,
-    ) -> HTTPWatchStream:
-        """Open a WATCH (see :class:`pyctrl.kube.interface.Client`).
-
-        ``send_initial_events`` (beyond the Client protocol) asks for a streaming list: the
-        current objects as ADDED events, then a BOOKMARK annotated
-        ``k8s.io/initial-events-end``; it implies bookmarks and ``resourceVersionMatch``
-        NotOlderThan.
-        """
-        query: dict[str, str] = {"watch": "true"}
-        if allow_watch_bookmarks or send_initial_events:
-            query["allowWatchBookmarks"] = "true"
-        if send_initial_events:
-            query["sendInitialEvents"] = "true"
-            query["resourceVersionMatch"] = "NotOlderThan"
-        if resource_version is not None:
-            query["resourceVersion"] = resource_version
-        if timeout_seconds is not None:
-            query["timeoutSeconds"] = str(timeout_seconds)
-        if label_selector:
-            query["labelSelector"] = label_selector
-        if field_selector:
-            query["fieldSelector"] = field_selector
+    def watch(self, resource: Resource, namespace: str | None = None, *,
+              options: ListOptions | None = None,
+              **kwargs: Unpack[WatchArgs]) -> HTTPWatchStream:
+        """Open a WATCH (see :class:`pyctrl.kube.interface.Client` and
+        :class:`pyctrl.kube.ListOptions`, ``send_initial_events`` included)."""
+        opts = ListOptions.of(options, kwargs)
+        query = opts.watch_query()
+        timeout_seconds = opts.timeout_seconds
         ns = self._scope(resource, namespace, required=False)
         # No read timeout beyond the server's own end of the stream (plus slack): a quiet
         # watch is normal, and bookmarks arrive only about once a minute.

@@ -26,13 +26,14 @@ Contract:
 from __future__ import annotations
 
 import builtins
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from prometheus_client import CollectorRegistry, Counter
 
 from pyctrl.errors import NotLeader
 from pyctrl.kube.guard import guarded
 from pyctrl.kube.interface import Client, Object, PatchType, PropagationPolicy, WatchStream
+from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
 from pyctrl.metrics import per_registry
 
@@ -95,40 +96,13 @@ class FencedClient:
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         return self._client.get(resource, name, namespace)
 
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> Object:
-        return self._client.list(
-            resource, namespace, label_selector=label_selector, field_selector=field_selector,
-            limit=limit, continue_=continue_, resource_version=resource_version,
-            resource_version_match=resource_version_match,
-        )
+    def list(self, resource: Resource, namespace: str | None = None, *,
+             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:
+        return self._client.list(resource, namespace, options=options, **kwargs)
 
-    def watch(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str | None = None,
-        timeout_seconds: int | None = None,
-        allow_watch_bookmarks: bool = True,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> WatchStream:
-        return self._client.watch(
-            resource, namespace, resource_version=resource_version,
-            timeout_seconds=timeout_seconds, allow_watch_bookmarks=allow_watch_bookmarks,
-            label_selector=label_selector, field_selector=field_selector,
-        )
+    def watch(self, resource: Resource, namespace: str | None = None, *,
+              options: ListOptions | None = None, **kwargs: Unpack[WatchArgs]) -> WatchStream:
+        return self._client.watch(resource, namespace, options=options, **kwargs)
 
     # -- writes ---------------------------------------------------------------------------
     def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:

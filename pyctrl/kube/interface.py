@@ -6,9 +6,12 @@ server; :class:`pyctrl.testing.FakeClient` implements it in memory. Objects are 
 dicts (``dict[str, Any]``) exactly as the server sends them; no generated model classes.
 
 * Failures raise :mod:`pyctrl.errors` types (NotFound, Conflict, Gone, ...).
+* ``list`` and ``watch`` take a :class:`pyctrl.kube.ListOptions` (``options=``) and/or its
+  fields as keywords; the signature is written once, in :mod:`pyctrl.kube.options`.
 * ``list`` returns the raw List body: ``{"items": [...], "metadata": {"resourceVersion",
   "continue"}}``; paging is the caller's loop (the Reflector's), driven by ``limit`` and
-  ``continue_``.
+  ``continue_``. A client that can hand out the undecoded body also implements
+  :class:`RawLister` (the RESTClient does; a paged lister pipelines over it).
 * ``watch`` returns a :class:`WatchStream`: iterate it for events ``{"type": ..., "object":
   {...}}`` where type is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR (an ERROR's object is a
   Status). Iteration ends when the server closes the stream (e.g. ``timeout_seconds``);
@@ -19,11 +22,20 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Unpack, runtime_checkable
 
+from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
 
-__all__ = ["Client", "Object", "PatchType", "PropagationPolicy", "WatchEvent", "WatchStream"]
+__all__ = [
+    "Client",
+    "Object",
+    "PatchType",
+    "PropagationPolicy",
+    "RawLister",
+    "WatchEvent",
+    "WatchStream",
+]
 
 Object = dict[str, Any]
 WatchEvent = dict[str, Any]
@@ -44,30 +56,11 @@ class Client(Protocol):
 
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object: ...
 
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> Object: ...
+    def list(self, resource: Resource, namespace: str | None = None, *,
+             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object: ...
 
-    def watch(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str | None = None,
-        timeout_seconds: int | None = None,
-        allow_watch_bookmarks: bool = True,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> WatchStream: ...
+    def watch(self, resource: Resource, namespace: str | None = None, *,
+              options: ListOptions | None = None, **kwargs: Unpack[WatchArgs]) -> WatchStream: ...
 
     def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object: ...
 
@@ -99,3 +92,11 @@ class Client(Protocol):
         propagation_policy: PropagationPolicy | None = None,
         preconditions: dict[str, str] | None = None,
     ) -> Object | None: ...
+
+
+@runtime_checkable
+class RawLister(Protocol):
+    """A client whose LIST can return the undecoded JSON body (errors raised as by ``list``)."""
+
+    def list_raw(self, resource: Resource, namespace: str | None = None, *,
+                 options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> bytes: ...

@@ -25,9 +25,11 @@ Contract (what the API server does, and so does this):
   ``limit``/``continue_``; the List's resourceVersion is the global counter (later pages keep
   the first page's). ``resource_version`` parameters of list are accepted and ignored.
 * watch replays retained history after ``resource_version`` (or synthesises ADDED for current
-  objects when it is None, "" or "0"), then streams live events; an object moving out of a
-  label selector arrives as DELETED. A resourceVersion older than the retained history
-  (``history_size`` events, or :meth:`compact`) yields one ERROR event (410 Expired) and ends.
+  objects when it is None, "" or "0"; with ``send_initial_events`` it sends the current objects
+  as ADDED, then a BOOKMARK annotated ``k8s.io/initial-events-end``), then streams live
+  events; an object moving out of a label selector arrives as DELETED. A resourceVersion
+  older than the retained history (``history_size`` events, or :meth:`compact`) yields one
+  ERROR event (410 Expired) and ends.
   BOOKMARKs are sent by :meth:`send_bookmarks`; :meth:`end_watches` ends every open stream as a
   server would. Streams end after ``timeout_seconds`` of the Clock's time.
 * Reactors: :meth:`prepend_reactor` / :meth:`add_reactor` register ``fn(action)`` that may return
@@ -46,13 +48,14 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import orjson
 
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, FieldCause, from_status
 from pyctrl.kube.interface import Object, PatchType, PropagationPolicy, WatchEvent, WatchStream
+from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION, ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.patch import PatchError, json_patch, merge_patch
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.selectors import parse_field_selector, parse_label_selector
@@ -546,26 +549,18 @@ class FakeClient:
         result: Object = self._invoke(action, lambda: self._get(resource, name, ns))
         return result
 
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> Object:
+    def list(self, resource: Resource, namespace: str | None = None, *,
+             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:
+        opts = ListOptions.of(options, kwargs)
         ns = self._scope(resource, namespace, required=False)
         action = Action("list", resource, ns or None, options={
-            "label_selector": label_selector, "field_selector": field_selector,
-            "limit": limit, "continue_": continue_, "resource_version": resource_version,
-            "resource_version_match": resource_version_match})
+            "label_selector": opts.label_selector, "field_selector": opts.field_selector,
+            "limit": opts.limit, "continue_": opts.continue_,
+            "resource_version": opts.resource_version,
+            "resource_version_match": opts.resource_version_match})
         result: Object = self._invoke(action, lambda: self._list(
-            resource, ns, label_selector=label_selector, field_selector=field_selector,
-            limit=limit, continue_=continue_))
+            resource, ns, label_selector=opts.label_selector,
+            field_selector=opts.field_selector, limit=opts.limit, continue_=opts.continue_))
         return result
 
     def _list(self, resource: Resource, ns: str, *, label_selector: str | None,
@@ -597,22 +592,18 @@ class FakeClient:
             return {"apiVersion": resource.api_version, "kind": f"{resource.kind}List",
                     "metadata": meta, "items": [_copy(o) for o in matched]}
 
-    def watch(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str | None = None,
-        timeout_seconds: int | None = None,
-        allow_watch_bookmarks: bool = True,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> WatchStream:
+    def watch(self, resource: Resource, namespace: str | None = None, *,
+              options: ListOptions | None = None, **kwargs: Unpack[WatchArgs]) -> WatchStream:
+        opts = ListOptions.of(options, kwargs)
+        resource_version, timeout_seconds = opts.resource_version, opts.timeout_seconds
+        label_selector, field_selector = opts.label_selector, opts.field_selector
+        initial_events = opts.send_initial_events
+        allow_watch_bookmarks = opts.allow_watch_bookmarks or initial_events
         ns = self._scope(resource, namespace, required=False)
         action = Action("watch", resource, ns or None, options={
             "resource_version": resource_version, "timeout_seconds": timeout_seconds,
             "allow_watch_bookmarks": allow_watch_bookmarks, "label_selector": label_selector,
-            "field_selector": field_selector})
+            "field_selector": field_selector, "send_initial_events": initial_events})
         with self._lock:
             self._actions.append(action)
             reactors = list(self._watch_reactors)
@@ -630,11 +621,16 @@ class FakeClient:
             raise new_bad_request(str(exc)) from exc
         stream = watcher.stream
         with self._lock:
-            if resource_version in (None, "", "0"):
+            if resource_version in (None, "", "0") or initial_events:
                 store = self._objects.get(_rkey(resource), {})
                 for key in sorted(store):
                     if watcher.wants(store[key]):
                         stream.push({"type": "ADDED", "object": _copy(store[key])})
+                if initial_events:
+                    stream.push({"type": "BOOKMARK", "object": {
+                        "apiVersion": resource.api_version, "kind": resource.kind,
+                        "metadata": {"resourceVersion": str(self._rv), "annotations": {
+                            INITIAL_EVENTS_END_ANNOTATION: "true"}}}})
             else:
                 try:
                     since = int(str(resource_version))
