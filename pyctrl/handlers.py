@@ -17,7 +17,10 @@ Contract:
   objects from the informer's initial list (``on_add(obj, is_in_initial_list=True)``) and
   resyncs (``on_update`` with an unchanged ``resourceVersion``) at ``LOW_PRIORITY`` and
   everything else at ``NORMAL_PRIORITY`` (:func:`add_priority`, :func:`update_priority`).
-  Any other queue gets plain ``add(key)`` calls, exactly as before.
+  :func:`enqueue_object` also sends its object's status-only updates at LOW (the follow-ups
+  of the controller's own status writes; see :func:`is_status_only`); owners and mapped
+  objects keep NORMAL for them (a child's status is the owner's input). Any other queue gets
+  plain ``add(key)`` calls, exactly as before.
 * Handlers only enqueue; they never mutate the (shared) cached objects.
 """
 
@@ -41,6 +44,7 @@ __all__ = [
     "enqueue_object",
     "enqueue_owner",
     "generation_changed",
+    "is_status_only",
     "label_selector_predicate",
     "priority_add",
     "resource_version_changed",
@@ -92,11 +96,32 @@ def add_priority(is_in_initial_list: bool) -> int:
     return LOW_PRIORITY if is_in_initial_list else NORMAL_PRIORITY
 
 
-def update_priority(old: Object, new: Object) -> int:
-    """The priority of an update: LOW for a resync (same resourceVersion), else NORMAL."""
+# What a status-only update leaves unchanged, besides ``metadata.generation``.
+_STATUS_ONLY_SAME = ("labels", "annotations", "finalizers", "ownerReferences",
+                     "deletionTimestamp")
+
+
+def is_status_only(old: Object, new: Object) -> bool:
+    """True if ``old`` -> ``new`` changed at most the status: both carry the same
+    ``metadata.generation`` (the API server bumps it on spec changes and on deletion) and the
+    same labels, annotations, finalizers, owner references and deletion timestamp. Objects
+    without a generation (ConfigMaps, ...) never count as status-only."""
+    mo = old.get("metadata") or {}
+    mn = new.get("metadata") or {}
+    gen = mn.get("generation")
+    return gen is not None and gen == mo.get("generation") and all(
+        mo.get(f) == mn.get(f) for f in _STATUS_ONLY_SAME)
+
+
+def update_priority(old: Object, new: Object, *, status_only_low: bool = False) -> int:
+    """The priority of an update: LOW for a resync (same resourceVersion) and, with
+    ``status_only_low``, for a status-only change; else NORMAL."""
     rv = _meta(new, "resourceVersion")
-    return LOW_PRIORITY if rv is not None and rv == _meta(old, "resourceVersion") \
-        else NORMAL_PRIORITY
+    if rv is not None and rv == _meta(old, "resourceVersion"):
+        return LOW_PRIORITY
+    if status_only_low and is_status_only(old, new):
+        return LOW_PRIORITY
+    return NORMAL_PRIORITY
 
 
 def priority_add(queue: object) -> Callable[[str, int], None] | None:
@@ -117,11 +142,13 @@ class EnqueueHandler:
         predicates: Sequence[Predicate] = (),
         *,
         tombstone_key: bool = False,
+        status_only_low: bool = False,
     ) -> None:
         self._queue = queue
         self._key_func = key_func
         self._predicates = tuple(predicates)
         self._tombstone_key = tombstone_key
+        self._status_only_low = status_only_low
         self._add_with_priority = priority_add(queue)
 
     def _enqueue(self, obj: Object, priority: int = NORMAL_PRIORITY) -> None:
@@ -142,7 +169,8 @@ class EnqueueHandler:
     def on_update(self, old: Object, new: Object) -> None:
         try:
             if all(p.update is None or p.update(old, new) for p in self._predicates):
-                self._enqueue(new, update_priority(old, new))
+                self._enqueue(new, update_priority(
+                    old, new, status_only_low=self._status_only_low))
         except Exception:
             log.exception("update handler failed; event dropped")
 
@@ -163,7 +191,8 @@ class EnqueueHandler:
 
 def enqueue_object(queue: Queue, predicates: Sequence[Predicate] = ()) -> EnqueueHandler:
     """Enqueue each object's own ``ns/name`` key."""
-    return EnqueueHandler(queue, meta_namespace_key, predicates, tombstone_key=True)
+    return EnqueueHandler(queue, meta_namespace_key, predicates, tombstone_key=True,
+                          status_only_low=True)
 
 
 def _group_of(api_version: str) -> str:

@@ -58,14 +58,39 @@ def test_enqueue_object_priorities(pq: PriorityQueue[str]) -> None:
     assert pq.priority_of("ns/listed") == NORMAL_PRIORITY
 
 
+def test_enqueue_object_status_only_updates_are_low(pq: PriorityQueue[str]) -> None:
+    """The follow-up of a controller's own status write waits behind real changes."""
+    h = enqueue_object(pq)
+
+    def gen(name: str, rv: str, **extra: Any) -> Object:
+        return cm(name, rv, generation=3, **extra)
+
+    h.on_update(gen("status", "5"), {**gen("status", "6"), "status": {"x": 1}})
+    h.on_update(gen("spec", "5"), cm("spec", "6", generation=4))
+    h.on_update(gen("label", "5"), gen("label", "6", labels={"a": "b"}))
+    h.on_update(gen("fin", "5"), gen("fin", "6", finalizers=["f"]))
+    h.on_update(gen("deleting", "5"), gen("deleting", "6", deletionTimestamp="t"))
+    h.on_update(cm("nogen", "5"), cm("nogen", "6"))  # no generation: never status-only
+    assert {n: pq.priority_of(f"ns/{n}") for n in (
+        "status", "spec", "label", "fin", "deleting", "nogen")} == {
+        "status": LOW_PRIORITY, "spec": NORMAL_PRIORITY, "label": NORMAL_PRIORITY,
+        "fin": NORMAL_PRIORITY, "deleting": NORMAL_PRIORITY, "nogen": NORMAL_PRIORITY}
+
+
 def test_enqueue_owner_priorities(pq: PriorityQueue[str]) -> None:
     h = enqueue_owner(pq, "v1", "ConfigMap")
     h.on_add(owned("c1", "o1"), True)
     h.on_update(owned("c2", "o2", "3"), owned("c2", "o2", "3"))
     h.on_add(owned("c3", "o3"), False)
+    # A child's status-only change is its owner's input: NORMAL.
+    old, new = owned("c4", "o4", "3"), owned("c4", "o4", "4")
+    old["metadata"]["generation"] = new["metadata"]["generation"] = 1
+    new["status"] = {"done": True}
+    h.on_update(old, new)
     assert pq.priority_of("ns/o1") == LOW_PRIORITY
     assert pq.priority_of("ns/o2") == LOW_PRIORITY
     assert pq.priority_of("ns/o3") == NORMAL_PRIORITY
+    assert pq.priority_of("ns/o4") == NORMAL_PRIORITY
 
 
 def test_map_handler_priorities(pq: PriorityQueue[str]) -> None:
