@@ -1,42 +1,61 @@
 """The batch.pyctrl.io/v1 CronJob API: constants, defaulting, validation, a typed view.
 
-Contract:
+This module is the API's one import path (``from cronjob_controller import api``; ``api.X``):
+it re-exports three modules split along their seams, whose docstrings state the contracts:
 
-* :func:`validate` is the one validation shared by the admission webhook and the controller
-  (a webhook may not be installed). It never raises; it returns :class:`FieldError` s whose
-  ``str()`` reads like the apiserver's (``spec.schedule: Invalid value: "61 * * * *": ...``).
-  Every user-controlled string and integer has a bound stated once here (``MAX_*``) and
-  mirrored in the CRD schema (a unit test keeps the two equal). Lengths are checked before
-  any parsing, and parsing is linear, so one admission review costs O(limit) at most.
-* Time zones are the canonical names of the ``tzdata`` package we ship (its ``zones`` list),
-  loaded from that package, never the host's ``/usr/share/zoneinfo``: the webhook and the
-  controller agree whatever image they run in, and ``localtime``, ``posixrules``,
-  ``Factory``, ``posix/...``, ``right/...`` and ``Local`` are refused.
-* :func:`default_patch` / :func:`with_defaults` apply exactly the CRD schema's defaults.
-* :meth:`CronJob.from_dict` builds an immutable typed view of a raw object with defaults
-  applied. It is tolerant of invalid *values* (a bad schedule stays a string, for the controller
-  to report) and raises :class:`InvalidCronJobError` only for wrong *types*, which the CRD's
-  structural schema already rejects. It never mutates its input.
-* Times are aware UTC ``datetime``; :func:`format_time` writes metav1.Time (RFC 3339, seconds,
-  ``Z``) and :func:`format_rfc3339` writes Go's ``time.RFC3339`` in any zone.
+* :mod:`cronjob_controller.apitypes`: group/version/kind, condition reasons, time formats
+  (:func:`parse_time`, :func:`format_time`, :func:`format_rfc3339`) and the immutable typed
+  view (:meth:`CronJob.from_dict`, which applies defaults and raises
+  :class:`InvalidCronJobError` only for wrong types).
+* :mod:`cronjob_controller.defaults`: :data:`DEFAULTS`, :func:`default_patch`,
+  :func:`with_defaults` (exactly the CRD schema's defaults).
+* :mod:`cronjob_controller.validation`: :func:`validate` (shared by the webhook and the
+  controller; never raises), the ``MAX_*`` bounds mirrored in the CRD schema, and
+  :func:`load_zone` (canonical tzdata names only).
 """
 
 from __future__ import annotations
 
-import copy
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
-from enum import StrEnum
-from functools import lru_cache
-from importlib import resources
-from types import MappingProxyType
-from typing import Literal, cast
-from zoneinfo import ZoneInfo
-
-from cronjob_controller.schedule import ScheduleError, check
-from pyctrl.kube import Resource
+from cronjob_controller.apitypes import (
+    API_VERSION,
+    CONDITION_READY,
+    CRONJOBS,
+    GROUP,
+    KIND,
+    REASON_INVALID_SCHEDULE,
+    REASON_INVALID_SPEC,
+    REASON_SCHEDULED,
+    REASON_SUSPENDED,
+    REASON_UNKNOWN_TIME_ZONE,
+    SCHEDULED_TIMESTAMP_ANNOTATION,
+    VERSION,
+    Condition,
+    CronJob,
+    CronJobSpec,
+    CronJobStatus,
+    JobTemplate,
+    ObjectReference,
+    condition_reason,
+    format_rfc3339,
+    format_time,
+    parse_time,
+)
+from cronjob_controller.defaults import DEFAULTS, default_patch, with_defaults
+from cronjob_controller.validation import (
+    CONCURRENCY_POLICIES,
+    MAX_HISTORY_LIMIT,
+    MAX_NAME_LENGTH,
+    MAX_SCHEDULE_LENGTH,
+    MAX_STARTING_DEADLINE_SECONDS,
+    MAX_TIME_ZONE_LENGTH,
+    ConcurrencyPolicy,
+    ErrorType,
+    FieldError,
+    InvalidCronJobError,
+    UnknownTimeZoneError,
+    load_zone,
+    validate,
+)
 
 __all__ = [
     "API_VERSION", "CONCURRENCY_POLICIES", "CONDITION_READY", "CRONJOBS", "DEFAULTS", "GROUP",
@@ -49,543 +68,3 @@ __all__ = [
     "default_patch", "format_rfc3339", "format_time", "load_zone", "parse_time", "validate",
     "with_defaults",
 ]
-
-GROUP = "batch.pyctrl.io"
-VERSION = "v1"
-KIND = "CronJob"
-API_VERSION = f"{GROUP}/{VERSION}"
-CRONJOBS = Resource(GROUP, VERSION, "cronjobs", KIND)
-SCHEDULED_TIMESTAMP_ANNOTATION = "batch.pyctrl.io/scheduled-timestamp"
-MAX_NAME_LENGTH = 52  # 63 (DNS label) - 11: Job names append "-<unix minutes>"
-# Bounds on the spec (upstream has none). The same numbers are in the CRD schema (maxLength,
-# maximum), so the apiserver refuses first; the webhook and the controller check them again
-# before parsing anything (a CronJob may predate the schema, or the webhook be off).
-MAX_SCHEDULE_LENGTH = 1024
-"""Characters in spec.schedule. Spelling out every value of every field by number or name
-("0,1,...,59 0,...,23 1,...,31 jan,...,dec sun,...,sat") takes under 400, so any
-distinct schedule fits; real ones are under 100. Longer input is only cost (each status
-and event copy) and was a denial-of-service vector (a 1.5 MB list took 35 s per review)."""
-MAX_TIME_ZONE_LENGTH = 64
-"""Characters in spec.timeZone: the longest IANA name has 32 ("America/Argentina/
-ComodRivadavia"); twice that leaves room for future names and bounds the CEL rule's cost."""
-MAX_STARTING_DEADLINE_SECONDS = 366 * 24 * 3600
-"""spec.startingDeadlineSeconds: one leap year, so even ``@yearly`` can say "start a run up
-to a whole year late". Beyond that a deadline means nothing (the controller starts at most
-the most recent missed time anyway, and counts missed times only inside (now - D, now]),
-while int64 values made datetime arithmetic overflow."""
-MAX_HISTORY_LIMIT = 1000
-"""successful/failedJobsHistoryLimit: every kept Job stays in the controller's cache and is
-sorted on every sync of its CronJob, so keep history bounded; use logs or a Job TTL
-controller for longer audit trails."""
-
-ConcurrencyPolicy = Literal["Allow", "Forbid", "Replace"]
-CONCURRENCY_POLICIES: tuple[ConcurrencyPolicy, ...] = ("Allow", "Forbid", "Replace")
-DEFAULTS: Mapping[str, object] = MappingProxyType({
-    "concurrencyPolicy": "Allow",
-    "suspend": False,
-    "successfulJobsHistoryLimit": 3,
-    "failedJobsHistoryLimit": 1,
-})
-
-# status.conditions: one "Ready" condition. True: the spec is valid and the controller
-# schedules it (reason Scheduled, or Suspended); False: the reason names the problem.
-CONDITION_READY = "Ready"
-REASON_SCHEDULED = "Scheduled"
-REASON_SUSPENDED = "Suspended"
-REASON_INVALID_SCHEDULE = "InvalidSchedule"  # also the Warning event reason
-REASON_UNKNOWN_TIME_ZONE = "UnknownTimeZone"  # also the Warning event reason
-REASON_INVALID_SPEC = "InvalidSpec"
-
-
-class ErrorType(StrEnum):
-    """apimachinery's field.ErrorType strings."""
-
-    REQUIRED = "Required value"
-    INVALID = "Invalid value"
-    NOT_SUPPORTED = "Unsupported value"
-    TOO_LONG = "Too long"
-
-    @property
-    def reason(self) -> str:
-        """The StatusCause reason, e.g. ``FieldValueInvalid``."""
-        return {
-            ErrorType.REQUIRED: "FieldValueRequired", ErrorType.INVALID: "FieldValueInvalid",
-            ErrorType.NOT_SUPPORTED: "FieldValueNotSupported",
-            ErrorType.TOO_LONG: "FieldValueTooLong",
-        }[self]
-
-
-_NO_VALUE = object()
-
-
-@dataclass(frozen=True, slots=True)
-class FieldError:
-    """One problem with one field: ``field`` is a path like ``spec.schedule``."""
-
-    field: str
-    type: ErrorType
-    detail: str
-    value: object = _NO_VALUE
-
-    @property
-    def body(self) -> str:
-        """The message without the field path, e.g. ``Invalid value: "x": bad``."""
-        body = str(self.type)
-        if self.type not in (ErrorType.REQUIRED, ErrorType.TOO_LONG) and (
-                self.value is not _NO_VALUE):
-            body += f": {_go_value(self.value)}"
-        return f"{body}: {self.detail}" if self.detail else body
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.body}"
-
-
-def _go_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
-
-
-class InvalidCronJobError(ValueError):
-    """A CronJob whose fields have the wrong types; ``errors`` says which."""
-
-    def __init__(self, errors: Sequence[FieldError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors))
-        self.errors = tuple(errors)
-
-
-class UnknownTimeZoneError(ValueError):
-    """``spec.timeZone`` is not a usable IANA time zone name; ``str()`` says why."""
-
-
-# --------------------------------------------------------------------------------------
-# Time helpers
-
-
-def parse_time(value: object) -> datetime | None:
-    """An RFC 3339 string as an aware UTC datetime; None for None or anything unparsable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed.astimezone(UTC) if parsed.tzinfo is not None else None
-
-
-def format_rfc3339(t: datetime) -> str:
-    """Go's ``time.RFC3339`` in ``t``'s own zone: seconds precision, ``Z`` for offset 0."""
-    offset = t.utcoffset()
-    if offset is None:
-        raise ValueError(f"naive datetime {t!r}")
-    text = t.replace(microsecond=0, tzinfo=None).isoformat()
-    if not offset:
-        return text + "Z"
-    minutes = int(offset.total_seconds()) // 60
-    sign = "+" if minutes >= 0 else "-"
-    return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-
-
-def format_time(t: datetime) -> str:
-    """A metav1.Time string: RFC 3339 in UTC, seconds precision."""
-    return format_rfc3339(t.astimezone(UTC))
-
-
-# Names tzdata lists but that are not zones a user means: "Factory" is tzdata's placeholder
-# ("Local time zone must be set"); the others are not in the package's list, but are files in
-# a host's zoneinfo directory, so we name them in the message.
-_NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
-_NOT_ZONE_PREFIXES = ("posix/", "right/")
-
-
-@lru_cache(maxsize=1)
-def _canonical_zones() -> frozenset[str]:
-    """The zone names of the tzdata package we ship (its ``zones`` file), minus Factory."""
-    text = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8")
-    return frozenset(text.split()) - _NOT_ZONES
-
-
-@lru_cache(maxsize=1024)
-def load_zone(name: str | None) -> tzinfo:
-    """The zone for ``spec.timeZone`` (None means UTC); raises UnknownTimeZoneError.
-
-    Only canonical names from the tzdata package are accepted, and the zone is read from that
-    package (not the host's zoneinfo), so every replica and the webhook agree.
-    """
-    if name is None:
-        return UTC
-    if not name:
-        raise UnknownTimeZoneError("must be unset or a non-empty IANA time zone name")
-    if len(name) > MAX_TIME_ZONE_LENGTH:
-        raise UnknownTimeZoneError(f"must be no more than {MAX_TIME_ZONE_LENGTH} characters")
-    if name.startswith(("TZ=", "CRON_TZ=")):
-        raise UnknownTimeZoneError(
-            'must be a bare IANA time zone name such as "Europe/Berlin", without TZ= or CRON_TZ=')
-    if name.lower() == "local":
-        raise UnknownTimeZoneError(
-            "must be an explicit IANA time zone name; Local (the controller's zone) is not allowed")
-    if name in _NOT_ZONES or name.startswith(_NOT_ZONE_PREFIXES):
-        raise UnknownTimeZoneError(
-            "must be a canonical IANA time zone name such as \"Europe/Berlin\"; localtime, "
-            "posixrules, Factory, posix/... and right/... are not allowed")
-    if name not in _canonical_zones():
-        raise UnknownTimeZoneError(
-            "unknown time zone: not in the IANA time zone database "
-            '(use a name such as "America/New_York" or "UTC")')
-    path = resources.files("tzdata.zoneinfo").joinpath(*name.split("/"))
-    with path.open("rb") as data:
-        return ZoneInfo.from_file(data, key=name)
-
-
-# --------------------------------------------------------------------------------------
-# Defaulting and validation
-
-
-def default_patch(obj: Mapping[str, object]) -> list[dict[str, object]]:
-    """JSON Patch operations adding the CRD defaults that ``obj.spec`` lacks."""
-    spec = obj.get("spec")
-    if not isinstance(spec, Mapping):
-        return []
-    return [{"op": "add", "path": f"/spec/{key}", "value": value}
-            for key, value in DEFAULTS.items() if spec.get(key) is None]
-
-
-def with_defaults(obj: Mapping[str, object]) -> dict[str, object]:
-    """A deep copy of ``obj`` with the CRD defaults filled in."""
-    out = copy.deepcopy(dict(obj))
-    spec = out.get("spec")
-    if isinstance(spec, dict):
-        for key, value in DEFAULTS.items():
-            if spec.get(key) is None:
-                spec[key] = value
-    return out
-
-
-_MUST_BE_INT = "must be an integer"
-_TYPE_DETAILS = frozenset({"must be a string", _MUST_BE_INT, "must be a boolean",
-                           "must be an object", "must be a map of strings to strings"})
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _string_map(value: object) -> bool:
-    return isinstance(value, Mapping) and all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items())
-
-
-def validate(obj: Mapping[str, object]) -> list[FieldError]:
-    """Every problem with a CronJob object (defaults assumed for absent fields)."""
-    errors: list[FieldError] = []
-    metadata = obj.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, Mapping) else None
-    if isinstance(name, str) and len(name) > MAX_NAME_LENGTH:
-        errors.append(FieldError("metadata.name", ErrorType.INVALID,
-                                 f"must be no more than {MAX_NAME_LENGTH} characters", name))
-    spec = obj.get("spec")
-    if spec is None:
-        return [*errors, FieldError("spec", ErrorType.REQUIRED, "")]
-    if not isinstance(spec, Mapping):
-        return [*errors, FieldError("spec", ErrorType.INVALID, "must be an object", spec)]
-    errors.extend(_validate_schedule(spec))
-    errors.extend(_validate_time_zone(spec.get("timeZone")))
-    for key, maximum in _INT_MAXIMA.items():
-        value = spec.get(key)
-        if value is not None and not _is_int(value):
-            errors.append(FieldError(f"spec.{key}", ErrorType.INVALID, _MUST_BE_INT, value))
-        elif value is not None and cast(int, value) < 0:
-            errors.append(FieldError(f"spec.{key}", ErrorType.INVALID,
-                                     "must be greater than or equal to 0", value))
-        elif value is not None and cast(int, value) > maximum:
-            errors.append(FieldError(f"spec.{key}", ErrorType.INVALID,
-                                     f"must be less than or equal to {maximum}", value))
-    policy = spec.get("concurrencyPolicy")
-    if policy is not None and policy not in CONCURRENCY_POLICIES:
-        supported = ", ".join(f'"{p}"' for p in CONCURRENCY_POLICIES)
-        errors.append(FieldError("spec.concurrencyPolicy", ErrorType.NOT_SUPPORTED,
-                                 f"supported values: {supported}", policy))
-    suspend = spec.get("suspend")
-    if suspend is not None and not isinstance(suspend, bool):
-        errors.append(FieldError("spec.suspend", ErrorType.INVALID, "must be a boolean", suspend))
-    errors.extend(_validate_job_template(spec.get("jobTemplate")))
-    return errors
-
-
-_INT_MAXIMA: Mapping[str, int] = MappingProxyType({
-    "startingDeadlineSeconds": MAX_STARTING_DEADLINE_SECONDS,
-    "successfulJobsHistoryLimit": MAX_HISTORY_LIMIT,
-    "failedJobsHistoryLimit": MAX_HISTORY_LIMIT,
-})
-
-
-def _too_long(path: str, limit: int) -> FieldError:
-    # As apimachinery's field.TooLong: the value itself is not repeated in the message.
-    return FieldError(path, ErrorType.TOO_LONG, f"may not be more than {limit} characters")
-
-
-def _validate_schedule(spec: Mapping[str, object]) -> list[FieldError]:
-    schedule = spec.get("schedule")
-    if schedule is None or schedule == "":
-        return [FieldError("spec.schedule", ErrorType.REQUIRED, "")]
-    if not isinstance(schedule, str):
-        return [FieldError("spec.schedule", ErrorType.INVALID, "must be a string", schedule)]
-    if len(schedule) > MAX_SCHEDULE_LENGTH:  # before parsing: refusing costs O(1)
-        return [_too_long("spec.schedule", MAX_SCHEDULE_LENGTH)]
-    try:
-        check(schedule)
-    except ScheduleError as err:
-        return [FieldError("spec.schedule", ErrorType.INVALID, str(err), schedule)]
-    return []
-
-
-def _validate_time_zone(zone: object) -> list[FieldError]:
-    if zone is None:
-        return []
-    if not isinstance(zone, str):
-        return [FieldError("spec.timeZone", ErrorType.INVALID, "must be a string", zone)]
-    if len(zone) > MAX_TIME_ZONE_LENGTH:
-        return [_too_long("spec.timeZone", MAX_TIME_ZONE_LENGTH)]
-    try:
-        load_zone(zone)
-    except UnknownTimeZoneError as err:
-        return [FieldError("spec.timeZone", ErrorType.INVALID, str(err), zone)]
-    return []
-
-
-def _validate_job_template(template: object) -> list[FieldError]:
-    path = "spec.jobTemplate"
-    if template is None:
-        return [FieldError(path, ErrorType.REQUIRED, "")]
-    if not isinstance(template, Mapping):
-        return [FieldError(path, ErrorType.INVALID, "must be an object", template)]
-    errors: list[FieldError] = []
-    metadata = template.get("metadata")
-    if metadata is not None:
-        if not isinstance(metadata, Mapping):
-            errors.append(FieldError(f"{path}.metadata", ErrorType.INVALID, "must be an object",
-                                     metadata))
-        else:
-            for key in ("labels", "annotations"):
-                value = metadata.get(key)
-                if value is not None and not _string_map(value):
-                    errors.append(FieldError(f"{path}.metadata.{key}", ErrorType.INVALID,
-                                             "must be a map of strings to strings", value))
-    job_spec = template.get("spec")
-    if job_spec is None:
-        errors.append(FieldError(f"{path}.spec", ErrorType.REQUIRED, ""))
-    elif not isinstance(job_spec, Mapping):
-        errors.append(FieldError(f"{path}.spec", ErrorType.INVALID, "must be an object",
-                                 job_spec))
-    return errors
-
-
-def condition_reason(errors: Sequence[FieldError]) -> str:
-    """The Ready=False reason (and Warning event reason) for a non-empty error list."""
-    fields = {e.field for e in errors}
-    if "spec.schedule" in fields:
-        return REASON_INVALID_SCHEDULE
-    if "spec.timeZone" in fields:
-        return REASON_UNKNOWN_TIME_ZONE
-    return REASON_INVALID_SPEC
-
-
-# --------------------------------------------------------------------------------------
-# Typed view
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectReference:
-    """An entry of ``status.active``."""
-
-    name: str
-    namespace: str
-    uid: str
-    api_version: str = "batch/v1"
-    kind: str = "Job"
-    resource_version: str = ""
-
-    @classmethod
-    def from_dict(cls, ref: Mapping[str, object]) -> ObjectReference:
-        return cls(name=str(ref.get("name", "")), namespace=str(ref.get("namespace", "")),
-                   uid=str(ref.get("uid", "")), api_version=str(ref.get("apiVersion", "")),
-                   kind=str(ref.get("kind", "")),
-                   resource_version=str(ref.get("resourceVersion", "")))
-
-    @classmethod
-    def for_job(cls, job: Mapping[str, object]) -> ObjectReference:
-        """A reference to a batch/v1 Job object."""
-        meta = cast(Mapping[str, object], job.get("metadata") or {})
-        return cls(name=str(meta.get("name", "")), namespace=str(meta.get("namespace", "")),
-                   uid=str(meta.get("uid", "")),
-                   resource_version=str(meta.get("resourceVersion", "")))
-
-    def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"apiVersion": self.api_version, "kind": self.kind,
-                                  "name": self.name, "namespace": self.namespace,
-                                  "uid": self.uid}
-        if self.resource_version:
-            out["resourceVersion"] = self.resource_version
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """A metav1.Condition."""
-
-    type: str
-    status: Literal["True", "False", "Unknown"]
-    reason: str
-    message: str
-    last_transition_time: datetime
-    observed_generation: int | None = None
-
-    @classmethod
-    def from_dict(cls, c: Mapping[str, object]) -> Condition:
-        raw_status = c.get("status")
-        status: Literal["True", "False", "Unknown"] = (
-            "True" if raw_status == "True" else "False" if raw_status == "False" else "Unknown")
-        generation = c.get("observedGeneration")
-        return cls(
-            type=str(c.get("type", "")), status=status,
-            reason=str(c.get("reason", "")), message=str(c.get("message", "")),
-            last_transition_time=parse_time(c.get("lastTransitionTime"))
-            or datetime.fromtimestamp(0, UTC),
-            observed_generation=generation if isinstance(generation, int) else None,
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "type": self.type, "status": self.status, "reason": self.reason,
-            "message": self.message,
-            "lastTransitionTime": format_time(self.last_transition_time),
-        }
-        if self.observed_generation is not None:
-            out["observedGeneration"] = self.observed_generation
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class JobTemplate:
-    """``spec.jobTemplate``: labels and annotations to copy, and the raw Job spec."""
-
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
-    spec: Mapping[str, object]  # the caller's dict, read-only by convention: deep-copy to use
-
-
-@dataclass(frozen=True, slots=True)
-class CronJobSpec:
-    schedule: str
-    job_template: JobTemplate
-    time_zone: str | None = None
-    starting_deadline_seconds: int | None = None
-    concurrency_policy: ConcurrencyPolicy = "Allow"
-    suspend: bool = False
-    successful_jobs_history_limit: int = 3
-    failed_jobs_history_limit: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class CronJobStatus:
-    active: tuple[ObjectReference, ...] = ()
-    last_schedule_time: datetime | None = None
-    last_successful_time: datetime | None = None
-    next_schedule_time: datetime | None = None
-    observed_generation: int | None = None
-    conditions: tuple[Condition, ...] = ()
-
-    def to_dict(self) -> dict[str, object]:
-        """The status subresource body; ``activeCount`` backs the ACTIVE printer column."""
-        out: dict[str, object] = {
-            "active": [ref.to_dict() for ref in self.active],
-            "activeCount": len(self.active),
-        }
-        for key, t in (("lastScheduleTime", self.last_schedule_time),
-                       ("lastSuccessfulTime", self.last_successful_time),
-                       ("nextScheduleTime", self.next_schedule_time)):
-            if t is not None:
-                out[key] = format_time(t)
-        if self.observed_generation is not None:
-            out["observedGeneration"] = self.observed_generation
-        if self.conditions:
-            out["conditions"] = [c.to_dict() for c in self.conditions]
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class CronJob:
-    """An immutable typed view of a CronJob object, with defaults applied."""
-
-    name: str
-    namespace: str
-    uid: str
-    spec: CronJobSpec
-    status: CronJobStatus = field(default_factory=CronJobStatus)
-    generation: int = 0
-    resource_version: str = ""
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
-
-    @classmethod
-    def from_dict(cls, obj: Mapping[str, object]) -> CronJob:
-        """Parse ``obj``; raises InvalidCronJobError if a field has the wrong type."""
-        type_errors = [e for e in validate(obj)
-                       if e.type is ErrorType.REQUIRED or e.detail in _TYPE_DETAILS]
-        if type_errors:
-            raise InvalidCronJobError(type_errors)
-        meta = cast(Mapping[str, object], obj.get("metadata") or {})
-        spec = cast(Mapping[str, object], obj["spec"])
-        template = cast(Mapping[str, object], spec["jobTemplate"])
-        template_meta = cast(Mapping[str, object], template.get("metadata") or {})
-        raw_status = obj.get("status")
-        status = raw_status if isinstance(raw_status, Mapping) else {}
-        generation = meta.get("generation")
-        return cls(
-            name=str(meta.get("name", "")), namespace=str(meta.get("namespace", "")),
-            uid=str(meta.get("uid", "")),
-            generation=generation if isinstance(generation, int) else 0,
-            resource_version=str(meta.get("resourceVersion", "")),
-            creation_timestamp=parse_time(meta.get("creationTimestamp")),
-            deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
-            spec=CronJobSpec(
-                schedule=cast(str, spec["schedule"]),
-                time_zone=cast("str | None", spec.get("timeZone")),
-                starting_deadline_seconds=cast("int | None", spec.get("startingDeadlineSeconds")),
-                concurrency_policy=cast(ConcurrencyPolicy, _get(spec, "concurrencyPolicy")),
-                suspend=cast(bool, _get(spec, "suspend")),
-                successful_jobs_history_limit=cast(int, _get(spec, "successfulJobsHistoryLimit")),
-                failed_jobs_history_limit=cast(int, _get(spec, "failedJobsHistoryLimit")),
-                job_template=JobTemplate(
-                    labels=MappingProxyType(dict(
-                        cast(Mapping[str, str], template_meta.get("labels") or {}))),
-                    annotations=MappingProxyType(dict(
-                        cast(Mapping[str, str], template_meta.get("annotations") or {}))),
-                    spec=cast(Mapping[str, object], template["spec"]),
-                ),
-            ),
-            status=_parse_status(status),
-        )
-
-
-def _get(spec: Mapping[str, object], key: str) -> object:
-    value = spec.get(key)
-    return DEFAULTS[key] if value is None else value
-
-
-def _parse_status(status: Mapping[str, object]) -> CronJobStatus:
-    active = status.get("active")
-    conditions = status.get("conditions")
-    generation = status.get("observedGeneration")
-    return CronJobStatus(
-        active=tuple(ObjectReference.from_dict(r) for r in active if isinstance(r, Mapping))
-        if isinstance(active, list) else (),
-        last_schedule_time=parse_time(status.get("lastScheduleTime")),
-        last_successful_time=parse_time(status.get("lastSuccessfulTime")),
-        next_schedule_time=parse_time(status.get("nextScheduleTime")),
-        observed_generation=generation if isinstance(generation, int) else None,
-        conditions=tuple(Condition.from_dict(c) for c in conditions if isinstance(c, Mapping))
-        if isinstance(conditions, list) else (),
-    )
