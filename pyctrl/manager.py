@@ -189,8 +189,13 @@ class Manager:
         self._stopping = False
         self._ran = False
         if leader_election is None and not leader_election_id and sharding is not None:
-            leader_election_id = sharding.leader_lease_name  # the sharder needs a leader
-            leader_election_namespace = sharding.lease_namespace
+            # The sharder needs a leader: elect it on <controller>-sharder, shard timing.
+            leader_election = LeaderElectionConfig(
+                LeaseLock(client, sharding.lease_namespace, sharding.leader_lease_name,
+                          leader_election_identity or default_identity()),
+                lease_duration=sharding.lease_duration, renew_deadline=sharding.renew_deadline,
+                retry_period=sharding.retry_period,
+                name=sharding.leader_lease_name)
         if leader_election is None and leader_election_id:
             lock = LeaseLock(client, leader_election_namespace, leader_election_id,
                              leader_election_identity or default_identity())
@@ -211,7 +216,7 @@ class Manager:
                                      lease_duration=sharding.lease_duration,
                                      renew_deadline=sharding.renew_deadline,
                                      retry_period=sharding.retry_period,
-                                     jitter_factor=1.0, name=sharding.lease_name),
+                                     name=sharding.lease_name),
                 LeaderCallbacks(self._run_controllers, self._on_shard_lost),
                 clock=self.clock, registry=self.registry,
             )

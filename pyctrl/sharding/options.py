@@ -20,7 +20,8 @@ Labels (all derived from ``controller``):
   on each shard Lease (``<controller>-shard-<shard id>``): the sharder watches Leases by the
   first label.
 
-Timing (``lease_duration > renew_deadline > retry_period``, checked as for leader election):
+Timing (``lease_duration > renew_deadline > 1.2 * retry_period``, as leader election checks
+with its default jitter):
 a shard fences itself ``renew_deadline`` after its last successful renew; the sharder moves
 its objects ``lease_duration`` after it last saw the Lease change. ``on_reconcile(key, start,
 end)`` (monotonic seconds), when given, is called after each reconcile of an owned object
@@ -64,8 +65,8 @@ class ShardingOptions:
                                  "(a-z, 0-9, '-', '.'; at most 63 characters)")
         if self.virtual_nodes < 1:
             raise ValueError("virtual_nodes must be at least 1")
-        if not (self.lease_duration > self.renew_deadline > self.retry_period > 0):
-            raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
+        if not (self.lease_duration > self.renew_deadline > 1.2 * self.retry_period > 0):
+            raise ValueError("need lease_duration > renew_deadline > 1.2 * retry_period > 0")
 
     @property
     def shard_label(self) -> str:

@@ -21,9 +21,11 @@ Contract (run by the leader only, as a ``needs_leader`` Manager runnable):
 
   So an object is never labelled for a new shard while its old shard is alive and has not
   let go: two shards never reconcile one object at once.
-* Every write is a merge patch of labels carrying the ``resourceVersion`` the sharder saw (a
+* Writes of one pass go out ``writers`` (8) at a time (a dead shard's objects move in one
+  burst). Every write is a merge patch of labels carrying the ``resourceVersion`` the sharder saw (a
   precondition: a Conflict means the object moved on, e.g. its shard just acknowledged; the
-  next pass re-plans from newer state). Writes go through the leader-fenced client.
+  next pass re-plans from newer state). Writes go through the leader-fenced client; the
+  first one refused (NotLeader) ends the pass.
 * A pass runs when a Lease or an object changed (coalesced: at most one pass per
   ``min_interval``), when the first alive shard would expire, and every ``resync`` seconds.
 * Metrics-free; logs each pass that changed something (assigned, drained, failed counts).
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,7 +43,7 @@ import structlog
 
 from pyctrl.cache import DeletedFinalStateUnknown, ListWatch, SharedIndexInformer
 from pyctrl.clock import Clock, RealClock
-from pyctrl.errors import ApiError, Conflict, NotFound
+from pyctrl.errors import ApiError, Conflict, NotFound, NotLeader
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import LEASES
 from pyctrl.sharding.lease import ShardMembership
@@ -130,7 +133,7 @@ class Sharder:
 
     def __init__(self, client: Client, options: ShardingOptions, *,
                  clock: Clock | None = None, min_interval: float = 0.1,
-                 resync: float = 30.0) -> None:
+                 resync: float = 30.0, writers: int = 8) -> None:
         self._client = client
         self.options = options
         self._clock: Clock = clock or RealClock()
@@ -139,6 +142,9 @@ class Sharder:
         self._resync = resync
         self._cond = threading.Condition(threading.Lock())
         self._dirty = True
+        self._writers = writers
+        self._stop = threading.Event()  # run's stop
+        self._halt = threading.Event()  # this pass found us deposed
         self.moves = 0  # assigned + drained, for tests and logs
 
     def wake(self) -> None:
@@ -147,31 +153,44 @@ class Sharder:
             self._dirty = True
             self._cond.notify_all()
 
+    def _write(self, action: Action) -> str:
+        o = self.options
+        if self._stop.is_set() or self._halt.is_set():
+            return "skipped"
+        labels: dict[str, str | None]
+        if action.kind == "assign":
+            labels = {o.shard_label: action.shard, o.drain_label: None}
+        else:
+            labels = {o.drain_label: "true"}
+        body: Object = {"metadata": {"resourceVersion": action.resource_version,
+                                     "labels": labels}}
+        try:
+            self._client.patch(o.resource, action.name, body, action.namespace or None)
+        except (Conflict, NotFound):
+            return "skipped"  # moved on since we looked; the next pass sees the newer state
+        except NotLeader:
+            self._halt.set()  # deposed: leave the rest of the pass to the next leader
+            return "skipped"
+        except ApiError as err:
+            log.warning("sharder write failed", key=action.key, action=action.kind,
+                        error=str(err))
+            return "failed"
+        return "done"
+
     def sync(self, objects: Iterable[Object]) -> list[Action]:
         """One pass over ``objects``: plan and write; returns the actions that succeeded."""
         o = self.options
         alive = self.membership.alive()
-        ring = HashRing(alive, o.virtual_nodes)
-        done: list[Action] = []
-        failed = 0
-        for action in plan(objects, ring, alive, o):
-            labels: dict[str, str | None]
-            if action.kind == "assign":
-                labels = {o.shard_label: action.shard, o.drain_label: None}
-            else:
-                labels = {o.drain_label: "true"}
-            body: Object = {"metadata": {"resourceVersion": action.resource_version,
-                                         "labels": labels}}
-            try:
-                self._client.patch(o.resource, action.name, body, action.namespace or None)
-            except (Conflict, NotFound):
-                continue  # moved on since we looked; the next pass sees the newer state
-            except ApiError as err:
-                failed += 1
-                log.warning("sharder write failed", key=action.key, action=action.kind,
-                            error=str(err))
-                continue
-            done.append(action)
+        self._halt.clear()
+        actions = plan(objects, ring=HashRing(alive, o.virtual_nodes), alive=alive, options=o)
+        if len(actions) > 1 and self._writers > 1:
+            with ThreadPoolExecutor(min(self._writers, len(actions)),
+                                    thread_name_prefix="sharder-write") as pool:
+                results = list(pool.map(self._write, actions))
+        else:
+            results = [self._write(a) for a in actions]
+        done = [a for a, r in zip(actions, results, strict=True) if r == "done"]
+        failed = results.count("failed")
         if done or failed:
             self.moves += len(done)
             log.info("sharder pass", shards=sorted(alive),
@@ -210,6 +229,7 @@ class Sharder:
                 if not informer.wait_for_sync(stop):
                     return
             log.info("sharder started", controller=self.options.controller)
+            self._stop = stop
             while not stop.is_set():
                 with self._cond:
                     self._dirty = False

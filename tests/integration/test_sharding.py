@@ -1,0 +1,305 @@
+"""Active-active sharding of the CronJob controller on a real API server.
+
+Three shards (in-process Managers wired by ``cronjob_controller.wiring.build`` with
+``sharding=ShardingOptions(...)``, each with its own REST client; shard Lease 8 s, renew
+deadline 6 s, retry 1.5 s: shorter ones lost renewals at a tick on a 2-core machine at load
+10) share 150 CronJobs (the issue says 3000: there a label write of a CronJob, validated
+against its 190 kB schema, takes ~0.3 s, so 150 keeps the test near 60-90 s). Every
+CronJob is due once, at the same minute tick T (the schedule names T's minute and hour, so no
+other run falls in the test), and the managers run on a clock shifted forward so T comes
+~25 s after the start instead of up to 60 s.
+
+1. Each shard gets about 1/3 of the CronJobs by label, and its CronJob cache holds only those.
+2. Half a second before T, one shard that is not the leader dies as if SIGKILLed: its Lease
+   writes fail (no renew, no release) and its fence refuses every other write from then on.
+   The sharder starts moving its CronJobs within lease duration + 2 s of the kill, and
+   has moved them all at >= 5 label writes per second after that (measured: printed), and
+   after T every CronJob has exactly one Job for T (0 duplicates, 0 missed runs): the dead
+   shard's runs at T are made by their new shards.
+3. A replacement shard joins (three live again), then a fourth: about 1/4 of the CronJobs
+   move to it, each through the drain handshake (the old shard acknowledges first).
+
+Throughout, every shard records each reconcile of an object it owns (key, start, end on the
+one monotonic clock of this process); no key ever has overlapping reconciles on two shards.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from cronjob_controller.api import CRONJOBS
+from cronjob_controller.jobs import job_name
+from cronjob_controller.wiring import CronJobController, build
+from pyctrl import LeaderElectionLost, Manager, RealClock, RESTClient
+from pyctrl.errors import ServerError
+from pyctrl.kube import JOBS
+from pyctrl.sharding import ShardingOptions
+from pyctrl.testing.envtest import ControlPlane
+from tests.integration.cronjob.env import cronjob_body
+from tests.waiting import elapsed_until, pause_until, poll
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+COUNT = 150
+LEASE, RENEW, RETRY = 8.0, 6.0, 1.5
+SHARD_LABEL = "shard.sharding.pyctrl.io/cronjob"
+DRAIN_LABEL = "drain.sharding.pyctrl.io/cronjob"
+LEAD = 25.0  # seconds from the start to the tick T
+
+
+class ShiftedClock(RealClock):
+    """Real time, but the wall clock reads ``offset`` seconds ahead (constant)."""
+
+    __slots__ = ("offset",)
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.offset)
+
+    def time(self) -> float:
+        return super().time() + self.offset
+
+
+@dataclass
+class Audit:
+    """Every owned-object reconcile of every shard: (shard, key, start, end)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    records: list[tuple[str, str, float, float]] = field(default_factory=list)
+
+    def hook(self, shard: str) -> Any:
+        def record(key: str, start: float, end: float) -> None:
+            with self.lock:
+                self.records.append((shard, key, start, end))
+        return record
+
+    def overlaps(self) -> list[tuple[str, str, str]]:
+        by_key: dict[str, list[tuple[float, float, str]]] = {}
+        with self.lock:
+            for shard, key, start, end in self.records:
+                by_key.setdefault(key, []).append((start, end, shard))
+        bad = []
+        for key, spans in by_key.items():
+            spans.sort()
+            for i, (_s1, e1, a) in enumerate(spans):
+                for s2, _e2, b in spans[i + 1:]:
+                    if s2 >= e1:
+                        break
+                    if a != b:
+                        bad.append((key, a, b))
+        return bad
+
+
+class LabelHistory:
+    """Watches the CronJobs and keeps, per name, the distinct (shard, drain) label states."""
+
+    def __init__(self, client: RESTClient, namespace: str) -> None:
+        rv = client.list(CRONJOBS, namespace, limit=1)["metadata"]["resourceVersion"]
+        self._stream = client.watch(CRONJOBS, namespace, resource_version=rv,
+                                    timeout_seconds=300)
+        self.states: dict[str, list[tuple[str | None, str | None]]] = {}
+        self._thread = threading.Thread(target=self._run, name="label-history", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for event in self._stream:
+                meta = (event.get("object") or {}).get("metadata") or {}
+                labels = meta.get("labels") or {}
+                state = (labels.get(SHARD_LABEL), labels.get(DRAIN_LABEL))
+                seen = self.states.setdefault(str(meta.get("name")), [])
+                if not seen or seen[-1] != state:
+                    seen.append(state)
+        except Exception:  # closed by stop()
+            return
+
+    def stop(self) -> None:
+        self._stream.close()
+        self._thread.join(10)
+
+
+@dataclass
+class Shard:
+    name: str
+    manager: Manager
+    wired: CronJobController
+    client: RESTClient
+    stop: threading.Event
+    thread: threading.Thread
+    errors: list[BaseException]
+
+
+class Cluster:
+    def __init__(self, control_plane: ControlPlane, namespace: str, clock: ShiftedClock) -> None:
+        self.cp = control_plane
+        self.namespace = namespace
+        self.clock = clock
+        self.audit = Audit()
+        self.shards: dict[str, Shard] = {}
+
+    def start(self, name: str) -> Shard:
+        client = RESTClient.from_kubeconfig(self.cp.kubeconfig_path, qps=200, burst=400)
+        options = ShardingOptions(
+            controller="cronjob", shard_id=name, resource=CRONJOBS,
+            lease_namespace=self.namespace, namespaces=(self.namespace,),
+            lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY,
+            on_reconcile=self.audit.hook(name))
+        manager = Manager(client, clock=self.clock, metrics_bind_address="0",
+                          health_probe_bind_address="0", graceful_shutdown_timeout=5,
+                          component="cronjob-controller", runtime_metrics=False,
+                          leader_election_identity=name, sharding=options)
+        wired = build(manager, namespaces=[self.namespace], workers=4)
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                manager.run(stop)
+            except BaseException as err:
+                errors.append(err)
+
+        thread = threading.Thread(target=run, name=f"manager-{name}")
+        shard = Shard(name, manager, wired, client, stop, thread, errors)
+        self.shards[name] = shard
+        thread.start()
+        return shard
+
+    def kill(self, name: str) -> None:
+        """``name`` writes nothing from now on: no renew, no release, no reconcile writes."""
+        elector = self.shards[name].manager.shard_elector
+        assert elector is not None
+        lock = elector.config.lock
+        setattr(elector, "holds_lease", lambda: False)  # noqa: B010 (its fence refuses all)
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise ServerError("injected: lease writes cut", 503, "ServiceUnavailable")
+
+        setattr(lock, "update", refuse)  # noqa: B010 (an instance override of a method)
+        setattr(lock, "create", refuse)  # noqa: B010
+
+    def stop_all(self) -> None:
+        for shard in self.shards.values():
+            shard.stop.set()
+        for shard in self.shards.values():
+            shard.thread.join(30)
+            shard.client.close()
+        assert not any(s.thread.is_alive() for s in self.shards.values())
+
+    def labels(self) -> dict[str, str | None]:
+        items = self.cp_client.list(CRONJOBS, self.namespace)["items"]
+        return {o["metadata"]["name"]: (o["metadata"].get("labels") or {}).get(SHARD_LABEL)
+                for o in items}
+
+    cp_client: RESTClient
+
+
+@pytest.fixture
+def cluster(control_plane: ControlPlane, client: RESTClient,
+            namespace: str) -> Iterator[Cluster]:
+    real = datetime.now(UTC)
+    tick = (real + timedelta(seconds=LEAD + 60)).replace(second=0, microsecond=0)
+    offset = (tick - timedelta(seconds=LEAD) - real).total_seconds()  # in [0, 60)
+    c = Cluster(control_plane, namespace, ShiftedClock(offset))
+    c.cp_client = client
+    try:
+        yield c
+    finally:
+        c.stop_all()
+
+
+def _converged(c: Cluster, shards: set[str]) -> dict[str, str | None] | None:
+    labels = c.labels()
+    if len(labels) == COUNT and set(labels.values()) == shards:
+        items = c.cp_client.list(CRONJOBS, c.namespace)["items"]
+        if not any(DRAIN_LABEL in (o["metadata"].get("labels") or {}) for o in items):
+            return labels
+    return None
+
+
+def test_three_shards_share_survive_a_cut_shard_and_rebalance_to_four(
+        cluster: Cluster) -> None:
+    c = cluster
+    tick = c.clock.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    schedule = f"{tick.minute} {tick.hour} * * *"
+
+    def create(i: int) -> None:
+        c.cp_client.create(CRONJOBS, cronjob_body(f"cj-{i:04d}", schedule), c.namespace)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(create, range(COUNT)))
+    for name in ("s-a", "s-b", "s-c"):
+        c.start(name)
+
+    # 1. ~1/3 each, and each shard caches only its own CronJobs.
+    labels = poll(lambda: _converged(c, {"s-a", "s-b", "s-c"}), timeout=30)
+    assert labels is not None, Counter(c.labels().values())
+    share = Counter(labels.values())
+    assert all(0.2 * COUNT < n < 0.47 * COUNT for n in share.values()), share
+    for name in ("s-a", "s-b", "s-c"):
+        store = c.shards[name].wired.cronjob_informers[0].get_store()
+        assert poll(lambda: len(store) == share[name], timeout=10), (name, len(store))  # noqa: B023
+    leader = poll(lambda: next((n for n, s in c.shards.items()
+                                if s.manager.elector is not None
+                                and s.manager.elector.is_leader()), None), timeout=10)
+    assert leader is not None
+    victim = next(n for n in ("s-a", "s-b", "s-c") if n != leader)
+    assert share[victim] > 0
+
+    # 2. Kill the victim just before T: its CronJobs move, every run at T happens once.
+    real_tick = tick - timedelta(seconds=c.clock.offset)
+    assert datetime.now(UTC) < real_tick - timedelta(seconds=1), "setup too slow for T"
+    pause_until(real_tick - timedelta(seconds=0.5))
+    c.kill(victim)
+    selector = f"{SHARD_LABEL}={victim}"
+    first = elapsed_until(lambda: len(c.cp_client.list(
+        CRONJOBS, c.namespace, label_selector=selector)["items"]) < share[victim],
+        timeout=LEASE + 10)
+    rest = elapsed_until(lambda: victim not in c.labels().values(), timeout=60)
+    print(f"\nkilled shard's {share[victim]} CronJobs: first moved {first:.1f}s after the "
+          f"kill, all {first + rest:.1f}s after")
+    assert first < LEASE + 2.0, f"first relabel {first:.1f}s after the kill"
+    assert rest < share[victim] / 5.0, f"relabelling took {rest:.1f}s"
+    assert poll(lambda: c.shards[victim].errors, timeout=10), "the cut shard fenced and stopped"
+    expected = {f"cj-{i:04d}": job_name(f"cj-{i:04d}", tick) for i in range(COUNT)}
+
+    def all_ran() -> bool:
+        return len(c.cp_client.list(JOBS, c.namespace)["items"]) >= COUNT
+
+    assert poll(all_ran, timeout=30), len(c.cp_client.list(JOBS, c.namespace)["items"])
+    jobs = c.cp_client.list(JOBS, c.namespace)["items"]
+    per_owner = Counter(j["metadata"]["ownerReferences"][0]["name"] for j in jobs)
+    assert {n for n, k in per_owner.items() if k > 1} == set(), "duplicate Jobs"
+    assert {j["metadata"]["name"] for j in jobs} == set(expected.values()), "missed runs"
+
+    # 3. A replacement brings it back to three; a fourth shard then takes ~1/4, each move
+    # drained from a live shard first.
+    live = {"s-a", "s-b", "s-c", "s-e"} - {victim}
+    c.start("s-e")
+    assert poll(lambda: _converged(c, live), timeout=30), Counter(c.labels().values())
+    before = c.labels()
+    history = LabelHistory(c.cp_client, c.namespace)
+    c.start("s-d")
+    live.add("s-d")
+    after = poll(lambda: _converged(c, live), timeout=30)
+    history.stop()
+    assert after is not None, Counter(c.labels().values())
+    moved = {k for k in after if after[k] != before[k]}
+    assert all(after[k] == "s-d" for k in moved)
+    for k in moved:  # drain asked, old shard let go, only then the new shard
+        assert history.states.get(k) == [(before[k], "true"), (None, None), ("s-d", None)], (
+            k, history.states.get(k))
+    assert 0.12 * COUNT < len(moved) < 0.4 * COUNT, len(moved)
+
+    assert c.audit.overlaps() == [], "a key was reconciled by two shards at once"
+    assert not any(s.errors for n, s in c.shards.items() if n != victim)
+    assert [type(e) for e in c.shards[victim].errors] == [LeaderElectionLost]
