@@ -34,6 +34,7 @@ import structlog
 
 from pyctrl.cache import DeletedFinalStateUnknown, meta_namespace_key, parse_selector
 from pyctrl.kube.interface import Object
+from pyctrl.kube.meta import controller_of
 from pyctrl.workqueue.priority import LOW_PRIORITY, NORMAL_PRIORITY, PriorityQueue
 
 __all__ = [
@@ -215,14 +216,12 @@ def enqueue_owner(
     group = _group_of(owner_group) if "/" in owner_group or owner_group == "v1" else owner_group
 
     def owner_key(obj: Object) -> str | None:
-        for ref in _meta(obj, "ownerReferences") or []:
-            if not ref.get("controller"):
-                continue
-            if ref.get("kind") != owner_kind or _group_of(str(ref.get("apiVersion"))) != group:
-                return None
-            namespace = _meta(obj, "namespace") if owner_namespaced else None
-            name = str(ref.get("name"))
-            return f"{namespace}/{name}" if namespace else name
-        return None
+        ref = controller_of(obj)
+        if ref is None or ref.get("kind") != owner_kind or _group_of(
+                str(ref.get("apiVersion"))) != group:
+            return None
+        namespace = _meta(obj, "namespace") if owner_namespaced else None
+        name = str(ref.get("name"))
+        return f"{namespace}/{name}" if namespace else name
 
     return EnqueueHandler(queue, owner_key, predicates)

@@ -9,6 +9,7 @@ import pytest
 from cronjob_controller import jobs
 from pyctrl import ownerrefs
 from pyctrl.cache import controller_uid_index_func
+from pyctrl.handlers import enqueue_owner
 from pyctrl.kube.meta import controller_of
 
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u1",
@@ -46,9 +47,28 @@ def test_no_controller(obj: dict[str, Any]) -> None:
 
 
 def test_every_user_walks_the_same_way() -> None:
-    """The public helper, the cache's controller-UID index and the CronJob controller agree."""
+    """The public helper, the cache's controller-UID index, enqueue_owner and the CronJob
+    controller agree."""
     assert ownerrefs.controller_of is controller_of
     for obj, uid in [(_with([OTHER, OWNER]), "u1"), (_with([OTHER]), None),
                      (_with(["bad", {**OWNER, "uid": None}]), None)]:
         assert controller_uid_index_func(obj) == ([uid] if uid else [])
         assert jobs.controller_uid_of(obj) == uid
+
+
+class _Keys:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def add(self, item: str) -> None:
+        self.keys.append(item)
+
+
+def test_enqueue_owner_follows_the_controller_reference() -> None:
+    queue = _Keys()
+    handler = enqueue_owner(queue, "apps", "ReplicaSet")
+    for refs in ([OTHER, OWNER], ["bad"], [{**OWNER, "controller": "yes"}], [OTHER]):
+        obj = _with(refs)
+        obj["metadata"]["namespace"] = "ns"
+        handler.on_add(obj, False)
+    assert queue.keys == ["ns/rs"]
