@@ -7,7 +7,7 @@ deadline 6 s, retry 1.5 s: shorter ones lost renewals at a tick on a 2-core mach
 against its 190 kB schema, takes ~0.3 s, so 150 keeps the test near 60-90 s). Every
 CronJob is due once, at the same minute tick T (the schedule names T's minute and hour, so no
 other run falls in the test), and the managers run on a clock shifted forward so T comes
-~25 s after the start instead of up to 60 s.
+~30 s after the start instead of up to 60 s.
 
 1. Each shard gets about 1/3 of the CronJobs by label, and its CronJob cache holds only those.
 2. Half a second before T, one shard that is not the leader dies as if SIGKILLed: its Lease
@@ -40,8 +40,8 @@ from cronjob_controller.jobs import job_name
 from cronjob_controller.wiring import CronJobController, build
 from pyctrl import LeaderElectionLost, Manager, RealClock, RESTClient
 from pyctrl.errors import ServerError
-from pyctrl.kube import JOBS
-from pyctrl.sharding import ShardingOptions
+from pyctrl.kube import JOBS, LEASES
+from pyctrl.sharding import HashRing, ShardingOptions
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.cronjob.env import cronjob_body
 from tests.waiting import elapsed_until, pause_until, poll
@@ -52,7 +52,7 @@ COUNT = 150
 LEASE, RENEW, RETRY = 8.0, 6.0, 1.5
 SHARD_LABEL = "shard.sharding.pyctrl.io/cronjob"
 DRAIN_LABEL = "drain.sharding.pyctrl.io/cronjob"
-LEAD = 25.0  # seconds from the start to the tick T
+LEAD = 30.0  # seconds from the start to the tick T
 
 
 class ShiftedClock(RealClock):
@@ -218,8 +218,11 @@ def cluster(control_plane: ControlPlane, client: RESTClient,
 
 
 def _converged(c: Cluster, shards: set[str]) -> dict[str, str | None] | None:
+    """The labels once every CronJob carries its ring shard of ``shards`` and none drains."""
     labels = c.labels()
-    if len(labels) == COUNT and set(labels.values()) == shards:
+    ring = HashRing(shards)
+    if len(labels) == COUNT and all(
+            v == ring.shard_for(f"{c.namespace}/{k}") for k, v in labels.items()):
         items = c.cp_client.list(CRONJOBS, c.namespace)["items"]
         if not any(DRAIN_LABEL in (o["metadata"].get("labels") or {}) for o in items):
             return labels
@@ -235,10 +238,11 @@ def test_three_shards_share_survive_a_cut_shard_and_rebalance_to_four(
     def create(i: int) -> None:
         c.cp_client.create(CRONJOBS, cronjob_body(f"cj-{i:04d}", schedule), c.namespace)
 
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(create, range(COUNT)))
     for name in ("s-a", "s-b", "s-c"):
         c.start(name)
+    assert poll(lambda: len(c.cp_client.list(LEASES, c.namespace)["items"]) == 4, timeout=20)
+    with ThreadPoolExecutor(8) as pool:  # assigned as they appear
+        list(pool.map(create, range(COUNT)))
 
     # 1. ~1/3 each, and each shard caches only its own CronJobs.
     labels = poll(lambda: _converged(c, {"s-a", "s-b", "s-c"}), timeout=30)

@@ -3,7 +3,8 @@
 manifests/ is a kustomize tree: ``base`` (works alone, no cert-manager), the components
 ``webhook`` (cert-manager Issuer/Certificate, webhook configurations, and JSON patches adding
 the webhook server to the Deployment and Service) and ``prometheus`` (ServiceMonitor, alert
-rules), and the overlays ``default`` (base + webhook) and ``default-prometheus``. Every file
+rules), and the overlays ``default`` (base + webhook), ``default-prometheus`` and
+``sharded`` (default + 3 replicas with ``--sharding`` and the sharding RBAC). Every file
 parses and is listed; the overlays are composed here in Python (resources, components, JSON
 "add" patches) so the checks below run without kubectl, and, when a kubectl binary is found,
 ``kubectl kustomize`` renders each overlay to exactly the objects composed here. The
@@ -37,7 +38,7 @@ MANIFESTS = ROOT / "manifests"
 BASE = MANIFESTS / "base"
 WEBHOOK = MANIFESTS / "components" / "webhook"
 PROMETHEUS = MANIFESTS / "components" / "prometheus"
-OVERLAYS = ("base", "default", "default-prometheus")
+OVERLAYS = ("base", "default", "default-prometheus", "sharded")
 
 Objects = dict[tuple[str, str], dict[str, Any]]
 
@@ -64,8 +65,15 @@ PROMETHEUS_KEYS = {
     ("PrometheusRule", "cronjob-controller"),
     ("ClusterRoleBinding", "pyctrl-cronjob-controller-metrics-reader"),
 }
+SHARDING_KEYS = {
+    ("ClusterRole", "pyctrl-cronjob-controller-sharding"),
+    ("ClusterRoleBinding", "pyctrl-cronjob-controller-sharding"),
+    ("Role", "pyctrl-cronjob-controller-sharding"),
+    ("RoleBinding", "pyctrl-cronjob-controller-sharding"),
+}
 EXPECTED = {
     "base": BASE_KEYS,
+    "sharded": BASE_KEYS | WEBHOOK_KEYS | SHARDING_KEYS,
     "default": BASE_KEYS | WEBHOOK_KEYS,
     "default-prometheus": BASE_KEYS | WEBHOOK_KEYS | PROMETHEUS_KEYS,
 }
@@ -296,6 +304,28 @@ def test_rbac_grants_exactly_what_the_controller_uses(objects: Objects) -> None:
     assert lease_role["rules"] == [{"apiGroups": ["coordination.k8s.io"],
                                     "resources": ["leases"],
                                     "verbs": ["get", "create", "update"]}]
+
+
+def test_sharded_overlay_runs_three_active_replicas_with_exactly_the_sharding_rbac() -> None:
+    objects = compose("sharded")
+    args, unknown = build_parser().parse_known_args(_container(objects)["args"])
+    assert unknown == []
+    assert args.sharding and _deployment(objects)["spec"]["replicas"] == 3
+    env = {e["name"] for e in _container(objects)["env"]}
+    assert "POD_NAME" in env  # the shard id
+    role = objects[("ClusterRole", "pyctrl-cronjob-controller-sharding")]
+    assert role["rules"] == [{"apiGroups": ["batch.pyctrl.io"], "resources": ["cronjobs"],
+                              "verbs": ["patch"]}]
+    leases = objects[("Role", "pyctrl-cronjob-controller-sharding")]
+    assert leases["metadata"]["namespace"] == args.leader_elect_namespace
+    assert leases["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                "verbs": ["list", "watch"]}]
+    for kind, ref in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        binding = objects[(kind, "pyctrl-cronjob-controller-sharding")]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": ref,
+                                      "name": "pyctrl-cronjob-controller-sharding"}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "cronjob-controller",
+                                        "namespace": "pyctrl-system"}]
 
 
 def test_metrics_are_served_securely_to_the_metrics_reader_role(objects: Objects) -> None:
