@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +18,7 @@ from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
 from tests.threads import Runner
+from tests.unit.manager_helpers import http_get, start_manager
 from tests.unit.runtime.helpers import eventually
 
 
@@ -30,24 +29,6 @@ class Recorder:
     def reconcile(self, key: str) -> Result | None:
         self.keys.append(key)
         return None
-
-
-def get(manager: Manager, path: str) -> tuple[int, str]:
-    address = manager.health_probe_address if path != "/metrics" else manager.metrics_address
-    assert address is not None
-    url = f"http://127.0.0.1:{address[1]}{path}"
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-
-
-def start_manager(manager: Manager) -> Runner:
-    """``manager.run`` on a thread (tests/threads.py), once its probe server is up."""
-    runner = Runner(manager.run, name="manager-run").start()
-    eventually(lambda: manager.health_probe_address is not None, what="servers up")
-    return runner
 
 
 def build(client: FakeClient, **kwargs: object) -> tuple[Manager, Recorder]:
@@ -79,13 +60,13 @@ def test_runs_controllers_serves_probes_and_metrics_then_stops_cleanly(
     r = start_manager(mgr)
     running.append(r)
     eventually(lambda: rec.keys == ["ns/a"], what="reconciled")
-    assert get(mgr, "/readyz") == (200, "ok")
-    assert get(mgr, "/healthz") == (200, "ok")
-    code, body = get(mgr, "/readyz?verbose")
+    assert http_get(mgr, "/readyz") == (200, "ok")
+    assert http_get(mgr, "/healthz") == (200, "ok")
+    code, body = http_get(mgr, "/readyz?verbose")
     assert code == 200 and "[+]informers-synced ok" in body and "[+]ping ok" in body
-    assert get(mgr, "/readyz/informers-synced") == (200, "ok")
-    assert get(mgr, "/readyz/nope")[0] == 404
-    code, metrics = get(mgr, "/metrics")
+    assert http_get(mgr, "/readyz/informers-synced") == (200, "ok")
+    assert http_get(mgr, "/readyz/nope")[0] == 404
+    code, metrics = http_get(mgr, "/metrics")
     assert code == 200
     assert 'controller_runtime_reconcile_total{controller="cm",result="success"} 1.0' in metrics
     r.shutdown()
@@ -97,9 +78,9 @@ def test_failing_check_makes_probe_fail(running: list[Runner]) -> None:
     mgr.add_healthz_check("disk", lambda: "disk full")
     r = start_manager(mgr)
     running.append(r)
-    code, body = get(mgr, "/healthz")
+    code, body = http_get(mgr, "/healthz")
     assert code == 500 and "[-]disk failed: disk full" in body
-    assert get(mgr, "/healthz/ping") == (200, "ok")
+    assert http_get(mgr, "/healthz/ping") == (200, "ok")
 
 
 def _election(store: FakeLockStore, identity: str = "me") -> LeaderElectionConfig:
@@ -119,7 +100,7 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
     mgr, rec = build(client, leader_election=_election(store), clock=clock)
     r = start_manager(mgr)
     running.append(r)
-    eventually(lambda: get(mgr, "/readyz")[0] == 200, what="caches warm without leading")
+    eventually(lambda: http_get(mgr, "/readyz")[0] == 200, what="caches warm without leading")
     assert rec.keys == []
     assert mgr.elector is not None and not mgr.elector.is_leader()
     for _ in range(8):  # the other holder stops renewing; we take over after 15s

@@ -4,8 +4,6 @@ and one that dies fails /healthz."""
 from __future__ import annotations
 
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -17,6 +15,7 @@ from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
 from tests.threads import Runner
+from tests.unit.manager_helpers import http_get, start_manager
 from tests.unit.runtime.helpers import eventually
 
 
@@ -44,23 +43,6 @@ class Returning:
         return
 
 
-def get(manager: Manager, path: str) -> tuple[int, str]:
-    address = manager.health_probe_address
-    assert address is not None
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{address[1]}{path}", timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-
-
-def start_manager(manager: Manager) -> Runner:
-    """``manager.run`` on a thread (tests/threads.py), once its probe server is up."""
-    runner = Runner(manager.run, name="manager-run").start()
-    eventually(lambda: manager.health_probe_address is not None, what="servers up")
-    return runner
-
-
 @pytest.fixture
 def running() -> Iterator[list[Runner]]:
     made: list[Runner] = []
@@ -85,7 +67,7 @@ def test_runnables_run_until_stop_and_are_joined(running: list[Runner]) -> None:
     eventually(lambda: first.started.is_set() and second.started.is_set(), what="started")
     names = {t.name for t in threading.enumerate()}
     assert {"runnable-blocking", "runnable-blocking-2"} <= names
-    assert get(mgr, "/healthz/runnables") == (200, "ok")
+    assert http_get(mgr, "/healthz/runnables") == (200, "ok")
     r.shutdown()
     assert r.error is None
     assert first.stopped.is_set() and second.stopped.is_set()
@@ -103,8 +85,8 @@ def test_a_runnable_that_dies_fails_healthz(running: list[Runner], runnable: obj
     mgr.add(runnable)  # type: ignore[arg-type]
     r = start_manager(mgr)
     running.append(r)
-    eventually(lambda: get(mgr, "/healthz")[0] == 500, what="healthz fails")
-    code, body = get(mgr, "/healthz?verbose")
+    eventually(lambda: http_get(mgr, "/healthz")[0] == 500, what="healthz fails")
+    code, body = http_get(mgr, "/healthz?verbose")
     assert code == 500 and f"[-]runnables failed: {reason}" in body
     r.shutdown()
     assert r.error is None

@@ -8,8 +8,6 @@ import socket
 import subprocess
 import sys
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from cronjob_controller.__main__ import _webhook, build_parser
@@ -17,6 +15,7 @@ from cronjob_controller.webhook import HANDLERS, VALIDATE_PATH
 from pyctrl.manager import Manager
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerConfig
+from tests.unit.manager_helpers import http_get
 from tests.unit.runtime.helpers import eventually
 from tests.unit.webhook.helpers import new_certs
 
@@ -62,16 +61,6 @@ def test_cli_builds_the_cronjob_webhook_with_its_certificate_loaded(tmp_path: Pa
     assert _webhook(build_parser().parse_args([])) is None  # off by default
 
 
-def _get(manager: Manager, path: str) -> tuple[int, str]:
-    address = manager.health_probe_address
-    assert address is not None
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{address[1]}{path}", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-
-
 def _manager_with(server: WebhookServer) -> Manager:
     manager = Manager(FakeClient(), health_probe_bind_address="127.0.0.1:0")
     manager.add(server)
@@ -90,9 +79,9 @@ def test_readyz_includes_the_webhook_server(tmp_path: Path) -> None:
     runner.start()
     try:
         eventually(lambda: manager.health_probe_address is not None, what="probes up")
-        eventually(lambda: _get(manager, "/readyz")[0] == 200, what="ready")
-        assert _get(manager, "/readyz/webhook") == (200, "ok")
-        assert _get(manager, "/healthz") == (200, "ok")
+        eventually(lambda: http_get(manager, "/readyz")[0] == 200, what="ready")
+        assert http_get(manager, "/readyz/webhook") == (200, "ok")
+        assert http_get(manager, "/healthz") == (200, "ok")
     finally:
         stop.set()
         runner.join(10)
@@ -114,10 +103,10 @@ def test_a_webhook_that_can_not_bind_fails_readyz_and_healthz(tmp_path: Path) ->
         runner.start()
         try:
             eventually(lambda: manager.health_probe_address is not None, what="probes up")
-            eventually(lambda: _get(manager, "/healthz")[0] == 500, what="healthz fails")
-            code, body = _get(manager, "/healthz?verbose")
+            eventually(lambda: http_get(manager, "/healthz")[0] == 500, what="healthz fails")
+            code, body = http_get(manager, "/healthz?verbose")
             assert "[-]runnables failed: WebhookServer failed: OSError" in body
-            code, body = _get(manager, "/readyz?verbose")
+            code, body = http_get(manager, "/readyz?verbose")
             assert code == 500 and "[-]webhook failed: webhook server is not listening" in body
         finally:
             stop.set()

@@ -1,0 +1,36 @@
+"""Shared helpers for unit tests that run a whole Manager: start it on a thread, read probes.
+
+* :func:`start_manager` runs ``manager.run`` on a thread (:class:`tests.threads.Runner`) and
+  returns once its probe server listens; ``runner.shutdown()`` stops and joins it.
+* :func:`http_get` reads a probe path (or ``/metrics`` from the metrics server) and returns
+  ``(status, body)`` for every HTTP status, errors included.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+from pyctrl.manager import Manager
+from tests.threads import Runner
+from tests.unit.runtime.helpers import eventually
+
+__all__ = ["http_get", "start_manager"]
+
+
+def http_get(manager: Manager, path: str) -> tuple[int, str]:
+    address = manager.health_probe_address if path != "/metrics" else manager.metrics_address
+    assert address is not None
+    url = f"http://127.0.0.1:{address[1]}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def start_manager(manager: Manager) -> Runner:
+    """``manager.run`` on a thread, once its probe server is up."""
+    runner = Runner(manager.run, name="manager-run").start()
+    eventually(lambda: manager.health_probe_address is not None, what="servers up")
+    return runner
