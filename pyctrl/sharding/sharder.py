@@ -21,6 +21,10 @@ Contract (run by the leader only, as a ``needs_leader`` Manager runnable):
 
   So an object is never labelled for a new shard while its old shard is alive and has not
   let go: two shards never reconcile one object at once.
+* Warm-up: for ``lease_duration`` after it starts, a sharder asks for no drain. It has just
+  seen every Lease for the first time, so a shard that crashed long ago (its Lease still
+  names it) counts as alive until then; planned moves towards it would only stall objects.
+  Assignments (unlabelled objects, objects of shards already dead) are not held back.
 * Writes of one pass go out ``writers`` (8) at a time (a dead shard's objects move in one
   burst). Every write is a merge patch of labels carrying the ``resourceVersion`` the sharder saw (a
   precondition: a Conflict means the object moved on, e.g. its shard just acknowledged; the
@@ -76,7 +80,7 @@ def _key(meta: Object) -> str:
 
 
 def plan(objects: Iterable[Object], ring: HashRing, alive: frozenset[str],
-         options: ShardingOptions) -> list[Action]:
+         options: ShardingOptions, *, drain: bool = True) -> list[Action]:
     """The label writes that move ``objects`` towards ``ring`` (see module docstring)."""
     if not len(ring):
         return []
@@ -92,7 +96,7 @@ def plan(objects: Iterable[Object], ring: HashRing, alive: frozenset[str],
         rv = str(meta.get("resourceVersion") or "")
         if not cur or cur not in alive:
             out.append(Action("assign", ns, name, rv, want))
-        elif cur != want and not draining:
+        elif drain and cur != want and not draining:
             out.append(Action("drain", ns, name, rv, cur))
     return out
 
@@ -142,6 +146,7 @@ class Sharder:
         self._resync = resync
         self._cond = threading.Condition(threading.Lock())
         self._dirty = True
+        self._started = self._clock.monotonic()
         self._writers = writers
         self._stop = threading.Event()  # run's stop
         self._halt = threading.Event()  # this pass found us deposed
@@ -182,7 +187,9 @@ class Sharder:
         o = self.options
         alive = self.membership.alive()
         self._halt.clear()
-        actions = plan(objects, ring=HashRing(alive, o.virtual_nodes), alive=alive, options=o)
+        warm = self._clock.monotonic() - self._started >= o.lease_duration
+        actions = plan(objects, ring=HashRing(alive, o.virtual_nodes), alive=alive, options=o,
+                       drain=warm)
         if len(actions) > 1 and self._writers > 1:
             with ThreadPoolExecutor(min(self._writers, len(actions)),
                                     thread_name_prefix="sharder-write") as pool:
@@ -228,6 +235,7 @@ class Sharder:
             for informer in informers:
                 if not informer.wait_for_sync(stop):
                     return
+            self._started = self._clock.monotonic()
             log.info("sharder started", controller=self.options.controller)
             self._stop = stop
             while not stop.is_set():
@@ -238,6 +246,9 @@ class Sharder:
                     break
                 expiry = self.membership.next_expiry()
                 wait = self._resync if expiry is None else min(self._resync, expiry + 0.01)
+                warmup_left = self._started + self.options.lease_duration - self._clock.monotonic()
+                if warmup_left > 0:
+                    wait = min(wait, warmup_left + 0.01)
                 deadline = self._clock.monotonic() + wait
                 with self._cond:
                     while not self._dirty and not stop.is_set():

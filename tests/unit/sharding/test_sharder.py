@@ -61,6 +61,7 @@ def world() -> tuple[FakeClient, FakeClock, Sharder]:
     for i in range(200):
         client.add_object(CONFIGMAPS, configmap(f"cm-{i}"))
     sharder = Sharder(client, options("leader"), clock=clock)
+    clock.step(15)  # past the warm-up (see test_no_drain_during_the_warm_up)
     return client, clock, sharder
 
 
@@ -200,3 +201,26 @@ def test_ack_with_a_stale_cache_raises_conflict_and_keeps_the_new_owner() -> Non
     with pytest.raises(Conflict):
         r.reconcile(f"{NS}/cm")
     assert _owners(client) == {"cm": "s2"}
+
+
+def test_no_drain_during_the_warm_up_but_assignments_go_ahead() -> None:
+    """A new sharder sees every Lease for the first time: a long-dead shard whose Lease still
+    names it looks alive for a lease duration, so no planned move is made before then."""
+    clock = FakeClock()
+    client = FakeClient(clock)
+    ring = HashRing(["a", "stale"])
+    owned = next(f"owned-{i}" for i in range(100) if ring.shard_for(f"{NS}/owned-{i}") == "stale")
+    client.add_object(CONFIGMAPS, configmap(owned, {SHARD: "a"}))  # would move to "stale"
+    for i in range(40):
+        client.add_object(CONFIGMAPS, configmap(f"new-{i}"))
+    sharder = Sharder(client, options("leader"), clock=clock)
+    sharder.membership.observe(lease("a"))
+    sharder.membership.observe(lease("stale"))  # crashed long ago, never released
+    assert Counter(_pass(client, sharder)) == {"assign": 40}, "assignments go ahead"
+    clock.step(14.9)
+    sharder.membership.observe(lease("a", renew="t1"))
+    assert _pass(client, sharder) == [], "no drain during the warm-up"
+    clock.step(0.2)  # warm-up over; "stale" expired meanwhile (never renewed)
+    sharder.membership.observe(lease("a", renew="t2"))
+    assert "drain" not in _pass(client, sharder), "stale is dead now: its share moves"
+    assert set(_owners(client).values()) == {"a"}
