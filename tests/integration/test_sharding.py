@@ -295,9 +295,15 @@ def test_three_shards_share_survive_a_cut_shard_and_rebalance_to_four(
     c.start("s-d")
     live.add("s-d")
     after = poll(lambda: _converged(c, live), timeout=30)
-    history.stop()
     assert after is not None, Counter(c.labels().values())
     moved = {k for k in after if after[k] != before[k]}
+    # The convergence check reads a fresh LIST; the history's watch may still be behind it.
+    # Stop watching only once it has delivered every moved object's final state.
+    def caught_up() -> bool:
+        return all(history.states.get(k, [])[-1:] == [(after[k], None)] for k in moved)
+
+    assert poll(caught_up, timeout=30), "label watch never caught up"
+    history.stop()
     assert all(after[k] == "s-d" for k in moved)
     for k in moved:  # drain asked, old shard let go, only then the new shard
         assert history.states.get(k) == [(before[k], "true"), (None, None), ("s-d", None)], (
