@@ -248,7 +248,10 @@ def test_three_shards_share_survive_a_cut_shard_and_rebalance_to_four(
     labels = poll(lambda: _converged(c, {"s-a", "s-b", "s-c"}), timeout=30)
     assert labels is not None, Counter(c.labels().values())
     share = Counter(labels.values())
-    assert all(0.2 * COUNT < n < 0.47 * COUNT for n in share.values()), share
+    # Who gets what is the ring's decision for these keys (the namespace is random, so the
+    # split of 150 keys varies run to run, 38/40/72 was seen); the ~1/N spread itself is
+    # checked on 10k keys in tests/unit/sharding. Here: all three shards hold a share.
+    assert set(share) == {"s-a", "s-b", "s-c"} and all(n > 0 for n in share.values()), share
     for name in ("s-a", "s-b", "s-c"):
         store = c.shards[name].wired.cronjob_informers[0].get_store()
         assert poll(lambda: len(store) == share[name], timeout=10), (name, len(store))  # noqa: B023
@@ -308,7 +311,13 @@ def test_three_shards_share_survive_a_cut_shard_and_rebalance_to_four(
     for k in moved:  # drain asked, old shard let go, only then the new shard
         assert history.states.get(k) == [(before[k], "true"), (None, None), ("s-d", None)], (
             k, history.states.get(k))
-    assert 0.12 * COUNT < len(moved) < 0.4 * COUNT, len(moved)
+    # Exactly what the ring says moves when s-d joins (about 1/4 on average; the spread is a
+    # unit-test matter, see above).
+    old_ring, new_ring = HashRing(live - {"s-d"}), HashRing(live)
+    predicted = {k for k in after
+                 if old_ring.shard_for(f"{c.namespace}/{k}")
+                 != new_ring.shard_for(f"{c.namespace}/{k}")}
+    assert moved == predicted and moved, (len(moved), len(predicted))
 
     assert c.audit.overlaps() == [], "a key was reconciled by two shards at once"
     assert not any(s.errors for n, s in c.shards.items() if n != victim)
