@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "informer": "bench.informer",
     "cronjob-skew": "bench.cronjob_skew",
     "soak": "bench.soak",
+    "memprofile": "bench.memprofile",
 }
 
 
