@@ -15,11 +15,17 @@ Contract (the behaviour of client-go's events correlator, re-implemented):
   tokens refilled at ``spam_qps`` per second; an event that finds the bucket empty is skipped.
 * State is bounded (LRU of ``cache_size`` keys per cache) and time comes from the Clock's
   monotonic reading. Not thread-safe: the broadcaster's single sink thread owns it.
+* State is small: cache keys are 128-bit digests of the composite keys and a similar-events
+  record keeps 64-bit digests of its messages, not the texts. A controller records about one
+  distinct message per object and reason per minute, so these records fill for
+  ``max_similar`` minutes and the de-duplication LRU fills with keys never seen again; their
+  size is what a process's memory climbs by in its first minutes.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,13 +50,15 @@ class CorrelateResult:
     skip: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Similar:
-    messages: set[str] = field(default_factory=set)
+    # digests of the distinct messages; a list (at most max_similar, so membership is cheap)
+    # is a fraction of a set's size
+    messages: list[int] = field(default_factory=list)
     last_seen: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Logged:
     count: int
     first_timestamp: str
@@ -58,7 +66,7 @@ class _Logged:
     resource_version: str
 
 
-@dataclass
+@dataclass(slots=True)
 class _Bucket:
     tokens: float
     updated: float
@@ -76,20 +84,31 @@ class _Lru(OrderedDict[str, Any]):
             self.popitem(last=False)
 
 
+def _digest(*parts: str) -> str:
+    """A fixed-size (128-bit, hex) key for the joined ``parts``."""
+    return hashlib.blake2b("\x00".join(parts).encode("utf-8", "surrogatepass"),
+                           digest_size=16).hexdigest()
+
+
+def _message_digest(message: str) -> int:
+    return int.from_bytes(hashlib.blake2b(message.encode("utf-8", "surrogatepass"),
+                                          digest_size=8).digest())
+
+
 def _object_key(event: Event) -> str:
     src = event.get("source") or {}
     ref = event.get("involvedObject") or {}
-    return "\x00".join(
+    return _digest(*(
         str(x or "")
         for x in (
             src.get("component"), src.get("host"), ref.get("kind"), ref.get("namespace"),
             ref.get("name"), ref.get("uid"), ref.get("apiVersion"),
         )
-    )
+    ))
 
 
 def _similar_key(event: Event) -> str:
-    return "\x00".join((_object_key(event), str(event.get("type")), str(event.get("reason"))))
+    return _digest(_object_key(event), str(event.get("type")), str(event.get("reason")))
 
 
 class EventCorrelator:
@@ -135,7 +154,7 @@ class EventCorrelator:
 
     @staticmethod
     def _dedup_key(event: Event) -> str:
-        return "\x00".join((_similar_key(event), str(event.get("message"))))
+        return _digest(_similar_key(event), str(event.get("message")))
 
     def _aggregate(self, event: Event) -> tuple[Event, str]:
         now = self._clock.monotonic()
@@ -144,11 +163,13 @@ class EventCorrelator:
         if record is None or record.last_seen + self._similar_window < now:
             record = _Similar()
         record.last_seen = now
-        record.messages.add(str(event.get("message")))
+        digest = _message_digest(str(event.get("message")))
+        if digest not in record.messages:
+            record.messages.append(digest)
         self._similar.put(skey, record)
         if len(record.messages) < self._max_similar:
             return event, self._dedup_key(event)
-        record.messages.pop()  # keep the set bounded, as the original does
+        record.messages.pop()  # keep the record bounded, as the original does
         combined = copy.deepcopy(event)
         combined["message"] = COMBINED_PREFIX + str(event.get("message"))
         return combined, skey
