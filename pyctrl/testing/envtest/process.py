@@ -6,8 +6,9 @@ Contract:
   asks the kernel (``PR_SET_PDEATHSIG``) to SIGKILL the child when the thread that spawned it
   dies, so a crashed or SIGKILLed test run leaves no etcd or apiserver behind. (That is why
   envtest should be started from a long-lived thread, normally the main thread.)
-* :meth:`Proc.stop` sends SIGTERM to the child's process group, waits, then SIGKILLs; it only
-  ever signals the process group it created and is idempotent.
+* :meth:`Proc.stop` sends SIGTERM to the child's process group, waits, then SIGKILLs, and
+  returns only when every member of the group is gone; it only ever signals the process
+  group it created and is idempotent.
 * :func:`reap_stale_dirs` removes temp directories left by earlier runs whose owning process
   is gone (the one thing PDEATHSIG cannot clean up).
 """
@@ -21,6 +22,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -58,24 +61,49 @@ class Proc:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM the process group, then SIGKILL after ``timeout`` seconds."""
-        if self.popen.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.popen.pid, signal.SIGTERM)
-        try:
-            self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            self.popen.wait(timeout)
+        """SIGTERM the process group, then SIGKILL after ``timeout`` seconds.
 
-    def kill(self) -> None:
-        """SIGKILL the process group at once (simulates a crash)."""
+        Returns once the whole group is gone, not only the child: a grandchild that got the
+        SIGTERM with it can still be exiting (holding a port or a data dir) when the child has
+        been reaped, most visibly on a loaded machine.
+        """
+        pgid = self.popen.pid
         if self.popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            self.popen.wait()
+                os.killpg(pgid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)
+                self.popen.wait(timeout)
+        if not _group_gone(pgid, timeout):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+            _group_gone(pgid, timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the process group at once (simulates a crash); returns when it is gone."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait()
+        _group_gone(self.popen.pid, 10.0)
+
+
+def _group_gone(pgid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` s until process group ``pgid`` has no member; True if so."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # the pgid now belongs to someone else's processes
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        pause.wait(0.01)  # polling an external process group; no event to wait on
 
 
 def spawn(
