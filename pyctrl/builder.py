@@ -19,11 +19,26 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   deleted object's last known state). A mapper that raises drops that event (logged).
 * ``with_event_filter(*predicates)`` applies to every watch; ``predicates=`` on one watch only.
   All predicates must pass (see :mod:`pyctrl.handlers`).
+* ``on_delete=observer`` (on ``for_``, ``owns`` or ``watches``) sees every delete
+  notification of that watch, as the informer delivered it (the object, or a
+  :class:`~pyctrl.cache.DeletedFinalStateUnknown` tombstone), before the watch's predicates
+  and enqueue: the reconcile that follows can rely on what the observer recorded, such as a
+  deleted child's final state the cache no longer holds (controller-runtime users write this
+  as a ``DeleteFunc`` in a custom handler). An observer that raises is logged; the enqueue
+  still happens.
 * ``with_options(rate_limiter=..., namespaces=..., priority_queue=...)``: the queue's rate
   limiter; the namespaces watched (one shared informer per namespace for namespaced
   resources; default: the manager's scope; cluster-scoped resources ignore namespaces);
   ``priority_queue=True`` gives the controller a :class:`~pyctrl.workqueue.PriorityQueue`
   (initial-list and resync events at low priority, with aging; see :mod:`pyctrl.handlers`).
+* ``lister_for(resource)`` / ``informers_for(resource)``: what a reconciler reads, over
+  exactly the informers this controller watches ``resource`` with: one per namespace,
+  merged into one :class:`~pyctrl.cache.MultiNamespaceLister`; the label selector of that
+  resource's ``for_`` (with the shard selector) or else of its first declared watch; an owned
+  resource's controller-UID index (present by ``complete``). A resource not declared is read
+  whole in the controller's namespaces. Call them after ``with_options(namespaces=...)`` and
+  after declaring the resource's watches: a later change that would move them to other
+  informers (other namespaces, another selector) raises ValueError.
 * Queue, clock and metrics registry come from the manager (so fake time and metrics are never
   lost by forgetting an argument); recorders come from ``manager.event_recorder(name)``.
   :meth:`complete` builds the :class:`Controller` (waiting for every informer it watches),
@@ -48,15 +63,14 @@ from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     DeletedFinalStateUnknown,
     Indexers,
-    Lister,
+    MultiNamespaceLister,
+    ResourceEventHandler,
     SharedIndexInformer,
     controller_uid_index_func,
     split_meta_namespace_key,
 )
 from pyctrl.controller import Controller, Result
-from pyctrl.errors import NotFound
 from pyctrl.handlers import (
-    EnqueueHandler,
     Predicate,
     Queue,
     add_priority,
@@ -73,7 +87,8 @@ from pyctrl.workqueue import NORMAL_PRIORITY, PriorityQueue, RateLimiter
 if TYPE_CHECKING:
     from pyctrl.manager import Manager
 
-__all__ = ["Builder", "MapFunc", "ReconcileFunc", "Request", "RequestReconciler"]
+__all__ = ["Builder", "DeleteObserver", "MapFunc", "ReconcileFunc", "Request",
+           "RequestReconciler"]
 
 log = structlog.get_logger(__name__)
 
@@ -107,6 +122,7 @@ class RequestReconciler(Protocol):
 
 ReconcileFunc = Callable[[Request], "Result | None"]
 MapFunc = Callable[[Object], Iterable[Request]]
+DeleteObserver = Callable[[Object | DeletedFinalStateUnknown], None]
 
 
 class _KeyReconciler:
@@ -161,17 +177,25 @@ class _MapHandler:
             log.exception("map handler failed on delete; event dropped")
 
 
-class _ByNamespace:
-    """Listers of several namespaces read as one (``get`` routes by namespace)."""
+class _ObserveDeletes:
+    """Hands each delete notification to ``observer`` first, then to ``inner``."""
 
-    def __init__(self, listers: dict[str | None, Lister]) -> None:
-        self._listers = listers
+    def __init__(self, inner: ResourceEventHandler, observer: DeleteObserver) -> None:
+        self._inner = inner
+        self._observer = observer
 
-    def get(self, namespace: str | None, name: str) -> Object:
-        lister = self._listers.get(namespace) or self._listers.get(None)
-        if lister is None:
-            raise NotFound(f"namespace {namespace!r} is not watched", 404, "NotFound")
-        return lister.get(namespace, name)
+    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+        self._inner.on_add(obj, is_in_initial_list)
+
+    def on_update(self, old: Object, new: Object) -> None:
+        self._inner.on_update(old, new)
+
+    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+        try:
+            self._observer(obj)
+        except Exception:  # never raise into the informer; the enqueue still matters
+            log.exception("delete observer failed")
+        self._inner.on_delete(obj)
 
 
 @dataclass(frozen=True)
@@ -181,6 +205,7 @@ class _Watch:
     mapper: MapFunc | None
     predicates: tuple[Predicate, ...]
     label_selector: str | None
+    on_delete: DeleteObserver | None
 
 
 class Builder:
@@ -200,28 +225,32 @@ class Builder:
         self._rate_limiter: RateLimiter | None = None
         self._priority_queue = False
         self._namespaces: tuple[str, ...] | None = None
+        self._read: dict[Resource, str | None] = {}  # resource -> selector handed out
         self._completed = False
 
     def for_(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
-             label_selector: str | None = None) -> Builder:
+             label_selector: str | None = None,
+             on_delete: DeleteObserver | None = None) -> Builder:
         """Reconcile ``resource``: each object's own key is enqueued."""
         if self._for is not None:
             raise ValueError(f"for_ already set to {self._for}")
+        self._add(_Watch(resource, "for", None, tuple(predicates), label_selector, on_delete))
         self._for = resource
-        self._watches.append(_Watch(resource, "for", None, tuple(predicates), label_selector))
         return self
 
     def owns(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
-             label_selector: str | None = None) -> Builder:
+             label_selector: str | None = None,
+             on_delete: DeleteObserver | None = None) -> Builder:
         """Enqueue the ``for_`` owner (controller reference) of each ``resource`` object."""
-        self._watches.append(_Watch(resource, "owns", None, tuple(predicates), label_selector))
+        self._add(_Watch(resource, "owns", None, tuple(predicates), label_selector, on_delete))
         return self
 
     def watches(self, resource: Resource, mapper: MapFunc, *,
                 predicates: Sequence[Predicate] = (),
-                label_selector: str | None = None) -> Builder:
+                label_selector: str | None = None,
+                on_delete: DeleteObserver | None = None) -> Builder:
         """Enqueue every Request ``mapper(obj)`` returns for each ``resource`` event."""
-        self._watches.append(_Watch(resource, "map", mapper, tuple(predicates), label_selector))
+        self._add(_Watch(resource, "map", mapper, tuple(predicates), label_selector, on_delete))
         return self
 
     def with_event_filter(self, *predicates: Predicate) -> Builder:
@@ -234,30 +263,89 @@ class Builder:
                      priority_queue: bool | None = None) -> Builder:
         """The queue's rate limiter; the namespaces to watch (default: the manager's);
         whether the queue is a PriorityQueue."""
-        if rate_limiter is not None:
-            self._rate_limiter = rate_limiter
-        if priority_queue is not None:
-            self._priority_queue = priority_queue
         if namespaces is not None:
             ns = tuple(dict.fromkeys(namespaces))
             if not ns or any(not n for n in ns):
                 raise ValueError("namespaces must be non-empty names")
+            if self._read and ns != self._namespaces:
+                raise ValueError("set namespaces before lister_for/informers_for: the "
+                                 "readers handed out would read other informers")
             self._namespaces = ns
+        if rate_limiter is not None:
+            self._rate_limiter = rate_limiter
+        if priority_queue is not None:
+            self._priority_queue = priority_queue
         return self
 
-    def _informers(self, watch: _Watch) -> list[SharedIndexInformer]:
-        indexers: Indexers | None = ({CONTROLLER_UID_INDEX: controller_uid_index_func}
-                    if watch.kind == "owns" else None)
-        scopes: Sequence[str | None] = (
-            self._namespaces if self._namespaces and watch.resource.namespaced else (None,)
-        )
-        selector = watch.label_selector
+    def lister_for(self, resource: Resource) -> MultiNamespaceLister:
+        """One lister over the informers this controller watches ``resource`` with."""
+        selector = self._selector_of(resource)
+        self._read[resource] = selector
+        return self._manager.informers.lister_for(
+            resource, namespaces=self._scopes(resource), label_selector=selector,
+            indexers=self._indexers(resource))
+
+    def informers_for(self, resource: Resource) -> list[SharedIndexInformer]:
+        """The shared informers (one per namespace) this controller watches ``resource``
+        with, as :meth:`lister_for` reads them."""
+        selector = self._selector_of(resource)
+        self._read[resource] = selector
+        return [self._manager.informers.informer_for(
+            resource, namespace=ns, label_selector=selector,
+            indexers=self._indexers(resource)) for ns in self._scopes(resource)]
+
+    # -- resolution: which informers a watch (or a reader) uses ------------------------
+    def _add(self, watch: _Watch) -> None:
+        self._watches.append(watch)
+        moved = [r for r, sel in self._read.items() if self._selector_of(r) != sel]
+        if moved:
+            self._watches.pop()
+            raise ValueError(f"declare {moved[0]} before lister_for/informers_for: its "
+                             "readers were handed out for another label selector")
+
+    def _scopes(self, resource: Resource) -> tuple[str, ...]:
+        # "" is every namespace (cluster-scoped resources, or a manager watching all).
+        if not resource.namespaced:
+            return ("",)
+        return self._namespaces or (self._manager.informers.namespace or "",)
+
+    def _watch_selector(self, watch: _Watch) -> str | None:
+        selector = watch.label_selector or None
         sharding = self._manager.sharding
         if watch.kind == "for" and sharding is not None and sharding.controller == self._name:
             selector = f"{selector},{sharding.selector}" if selector else sharding.selector
+        return selector
+
+    def _selector_of(self, resource: Resource) -> str | None:
+        watches = [w for w in self._watches if w.resource == resource]
+        watches.sort(key=lambda w: w.kind != "for")  # stable: the for_, else the first
+        return self._watch_selector(watches[0]) if watches else None
+
+    def _indexers(self, resource: Resource) -> Indexers | None:
+        owned = any(w.kind == "owns" and w.resource == resource for w in self._watches)
+        return {CONTROLLER_UID_INDEX: controller_uid_index_func} if owned else None
+
+    def _informers(self, watch: _Watch) -> list[SharedIndexInformer]:
+        selector = self._watch_selector(watch)
+        indexers = self._indexers(watch.resource) if watch.kind == "owns" else None
         return [self._manager.informers.informer_for(
             watch.resource, namespace=ns, label_selector=selector,
-            indexers=indexers) for ns in scopes]
+            indexers=indexers) for ns in self._scopes(watch.resource)]
+
+    def _handler(self, watch: _Watch, queue: Queue) -> ResourceEventHandler:
+        predicates = (*self._filters, *watch.predicates)
+        handler: ResourceEventHandler
+        if watch.kind == "for":
+            handler = enqueue_object(queue, predicates)
+        elif watch.kind == "owns":
+            owner = self._for
+            assert owner is not None
+            handler = enqueue_owner(queue, owner.group, owner.kind, predicates,
+                                    owner_namespaced=owner.namespaced)
+        else:
+            assert watch.mapper is not None
+            handler = _MapHandler(queue, watch.mapper, predicates)
+        return handler if watch.on_delete is None else _ObserveDeletes(handler, watch.on_delete)
 
     def complete(self, reconciler: RequestReconciler | ReconcileFunc) -> Controller:
         """Build the controller, register it with the manager and return it."""
@@ -281,12 +369,8 @@ class Builder:
         key_reconciler: _KeyReconciler | ShardReconciler = _KeyReconciler(fn, reconciler)
         sharding = m.sharding
         if sharding is not None and sharding.controller == self._name and owner is not None:
-            key_reconciler = ShardReconciler(key_reconciler, _ByNamespace(
-                {ns: i.lister() for ns, i in zip(
-                    self._namespaces if self._namespaces and owner.namespaced else (None,),
-                    self._informers(next(w for w in self._watches if w.kind == "for")),
-                    strict=True)}),
-                m.client_for_leader(), sharding, clock=m.clock)
+            key_reconciler = ShardReconciler(key_reconciler, self.lister_for(owner),
+                                             m.client_for_leader(), sharding, clock=m.clock)
         if self._priority_queue:
             queue = PriorityQueue[str](name=self._name, clock=m.clock, registry=m.registry,
                                        rate_limiter=self._rate_limiter)
@@ -298,19 +382,8 @@ class Builder:
                                     registry=m.registry)
         try:
             for watch in self._watches:
-                predicates = (*self._filters, *watch.predicates)
                 for informer in self._informers(watch):
-                    handler: EnqueueHandler | _MapHandler
-                    if watch.kind == "for":
-                        handler = enqueue_object(controller.queue, predicates)
-                    elif watch.kind == "owns":
-                        assert owner is not None
-                        handler = enqueue_owner(controller.queue, owner.group, owner.kind,
-                                                predicates, owner_namespaced=owner.namespaced)
-                    else:
-                        assert watch.mapper is not None
-                        handler = _MapHandler(controller.queue, watch.mapper, predicates)
-                    informer.add_event_handler(handler)
+                    informer.add_event_handler(self._handler(watch, controller.queue))
                     controller.add_wait_for(informer)
             m.add_controller(controller)
         except BaseException:

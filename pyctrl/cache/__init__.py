@@ -32,7 +32,7 @@ from pyctrl.cache.keys import (
     meta_namespace_key,
     split_meta_namespace_key,
 )
-from pyctrl.cache.lister import Lister
+from pyctrl.cache.lister import Lister, MultiNamespaceLister
 from pyctrl.cache.listwatch import ListerWatcher, ListWatch
 from pyctrl.cache.mutation import CacheMutationDetector, CacheMutationError, drop_managed_fields
 from pyctrl.cache.processor import (
@@ -70,6 +70,7 @@ __all__ = [
     "ListWatch",
     "Lister",
     "ListerWatcher",
+    "MultiNamespaceLister",
     "Reflector",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",

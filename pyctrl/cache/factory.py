@@ -8,6 +8,10 @@ Contract (client-go ``SharedInformerFactory``):
 * Cached objects carry ``apiVersion`` and ``kind``: LIST items from the apiserver omit them, so
   the factory sets the resource's on every object lacking them, before the transform. Owner
   references and events (``involvedObject``) can then be built from any cached object.
+* ``lister_for`` reads one informer's cache through a :class:`Lister`; with
+  ``namespaces=[...]`` it reads one informer per namespace (each shared as above) as one
+  :class:`MultiNamespaceLister` (``""`` among them: all namespaces, then the only scope;
+  a cluster-scoped resource ignores namespaces). ``namespace`` is the factory's default scope.
 * ``start(stop)`` starts every informer not started yet, each in its own named thread; call it
   again after requesting more informers. ``wait_for_cache_sync`` waits for the started ones.
 * ``shutdown()`` sets the factory's own stop signal for all informers and joins every thread
@@ -17,12 +21,14 @@ Contract (client-go ``SharedInformerFactory``):
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import overload
 
 from pyctrl.cache.delta_fifo import TransformFunc
 from pyctrl.cache.index import NAMESPACE_INDEX, Indexers, meta_namespace_index_func
 from pyctrl.cache.informer import SharedIndexInformer
-from pyctrl.cache.lister import Lister
+from pyctrl.cache.lister import Lister, MultiNamespaceLister
 from pyctrl.cache.listwatch import ListWatch
 from pyctrl.cache.mutation import drop_managed_fields
 from pyctrl.clock import Clock, RealClock
@@ -88,14 +94,42 @@ class SharedInformerFactory:
                     informer.add_indexers(new)
             return informer
 
+    @property
+    def namespace(self) -> str | None:
+        """The namespace informers watch unless told otherwise (None: all)."""
+        return self._namespace
+
+    @overload
     def lister_for(self, resource: Resource, *, namespace: str | None = None,
                    label_selector: str | None = None, field_selector: str | None = None,
-                   indexers: Indexers | None = None) -> Lister:
-        """A Lister over the shared informer for these arguments."""
-        informer = self.informer_for(resource, namespace=namespace,
-                                     label_selector=label_selector,
-                                     field_selector=field_selector, indexers=indexers)
-        return Lister(informer.get_indexer(), resource)
+                   indexers: Indexers | None = None) -> Lister: ...
+
+    @overload
+    def lister_for(self, resource: Resource, *, namespaces: Iterable[str],
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   indexers: Indexers | None = None) -> MultiNamespaceLister: ...
+
+    def lister_for(self, resource: Resource, *, namespace: str | None = None,
+                   namespaces: Iterable[str] | None = None,
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   indexers: Indexers | None = None) -> Lister | MultiNamespaceLister:
+        """A Lister over the shared informer for these arguments; with ``namespaces``, one
+        MultiNamespaceLister over the shared informer of each (see module docstring)."""
+        if namespaces is None:
+            informer = self.informer_for(resource, namespace=namespace,
+                                         label_selector=label_selector,
+                                         field_selector=field_selector, indexers=indexers)
+            return Lister(informer.get_indexer(), resource)
+        if namespace is not None:
+            raise ValueError("pass namespace or namespaces, not both")
+        scopes = list(dict.fromkeys(namespaces))
+        if not scopes:
+            raise ValueError("namespaces must name at least one namespace")
+        if "" in scopes or not resource.namespaced:
+            scopes = [""]
+        return MultiNamespaceLister({ns: self.lister_for(
+            resource, namespace=ns, label_selector=label_selector,
+            field_selector=field_selector, indexers=indexers) for ns in scopes}, resource)
 
     def start(self, stop: threading.Event) -> None:
         """Start every informer not started yet, each in a named thread."""

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from pyctrl.builder import Request
-from pyctrl.cache import CONTROLLER_UID_INDEX
+from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.controller import Result
+from pyctrl.errors import NotFound
 from pyctrl.handlers import Predicate
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import CONFIGMAPS, NAMESPACES, SECRETS
@@ -212,3 +213,111 @@ def test_misuse_is_reported_before_run(manager: Manager) -> None:
             builder.complete(Seen())
     finally:
         controller.queue.shut_down()  # the manager never ran: nobody else stops its queue
+
+
+# -- on_delete: an observer sees each delete before the owner is enqueued ------------------
+
+
+def _owner_and_child(client: FakeClient) -> Object:
+    owner = client.create(CONFIGMAPS, cm("owner"))
+    client.create(SECRETS, owned_secret("child", owner))
+    return owner
+
+
+def test_on_delete_observer_runs_before_the_enqueue_and_before_predicates(
+    client: FakeClient, manager: Manager, start: Callable[[], None]
+) -> None:
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def observe(obj: Object | DeletedFinalStateUnknown) -> None:
+        last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        assert last is not None
+        with lock:
+            order.append(f"observed {last['metadata']['name']}")
+
+    def reconcile(request: Request) -> None:
+        with lock:
+            order.append(f"reconciled {request.name}")
+
+    never_on_delete = Predicate(delete=lambda o: o["metadata"]["name"] != "filtered")
+    (manager.controller("observed").for_(CONFIGMAPS)
+     .owns(SECRETS, on_delete=observe, predicates=[never_on_delete]).complete(reconcile))
+    owner = _owner_and_child(client)
+    client.create(SECRETS, owned_secret("filtered", owner))
+    start()
+    eventually(lambda: "reconciled owner" in order, what="first reconcile")
+    client.delete(SECRETS, "filtered", "ns")  # observed, but its delete is filtered out
+    eventually(lambda: "observed filtered" in order, what="filtered delete observed")
+    client.delete(SECRETS, "child", "ns")
+
+    def reconciled_after_child() -> bool:
+        with lock:
+            return "observed child" in order and order[-1] == "reconciled owner"
+
+    eventually(reconciled_after_child, what="delete observed, then the owner reconciled")
+    with lock:
+        assert order.index("observed filtered") < order.index("observed child")
+
+
+def test_a_failing_on_delete_observer_still_enqueues(
+    client: FakeClient, manager: Manager, start: Callable[[], None]
+) -> None:
+    seen = Seen()
+
+    def broken(obj: Object | DeletedFinalStateUnknown) -> None:
+        raise RuntimeError("observer bug")
+
+    manager.controller("broken").for_(CONFIGMAPS).owns(SECRETS, on_delete=broken).complete(seen)
+    _owner_and_child(client)
+    start()
+    eventually(lambda: len(seen.requests) == 1, what="first reconcile")
+    client.delete(SECRETS, "child", "ns")
+    eventually(lambda: len(seen.requests) == 2, what="owner reconciled after the delete")
+
+
+# -- lister_for / informers_for: the reconciler reads what the controller watches ----------
+
+
+def test_lister_for_reads_the_watched_namespaces_selector_and_owner_index(
+    client: FakeClient, manager: Manager, start: Callable[[], None]
+) -> None:
+    seen = Seen()
+    builder = (manager.controller("reader").with_options(namespaces=["a", "b"])
+               .for_(CONFIGMAPS, label_selector="keep=yes").owns(SECRETS))
+    configmaps, secrets = builder.lister_for(CONFIGMAPS), builder.lister_for(SECRETS)
+    informers = builder.informers_for(CONFIGMAPS)
+    builder.complete(seen)
+    assert [i.name for i in informers] == ["configmaps@a[keep=yes]", "configmaps@b[keep=yes]"]
+    assert len(manager.informers.informers()) == 4  # shared with the watches, not copies
+    owners = {}
+    for ns in ("a", "b", "c"):
+        client.create(NAMESPACES, {"metadata": {"name": ns}})
+        owners[ns] = client.create(CONFIGMAPS, cm("x", ns, labels={"keep": "yes"}))
+        client.create(SECRETS, owned_secret("s", owners[ns]))
+    client.create(CONFIGMAPS, cm("unlabelled", "a"))
+    start()
+    eventually(lambda: seen.names() == {"a/x", "b/x"}, what="both namespaces reconciled")
+    eventually(lambda: len(secrets.list()) == 2, what="secrets cached")
+    assert configmaps.get("b", "x")["metadata"]["namespace"] == "b"
+    assert sorted(o["metadata"]["name"] for o in configmaps.list()) == ["x", "x"]
+    with pytest.raises(NotFound):
+        configmaps.get("a", "unlabelled")
+    with pytest.raises(NotFound):
+        configmaps.get("c", "x")
+    uid = owners["b"]["metadata"]["uid"]
+    assert [o["metadata"]["namespace"] for o in secrets.by_index(CONTROLLER_UID_INDEX, uid)
+            ] == ["b"]
+
+
+def test_readers_handed_out_pin_their_informers(manager: Manager) -> None:
+    builder = manager.controller("pinned").with_options(namespaces=["a"]).for_(CONFIGMAPS)
+    builder.lister_for(SECRETS)  # undeclared: read whole in the controller's namespaces
+    with pytest.raises(ValueError, match="label selector"):
+        builder.owns(SECRETS, label_selector="x=y")
+    builder.owns(SECRETS)  # the same informers: fine
+    with pytest.raises(ValueError, match="namespaces"):
+        builder.with_options(namespaces=["b"])
+    builder.with_options(namespaces=["a"])  # unchanged: fine
+    controller = builder.complete(Seen())
+    controller.queue.shut_down()  # the manager never ran: nobody else stops its queue

@@ -7,6 +7,7 @@ write is deferred after a create (production default) unless a test says otherwi
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -18,12 +19,16 @@ from cronjob_controller.controller import (
     REASON_INVALID_JOB_TEMPLATE,
     schedule_digest,
 )
+from cronjob_controller.expectations import RunRecord
+from pyctrl import Manager, Result
 from pyctrl.cache import DeletedFinalStateUnknown
 from pyctrl.errors import ApiError, Forbidden, Invalid
 from pyctrl.kube import JOBS
-from pyctrl.testing import Action
+from pyctrl.testing import Action, FakeClient, FakeClock
+from tests.threads import running
 from tests.unit.cronjob.sync_fixture import (
     NAMESPACE,
+    NOW,
     Fixture,
     at,
     fmt,
@@ -31,6 +36,7 @@ from tests.unit.cronjob.sync_fixture import (
     new_job,
     run_name,
 )
+from tests.unit.runtime.helpers import eventually
 
 NOON = at("12:00")
 NOON_JOB = "hello-29552400"
@@ -450,33 +456,44 @@ def test_status_writes_follow_runs_not_seconds() -> None:
 # -- wiring: a deleted Job's final state is recorded before its owner is enqueued ------------
 
 
-class _Inner:
-    def __init__(self, f: Fixture) -> None:
-        self.f = f
-        self.seen_runs: list[int] = []
+class _RecordingRuns(RunRecord):
+    """A RunRecord that logs each observed run into ``events``."""
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        raise AssertionError("not expected")
+    def __init__(self, events: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.events = events
 
-    def on_update(self, old: Any, new: Any) -> None:
-        raise AssertionError("not expected")
-
-    def on_delete(self, obj: Any) -> None:
-        self.seen_runs.append(len(self.f.reconciler.runs))
+    def observe(self, key: str, uid: str, scheduled: datetime) -> None:
+        self.events.append(("observed", f"{key}@{fmt(scheduled)}"))
+        super().observe(key, uid, scheduled)
 
 
-def test_job_delete_handler_records_the_run_then_enqueues_the_owner() -> None:
-    from cronjob_controller.wiring import _RecordDeletedJobs
+def test_wiring_records_a_deleted_jobs_run_before_its_owner_is_reconciled() -> None:
+    from cronjob_controller.wiring import build
 
-    f = Fixture()
-    cj = f.add_cronjob(new_cronjob())
-    inner = _Inner(f)
-    handler = _RecordDeletedJobs(inner, f.reconciler)
+    clock = FakeClock(NOW)
+    client = FakeClient(clock)
+    cj = client.add_object(CRONJOBS, new_cronjob(suspend=True))  # syncs create nothing
+    client.add_object(JOBS, new_job(cj, NOON))
+    manager = Manager(client, clock=clock, runtime_metrics=False)
+    wired = build(manager, namespaces=[NAMESPACE], workers=1)
+    events: list[tuple[str, str]] = []
+    reconcile = wired.reconciler.reconcile
+    wired.reconciler.runs = _RecordingRuns(events)
 
-    handler.on_delete(DeletedFinalStateUnknown(f"{NAMESPACE}/{NOON_JOB}", new_job(cj, NOON)))
-    handler.on_delete(DeletedFinalStateUnknown(f"{NAMESPACE}/gone", None))  # no last state
+    def recording_reconcile(key: str) -> Result | None:
+        events.append(("reconciled", key))
+        return reconcile(key)
 
-    assert inner.seen_runs == [1, 1]  # recorded before the owner's key was enqueued
+    wired.reconciler.reconcile = recording_reconcile  # type: ignore[method-assign]
+    with running(manager.run, name="manager"):
+        eventually(lambda: len(wired.job_informers[0].get_store().list()) == 1,
+                   what="the Job cached")
+        client.delete(JOBS, NOON_JOB, NAMESPACE)
+        observed = ("observed", f"{NAMESPACE}/hello@{fmt(NOON)}")
+        eventually(lambda: observed in events
+                   and ("reconciled", f"{NAMESPACE}/hello") in events[events.index(observed):],
+                   what="the run recorded, then the owner reconciled")
 
 
 # -- Jobs that vanish fast get their status written with the create ------------------------
