@@ -44,26 +44,26 @@ from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, Timeout, TooManyRequests, Unreachable, from_status
 from pyctrl.kube.config import KubeConfig, load_config
 from pyctrl.kube.guard import check_write
-from pyctrl.kube.interface import Object, PatchType, PropagationPolicy
+from pyctrl.kube.interface import Object, PatchBody
 from pyctrl.kube.metrics import RequestMetrics, request_metrics
 from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.watch import HTTPWatchStream
+from pyctrl.kube.write_options import (
+    PATCH_CONTENT_TYPES,
+    DeleteArgs,
+    DeleteOptions,
+    PatchArgs,
+    PatchOptions,
+)
 
 __all__ = ["PATCH_CONTENT_TYPES", "RESTClient"]
 
 log = structlog.get_logger(__name__)
 
-PATCH_CONTENT_TYPES: dict[str, str] = {
-    "merge": "application/merge-patch+json",
-    "json": "application/json-patch+json",
-    "strategic": "application/strategic-merge-patch+json",
-    "apply": "application/apply-patch+yaml",  # JSON is YAML; the server accepts it as such
-}
 _DEFAULT_RETRY_AFTER = 1.0
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-_Patch = Object | list[Object]  # spelled here: inside the class, ``list`` is the method
 
 
 def build_pool(cfg: Configuration, maxsize: int) -> urllib3.PoolManager:
@@ -296,53 +296,19 @@ class RESTClient:
         url = self.url(resource, ns, _name_of(obj), "status")
         return self._call("PUT", url, _typed(resource, obj))
 
-    def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: _Patch,
-        namespace: str | None = None,
-        *,
-        patch_type: PatchType = "merge",
-        field_manager: str | None = None,
-        force: bool = False,
-        subresource: str | None = None,
-    ) -> Object:
-        content_type = PATCH_CONTENT_TYPES.get(patch_type)
-        if content_type is None:
-            raise ValueError(f"unknown patch type {patch_type!r}")
-        query: dict[str, str] = {}
-        if field_manager:
-            query["fieldManager"] = field_manager
-        if patch_type == "apply":
-            if not field_manager:
-                raise ValueError("server-side apply needs a field_manager")
-            if isinstance(patch, dict):
-                patch = _typed(resource, patch)
-            if force:
-                query["force"] = "true"
-        elif force:
-            raise ValueError("force is only valid with patch_type='apply'")
+    def patch(self, resource: Resource, name: str, patch: PatchBody,
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object:
+        opts = PatchOptions.of(kwargs)
+        if opts.patch_type == "apply" and isinstance(patch, dict):
+            patch = _typed(resource, patch)
         ns = self._scope(resource, namespace)
-        url = self.url(resource, ns, name, subresource, query)
-        return self._call("PATCH", url, patch, content_type)
+        url = self.url(resource, ns, name, opts.subresource, opts.query())
+        return self._call("PATCH", url, patch, opts.content_type)
 
-    def delete(
-        self,
-        resource: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        preconditions: dict[str, str] | None = None,
-    ) -> Object | None:
+    def delete(self, resource: Resource, name: str, namespace: str | None = None,
+               **kwargs: Unpack[DeleteArgs]) -> Object | None:
         ns = self._scope(resource, namespace)
-        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
-        if propagation_policy is not None:
-            options["propagationPolicy"] = propagation_policy
-        if preconditions:
-            options["preconditions"] = dict(preconditions)
-        body = self._call("DELETE", self.url(resource, ns, name), options)
+        body = self._call("DELETE", self.url(resource, ns, name), DeleteOptions.of(kwargs).body())
         # Most resources answer with the deleted object; a few with a success Status.
         return None if body.get("kind") == "Status" else body
 

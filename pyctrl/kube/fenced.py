@@ -25,21 +25,22 @@ Contract:
 
 from __future__ import annotations
 
-import builtins
-from typing import Protocol, Unpack
+from collections.abc import Callable
+from typing import Protocol, TypeVar, Unpack
 
 from prometheus_client import CollectorRegistry, Counter
 
 from pyctrl.errors import NotLeader
 from pyctrl.kube.guard import guarded
-from pyctrl.kube.interface import Client, Object, PatchType, PropagationPolicy, WatchStream
+from pyctrl.kube.interface import Client, Object, PatchBody, WatchStream
 from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
+from pyctrl.kube.write_options import DeleteArgs, PatchArgs
 from pyctrl.metrics import per_registry
 
 __all__ = ["FencedClient", "LeaseHolder"]
 
-_Patch = Object | builtins.list[Object]
+_T = TypeVar("_T")
 
 
 class LeaseHolder(Protocol):
@@ -105,60 +106,39 @@ class FencedClient:
         return self._client.watch(resource, namespace, options=options, **kwargs)
 
     # -- writes ---------------------------------------------------------------------------
+    def _write(self, verb: str, resource: Resource, name: str | None, namespace: str | None,
+               send: Callable[[], _T]) -> _T:
+        """``send()`` once the lease is checked, re-checked by the RESTClient before it sends."""
+        def fence() -> None:
+            self._fence(verb, resource, name, namespace)
+
+        fence()
+        with guarded(fence):
+            return send()
+
     def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
-        where = (resource, _name(obj), namespace or _namespace(obj))
-        self._fence("create", *where)
-        with guarded(lambda: self._fence("create", *where)):
-            return self._client.create(resource, obj, namespace)
+        return self._write("create", resource, _name(obj), namespace or _namespace(obj),
+                           lambda: self._client.create(resource, obj, namespace))
 
     def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
-        where = (resource, _name(obj), namespace or _namespace(obj))
-        self._fence("update", *where)
-        with guarded(lambda: self._fence("update", *where)):
-            return self._client.update(resource, obj, namespace)
+        return self._write("update", resource, _name(obj), namespace or _namespace(obj),
+                           lambda: self._client.update(resource, obj, namespace))
 
     def update_status(
         self, resource: Resource, obj: Object, namespace: str | None = None
     ) -> Object:
-        where = (resource, _name(obj), namespace or _namespace(obj))
-        self._fence("update_status", *where)
-        with guarded(lambda: self._fence("update_status", *where)):
-            return self._client.update_status(resource, obj, namespace)
+        return self._write("update_status", resource, _name(obj), namespace or _namespace(obj),
+                           lambda: self._client.update_status(resource, obj, namespace))
 
-    def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: _Patch,
-        namespace: str | None = None,
-        *,
-        patch_type: PatchType = "merge",
-        field_manager: str | None = None,
-        force: bool = False,
-        subresource: str | None = None,
-    ) -> Object:
-        self._fence("patch", resource, name, namespace)
-        with guarded(lambda: self._fence("patch", resource, name, namespace)):
-            return self._client.patch(
-                resource, name, patch, namespace, patch_type=patch_type,
-                field_manager=field_manager, force=force, subresource=subresource,
-            )
+    def patch(self, resource: Resource, name: str, patch: PatchBody,
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object:
+        return self._write("patch", resource, name, namespace, lambda: self._client.patch(
+            resource, name, patch, namespace, **kwargs))
 
-    def delete(
-        self,
-        resource: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        preconditions: dict[str, str] | None = None,
-    ) -> Object | None:
-        self._fence("delete", resource, name, namespace)
-        with guarded(lambda: self._fence("delete", resource, name, namespace)):
-            return self._client.delete(
-                resource, name, namespace, propagation_policy=propagation_policy,
-                preconditions=preconditions,
-            )
+    def delete(self, resource: Resource, name: str, namespace: str | None = None,
+               **kwargs: Unpack[DeleteArgs]) -> Object | None:
+        return self._write("delete", resource, name, namespace, lambda: self._client.delete(
+            resource, name, namespace, **kwargs))
 
 
 def _name(obj: Object) -> str | None:

@@ -7,7 +7,10 @@ dicts (``dict[str, Any]``) exactly as the server sends them; no generated model 
 
 * Failures raise :mod:`pyctrl.errors` types (NotFound, Conflict, Gone, ...).
 * ``list`` and ``watch`` take a :class:`pyctrl.kube.ListOptions` (``options=``) and/or its
-  fields as keywords; the signature is written once, in :mod:`pyctrl.kube.options`.
+  fields as keywords; ``patch`` and ``delete`` take their options as keywords
+  (``patch_type``, ``field_manager``, ``force``, ``subresource``; ``propagation_policy``,
+  ``preconditions``). Those keywords are written once, in :mod:`pyctrl.kube.options` and
+  :mod:`pyctrl.kube.write_options`.
 * ``list`` returns the raw List body: ``{"items": [...], "metadata": {"resourceVersion",
   "continue"}}``; paging is the caller's loop (the Reflector's), driven by ``limit`` and
   ``continue_``. A client that can hand out the undecoded body also implements
@@ -20,16 +23,17 @@ dicts (``dict[str, Any]``) exactly as the server sends them; no generated model 
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Iterator
-from typing import Any, Literal, Protocol, Unpack, runtime_checkable
+from typing import Any, Protocol, Unpack, runtime_checkable
 
 from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
+from pyctrl.kube.write_options import DeleteArgs, PatchArgs, PatchType, PropagationPolicy
 
 __all__ = [
     "Client",
     "Object",
+    "PatchBody",
     "PatchType",
     "PropagationPolicy",
     "RawLister",
@@ -39,8 +43,7 @@ __all__ = [
 
 Object = dict[str, Any]
 WatchEvent = dict[str, Any]
-PatchType = Literal["merge", "json", "strategic", "apply"]
-PropagationPolicy = Literal["Background", "Foreground", "Orphan"]
+PatchBody = Object | list[Object]  # a JSON patch is a list; the other patch types an object
 
 
 class WatchStream(Protocol):
@@ -70,28 +73,11 @@ class Client(Protocol):
         self, resource: Resource, obj: Object, namespace: str | None = None
     ) -> Object: ...
 
-    def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Object | builtins.list[Object],
-        namespace: str | None = None,
-        *,
-        patch_type: PatchType = "merge",
-        field_manager: str | None = None,
-        force: bool = False,
-        subresource: str | None = None,
-    ) -> Object: ...
+    def patch(self, resource: Resource, name: str, patch: PatchBody,
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object: ...
 
-    def delete(
-        self,
-        resource: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        preconditions: dict[str, str] | None = None,
-    ) -> Object | None: ...
+    def delete(self, resource: Resource, name: str, namespace: str | None = None,
+               **kwargs: Unpack[DeleteArgs]) -> Object | None: ...
 
 
 @runtime_checkable

@@ -16,6 +16,8 @@ Contract:
   ``k8s.io/initial-events-end``) implies bookmarks and ``resourceVersionMatch=NotOlderThan``.
 * A test asserts that :class:`ListArgs` and :class:`WatchArgs` name only fields of
   :class:`ListOptions` and together name all of them, so the three cannot drift apart.
+  (The options of ``patch`` and ``delete`` are written once too, in
+  :mod:`pyctrl.kube.write_options`.)
 """
 
 from __future__ import annotations

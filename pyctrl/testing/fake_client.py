@@ -51,11 +51,12 @@ import threading
 from typing import Unpack
 
 from pyctrl.clock import Clock, RealClock
-from pyctrl.kube.interface import Object, PatchType, PropagationPolicy, WatchStream
+from pyctrl.kube.interface import Object, PatchBody, WatchStream
 from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION, ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.selectors import parse_field_selector, parse_label_selector
 from pyctrl.kube.status import new_bad_request
+from pyctrl.kube.write_options import DeleteArgs, DeleteOptions, PatchArgs, PatchOptions
 from pyctrl.testing.fake_actions import Action, Reactions, Reactor, WatchReactor
 from pyctrl.testing.fake_objects import copy_any, copy_object, meta_of, name_of, scope
 from pyctrl.testing.fake_tracker import ObjectTracker
@@ -230,37 +231,23 @@ class FakeClient:
             action, lambda: self._tracker.update(resource, ns, obj, True))
         return result
 
-    def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Object | _ObjectList,
-        namespace: str | None = None,
-        *,
-        patch_type: PatchType = "merge",
-        field_manager: str | None = None,
-        force: bool = False,
-        subresource: str | None = None,
-    ) -> Object:
+    def patch(self, resource: Resource, name: str, patch: PatchBody,
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object:
+        opts = PatchOptions.of(kwargs)
         ns = scope(resource, namespace)
-        action = Action("patch", resource, ns or None, name, copy_any(patch), subresource, {
-            "patch_type": patch_type, "field_manager": field_manager, "force": force})
+        action = Action("patch", resource, ns or None, name, copy_any(patch), opts.subresource, {
+            "patch_type": opts.patch_type, "field_manager": opts.field_manager,
+            "force": opts.force})
         result: Object = self._reactions.invoke(action, lambda: self._tracker.patch(
-            resource, ns, name, patch, patch_type=patch_type, subresource=subresource))
+            resource, ns, name, patch, patch_type=opts.patch_type, subresource=opts.subresource))
         return result
 
-    def delete(
-        self,
-        resource: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        preconditions: dict[str, str] | None = None,
-    ) -> Object | None:
+    def delete(self, resource: Resource, name: str, namespace: str | None = None,
+               **kwargs: Unpack[DeleteArgs]) -> Object | None:
+        opts = DeleteOptions.of(kwargs)
         ns = scope(resource, namespace)
         action = Action("delete", resource, ns or None, name, options={
-            "propagation_policy": propagation_policy, "preconditions": preconditions})
+            "propagation_policy": opts.propagation_policy, "preconditions": opts.preconditions})
         result: Object | None = self._reactions.invoke(action, lambda: self._tracker.delete(
-            resource, ns, name, preconditions))
+            resource, ns, name, opts.preconditions))
         return result

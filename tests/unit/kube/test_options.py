@@ -1,4 +1,5 @@
-"""ListOptions: one list/watch signature for every Client, and the query it becomes."""
+"""The Client options: one list/watch/patch/delete signature for every Client, and what each
+becomes on the wire."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pyctrl.kube.config import KubeConfig
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client, RawLister
 from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION, ListArgs, ListOptions, WatchArgs
-from pyctrl.kube.resource import CONFIGMAPS
+from pyctrl.kube.resource import CONFIGMAPS, JOBS
+from pyctrl.kube.write_options import DeleteArgs, DeleteOptions, PatchArgs, PatchOptions
 from pyctrl.testing.fake_client import FakeClient
 from tests.unit.kube.http_stub import Reply, StubServer
 
@@ -48,13 +50,60 @@ def test_the_keyword_sets_are_the_fields_of_list_options() -> None:
     assert set(ListArgs.__annotations__) | set(WatchArgs.__annotations__) == names
 
 
-@pytest.mark.parametrize("method", ["list", "watch"])
+@pytest.mark.parametrize(("args", "options"), [(PatchArgs, PatchOptions),
+                                               (DeleteArgs, DeleteOptions)])
+def test_the_write_keywords_are_the_fields_of_their_options(args: type, options: type) -> None:
+    assert set(args.__annotations__) == {f.name for f in fields(options)}
+
+
+@pytest.mark.parametrize("method", ["list", "watch", "create", "update", "update_status",
+                                    "patch", "delete"])
 def test_every_client_has_the_one_signature(method: str) -> None:
-    want = inspect.signature(getattr(Client, method))
+    want = inspect.signature(getattr(Client, method)).parameters
     for impl in (RESTClient, FencedClient, FakeClient):
-        got = inspect.signature(getattr(impl, method))
-        assert list(got.parameters) == list(want.parameters), impl
-        assert got.parameters["kwargs"].annotation == want.parameters["kwargs"].annotation
+        got = inspect.signature(getattr(impl, method)).parameters
+        assert [(p.name, p.kind, p.default) for p in got.values()] == [
+            (p.name, p.kind, p.default) for p in want.values()], impl
+        if "kwargs" in want:
+            assert got["kwargs"].annotation == want["kwargs"].annotation, impl
+
+
+def test_patch_options_are_validated_once_for_every_client() -> None:
+    assert PatchOptions.of({}) == PatchOptions(patch_type="merge")
+    assert PatchOptions.of({"patch_type": "apply", "field_manager": "m", "force": True}
+                           ).query() == {"fieldManager": "m", "force": "true"}
+    assert PatchOptions(patch_type="json").content_type == "application/json-patch+json"
+    for bad in ({"patch_type": "bogus"}, {"patch_type": "apply"}, {"force": True}):
+        with pytest.raises(ValueError):
+            PatchOptions.of(bad)
+    fake = FakeClient()
+    fake.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    with pytest.raises(ValueError):
+        fake.patch(CONFIGMAPS, "a", {"data": {}}, "ns", patch_type="apply")
+    with pytest.raises(TypeError):
+        fake.patch(CONFIGMAPS, "a", {"data": {}}, "ns", **{"fieldmanager": "m"})  # type: ignore[arg-type]
+    assert [a.verb for a in fake.actions] == ["create"]  # refused before it is recorded
+
+
+def test_delete_options_body() -> None:
+    assert DeleteOptions.of(None).body() == {"apiVersion": "v1", "kind": "DeleteOptions"}
+    assert DeleteOptions(propagation_policy="Orphan", preconditions={"uid": "u"}).body() == {
+        "apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Orphan",
+        "preconditions": {"uid": "u"}}
+
+
+def test_fenced_client_passes_write_keywords_through() -> None:
+    fake = FakeClient()
+    client = FencedClient(fake, _Leader())
+    made = fake.create(JOBS, {"metadata": {"name": "j"}}, "ns")
+    client.patch(JOBS, "j", {"status": {"active": 1}}, "ns", subresource="status")
+    client.delete(JOBS, "j", "ns", propagation_policy="Background",
+                  preconditions={"uid": made["metadata"]["uid"]})
+    patch, delete = fake.actions[-2:]
+    assert (patch.verb, patch.subresource, patch.options["patch_type"]) == (
+        "patch", "status", "merge")
+    assert delete.options == {"propagation_policy": "Background",
+                              "preconditions": {"uid": made["metadata"]["uid"]}}
 
 
 def test_list_query_leaves_out_unset_and_watch_only_fields() -> None:
