@@ -14,6 +14,8 @@ Contract (client-go's ``DelayingInterface``):
 Data structure: a binary heap of ``(ready_at, seq, entry)`` tuples (``seq`` breaks ties, so
 entries are never compared) plus a dict from item to its live entry. Moving an entry earlier
 marks the old one dead and pushes a new one (lazy deletion), so every operation is O(log n).
+A subclass that carries more per pending item (PriorityQueue: its priority) keeps it beside
+the heap under ``_delay_cond`` and overrides ``_ready``, the waiter's add of a ready item.
 """
 
 from __future__ import annotations
@@ -69,19 +71,27 @@ class DelayingQueue(Queue[T], Generic[T]):
             self.add(item)
             return
         with self._delay_cond:
-            ready_at = self._clock.monotonic() + delay
-            old = self._waiting.get(item)
-            if old is not None:
-                if ready_at >= old.ready_at:
-                    return
-                old.live = False
-            self._seq += 1
-            entry = _Entry(item, ready_at)
-            self._waiting[item] = entry
-            heapq.heappush(self._heap, (ready_at, self._seq, entry))
-            if self._heap[0][2] is entry:
-                # The waiter may be sleeping towards a later time: make it re-plan.
-                self._delay_cond.notify()
+            self._delay(item, self._clock.monotonic() + delay)
+
+    def _delay(self, item: T, ready_at: float) -> None:
+        """Make ``item`` pending until ``ready_at``, unless it is pending for an earlier time
+        (caller holds ``_delay_cond``)."""
+        old = self._waiting.get(item)
+        if old is not None:
+            if ready_at >= old.ready_at:
+                return
+            old.live = False
+        self._seq += 1
+        entry = _Entry(item, ready_at)
+        self._waiting[item] = entry
+        heapq.heappush(self._heap, (ready_at, self._seq, entry))
+        if self._heap[0][2] is entry:
+            # The waiter may be sleeping towards a later time: make it re-plan.
+            self._delay_cond.notify()
+
+    def _ready(self, item: T) -> None:
+        """Add ``item``, whose time has come (the waiter calls it holding ``_delay_cond``)."""
+        self.add(item)
 
     def _waiting_loop(self) -> None:
         heap = self._heap
@@ -94,7 +104,7 @@ class DelayingQueue(Queue[T], Generic[T]):
                     if entry.live:
                         del self._waiting[entry.item]
                         # Lock order delay -> queue; the queue never takes the delay lock.
-                        self.add(entry.item)
+                        self._ready(entry.item)
                 self._waiter_passes += 1
                 timeout = heap[0][0] - now if heap else None
                 clock.wait(self._delay_cond, timeout)

@@ -41,6 +41,11 @@ O(log n). The hand-off to a parked consumer (see :mod:`pyctrl.workqueue.queue`) 
 consumer parks only while nothing is queued, so handing it a new item never bypasses a more
 urgent one. Metrics: as client-go (``workqueue_depth`` etc., no priority label), installed
 only when a registry is given.
+
+Shared code: this class overrides only Queue's order hooks (``_pop``, ``_queue_again``,
+``__len__``), ``add`` (which takes a priority), the plain ``get`` and DelayingQueue's ``_ready``
+(which re-adds at the stored priority); ``done``, the metered ``get``/``done``, the parking of
+consumers and the delay heap are the base classes'.
 """
 
 from __future__ import annotations
@@ -52,9 +57,8 @@ from typing import Generic, cast
 from prometheus_client import CollectorRegistry
 
 from pyctrl.clock import Clock
-from pyctrl.workqueue.delaying import _Entry
 from pyctrl.workqueue.metrics import QueueMetrics
-from pyctrl.workqueue.queue import _SHUTDOWN, ShutDown, T, _Parked
+from pyctrl.workqueue.queue import T
 from pyctrl.workqueue.rate_limiters import RateLimiter
 from pyctrl.workqueue.rate_limiting import RateLimitingQueue
 
@@ -130,6 +134,7 @@ class PriorityQueue(RateLimitingQueue[T], Generic[T]):
             self._queued[item] = new
             heapq.heappush(self._pheap, (rank, slot.order, new))
 
+    # -- the order hooks of Queue: done, the metered get/done and the parking are Queue's --
     def _pop(self) -> T:
         heap = self._pheap
         while True:
@@ -142,11 +147,9 @@ class PriorityQueue(RateLimitingQueue[T], Generic[T]):
         self._processing.add(item)
         return item
 
-    def _hand_off(self, item: T) -> None:
-        self._processing.add(item)
-        parked = self._parked.popleft()
-        parked.item = item
-        parked.lock.release()
+    def _queue_again(self, item: T) -> None:
+        queued_at, priority = self._requeue.pop(item)
+        self._push(item, priority, queued_at)
 
     # -- the metric-free path --------------------------------------------------------------
     def add(self, item: T, priority: int = NORMAL_PRIORITY) -> None:
@@ -162,6 +165,7 @@ class PriorityQueue(RateLimitingQueue[T], Generic[T]):
                 self._dirty.add(item)
                 self._requeue[item] = (self._clock.monotonic(), priority)
             elif self._parked:
+                self._processing.add(item)
                 self._hand_off(item)
             else:
                 self._dirty.add(item)
@@ -176,37 +180,10 @@ class PriorityQueue(RateLimitingQueue[T], Generic[T]):
         try:
             if self._queued:
                 return self._pop()
-            if self._shutting_down:
-                raise ShutDown
-            parked = _Parked()
-            self._parked.append(parked)
+            parked = self._park()
         finally:
             lock.release()
-        parked.lock.acquire()
-        if parked.item is _SHUTDOWN:
-            raise ShutDown
-        return cast("T", parked.item)
-
-    def done(self, item: T) -> None:
-        """Finish ``item``; if it was re-added meanwhile, queue it again (its priority kept)."""
-        lock = self._lock
-        lock.acquire()
-        try:
-            try:
-                self._processing.remove(item)
-            except KeyError:
-                return
-            if item in self._dirty:
-                queued_at, priority = self._requeue.pop(item)
-                if self._parked:
-                    self._dirty.remove(item)
-                    self._hand_off(item)
-                else:
-                    self._push(item, priority, queued_at)
-            elif self._drain and not self._processing:
-                self._drained.notify_all()
-        finally:
-            lock.release()
+        return self._wait(parked)
 
     # -- the metered twins -----------------------------------------------------------------
     def _add_metered(self, item: T, priority: int = NORMAL_PRIORITY) -> None:
@@ -222,52 +199,13 @@ class PriorityQueue(RateLimitingQueue[T], Generic[T]):
             if item in self._processing:
                 self._dirty.add(item)
                 self._requeue[item] = (now, priority)
-                m.depth.inc()
-                self._add_times.setdefault(item, now)
+                self._observe_waiting(item, now)
             elif self._parked:
-                m.queue_duration.observe(0.0)
-                self._start_times[item] = now
-                self._hand_off(item)
+                self._hand_off_metered(item, now)
             else:
                 self._dirty.add(item)
                 self._push(item, priority, now)
-                m.depth.inc()
-                self._add_times.setdefault(item, now)
-
-    def _get_metered(self) -> T:
-        with self._lock:
-            if self._queued:
-                item = self._pop()
-                self._observe_handout(item)
-                return item
-            if self._shutting_down:
-                raise ShutDown
-            parked = _Parked()
-            self._parked.append(parked)
-        parked.lock.acquire()
-        if parked.item is _SHUTDOWN:
-            raise ShutDown
-        return cast("T", parked.item)
-
-    def _done_metered(self, item: T) -> None:
-        m = cast("QueueMetrics", self._metrics)
-        with self._lock:
-            if item not in self._processing:
-                return
-            self._processing.remove(item)
-            start = self._start_times.pop(item, None)
-            if start is not None:
-                m.work_duration.observe(self._clock.monotonic() - start)
-            if item in self._dirty:
-                queued_at, priority = self._requeue.pop(item)
-                if self._parked:
-                    self._dirty.remove(item)
-                    self._observe_handout(item)
-                    self._hand_off(item)
-                else:
-                    self._push(item, priority, queued_at)
-            elif self._drain and not self._processing:
-                self._drained.notify_all()
+                self._observe_waiting(item, now)
 
     # -- delays and rate limiting ----------------------------------------------------------
     def add_after(self, item: T, delay: float, priority: int | None = None) -> None:
@@ -279,37 +217,12 @@ class PriorityQueue(RateLimitingQueue[T], Generic[T]):
             self.add(item, p)
             return
         with self._delay_cond:
-            ready_at = self._clock.monotonic() + delay
-            old = self._waiting.get(item)
-            if old is not None:
-                self._delayed_priority[item] = max(self._delayed_priority[item], p)
-                if ready_at >= old.ready_at:
-                    return
-                old.live = False
-            else:
-                self._delayed_priority[item] = p
-            self._seq += 1
-            entry = _Entry(item, ready_at)
-            self._waiting[item] = entry
-            heapq.heappush(self._heap, (ready_at, self._seq, entry))
-            if self._heap[0][2] is entry:
-                self._delay_cond.notify()
+            old = self._delayed_priority.get(item)  # present exactly while item is pending
+            self._delayed_priority[item] = p if old is None else max(old, p)
+            self._delay(item, self._clock.monotonic() + delay)
 
-    def _waiting_loop(self) -> None:
-        heap = self._heap
-        clock = self._clock
-        with self._delay_cond:
-            while not self._stop.is_set():
-                now = clock.monotonic()
-                while heap and (not heap[0][2].live or heap[0][0] <= now):
-                    entry = heapq.heappop(heap)[2]
-                    if entry.live:
-                        del self._waiting[entry.item]
-                        priority = self._delayed_priority.pop(entry.item)
-                        self.add(entry.item, priority)  # lock order: delay -> queue
-                self._waiter_passes += 1
-                timeout = heap[0][0] - now if heap else None
-                clock.wait(self._delay_cond, timeout)
+    def _ready(self, item: T) -> None:
+        self.add(item, self._delayed_priority.pop(item))
 
     def add_rate_limited(self, item: T, priority: int | None = None) -> None:
         """Add ``item`` at ``priority`` after the delay its limiter prescribes."""

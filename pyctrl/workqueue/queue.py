@@ -28,6 +28,11 @@ notify when nobody waits. Metrics cost nothing when no registry is given: the co
 installs metered versions of ``add``/``get``/``done`` on the instance only when metrics are
 on, so the plain methods carry no metric checks at all. The two variants implement the same
 state machine; the tests run both against one model.
+
+Subclasses that hand items out in another order (:class:`pyctrl.workqueue.PriorityQueue`)
+override the order hooks ``_pop``, ``_queue_again`` and ``__len__`` (and ``add``/``get``, whose
+plain versions here inline the FIFO for speed); ``done``, the metered ``get``/``done`` and the
+parking of consumers (``_park``, ``_wait``, ``_hand_off``) are shared.
 """
 
 from __future__ import annotations
@@ -126,9 +131,7 @@ class Queue(Generic[T]):
                 self._dirty.add(item)
             elif self._parked:
                 self._processing.add(item)
-                parked = self._parked.popleft()
-                parked.item = item
-                parked.lock.release()
+                self._hand_off(item)
             else:
                 self._dirty.add(item)
                 self._queue.append(item)
@@ -148,16 +151,10 @@ class Queue(Generic[T]):
                 self._processing.add(item)
                 self._dirty.remove(item)
                 return item
-            if self._shutting_down:
-                raise ShutDown
-            parked = _Parked()
-            self._parked.append(parked)
+            parked = self._park()
         finally:
             lock.release()
-        parked.lock.acquire()
-        if parked.item is _SHUTDOWN:
-            raise ShutDown
-        return cast("T", parked.item)
+        return self._wait(parked)
 
     def done(self, item: T) -> None:
         """Finish processing ``item``; if it was re-added meanwhile, queue it again."""
@@ -168,19 +165,47 @@ class Queue(Generic[T]):
                 self._processing.remove(item)
             except KeyError:
                 return  # not in flight: nothing to finish (and never queue it twice)
-            if item in self._dirty:
-                if self._parked:
-                    self._dirty.remove(item)
-                    self._processing.add(item)
-                    parked = self._parked.popleft()
-                    parked.item = item
-                    parked.lock.release()
-                else:
-                    self._queue.append(item)
+            if item in self._dirty:  # re-added while it was processing: queue it again
+                self._queue_again(item)
+                if self._parked:  # consumers park only while nothing is queued: it is next
+                    self._hand_off(self._pop())
             elif self._drain and not self._processing:
                 self._drained.notify_all()
         finally:
             lock.release()
+
+    # -- the order hooks and the parking of consumers (all but ``_wait`` under ``_lock``) -----
+    def _pop(self) -> T:
+        """Move the next queued item to ``_processing`` and return it (something is queued)."""
+        item = self._queue.popleft()
+        self._processing.add(item)
+        self._dirty.remove(item)
+        return item
+
+    def _queue_again(self, item: T) -> None:
+        """Queue ``item`` (dirty, just done) at the end: it was re-added while processing."""
+        self._queue.append(item)
+
+    def _hand_off(self, item: T) -> None:
+        """Give ``item`` (already in ``_processing``) to the longest-parked consumer."""
+        parked = self._parked.popleft()
+        parked.item = item
+        parked.lock.release()
+
+    def _park(self) -> _Parked:
+        """Register a consumer that found nothing queued; raise ShutDown when shutting down."""
+        if self._shutting_down:
+            raise ShutDown
+        parked = _Parked()
+        self._parked.append(parked)
+        return parked
+
+    def _wait(self, parked: _Parked) -> T:
+        """Block (without ``_lock``) until ``parked`` is handed an item or the queue shuts down."""
+        parked.lock.acquire()
+        if parked.item is _SHUTDOWN:
+            raise ShutDown
+        return cast("T", parked.item)
 
     # -- the metered twins (installed by __init__ when a registry is given) -----------------
     # Not hot enough to hand-tune: ``with`` is fine here.
@@ -193,37 +218,22 @@ class Queue(Generic[T]):
             now = self._clock.monotonic()
             if item in self._processing:
                 self._dirty.add(item)
-                m.depth.inc()
-                self._add_times.setdefault(item, now)
+                self._observe_waiting(item, now)
             elif self._parked:
-                m.queue_duration.observe(0.0)
-                self._start_times[item] = now
-                self._processing.add(item)
-                parked = self._parked.popleft()
-                parked.item = item
-                parked.lock.release()
+                self._hand_off_metered(item, now)
             else:
                 self._dirty.add(item)
                 self._queue.append(item)
-                m.depth.inc()
-                self._add_times.setdefault(item, now)
+                self._observe_waiting(item, now)
 
     def _get_metered(self) -> T:
         with self._lock:
-            if self._queue:
-                item = self._queue.popleft()
-                self._processing.add(item)
-                self._dirty.remove(item)
+            if len(self):
+                item = self._pop()
                 self._observe_handout(item)
                 return item
-            if self._shutting_down:
-                raise ShutDown
-            parked = _Parked()
-            self._parked.append(parked)
-        parked.lock.acquire()
-        if parked.item is _SHUTDOWN:
-            raise ShutDown
-        return cast("T", parked.item)
+            parked = self._park()
+        return self._wait(parked)
 
     def _done_metered(self, item: T) -> None:
         m = cast("QueueMetrics", self._metrics)
@@ -235,17 +245,25 @@ class Queue(Generic[T]):
             if start is not None:
                 m.work_duration.observe(self._clock.monotonic() - start)
             if item in self._dirty:
+                self._queue_again(item)
                 if self._parked:
-                    self._dirty.remove(item)
-                    self._processing.add(item)
+                    item = self._pop()
                     self._observe_handout(item)
-                    parked = self._parked.popleft()
-                    parked.item = item
-                    parked.lock.release()
-                else:
-                    self._queue.append(item)
+                    self._hand_off(item)
             elif self._drain and not self._processing:
                 self._drained.notify_all()
+
+    def _observe_waiting(self, item: T, now: float) -> None:
+        """Metrics for an added item that now waits for a worker (caller holds ``_lock``)."""
+        cast("QueueMetrics", self._metrics).depth.inc()
+        self._add_times.setdefault(item, now)
+
+    def _hand_off_metered(self, item: T, now: float) -> None:
+        """Hand a new item straight to a parked consumer, with its metrics (under ``_lock``)."""
+        cast("QueueMetrics", self._metrics).queue_duration.observe(0.0)
+        self._start_times[item] = now
+        self._processing.add(item)
+        self._hand_off(item)
 
     def _observe_handout(self, item: T) -> None:
         """Metrics for a dirty item leaving for a worker (caller holds ``_lock``)."""
