@@ -1,4 +1,5 @@
-"""Unit-test fixtures: every unit test runs inside a thread-leak check."""
+"""Unit-test fixtures: every unit test runs inside a thread-leak check; ``runners`` stops the
+threads a test started."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
+
+from tests.threads import Runner
 
 # Threads the interpreter or test tooling may own; never ours.
 _IGNORED_PREFIXES = ("pytest_timeout", "Dummy-", "ThreadPoolExecutor-0")
@@ -35,3 +38,13 @@ def no_thread_leak() -> Iterator[None]:
             break
         leaked[0].join(0.05)
     assert not leaked, f"threads leaked by the test: {[t.name for t in leaked]}"
+
+
+@pytest.fixture
+def runners() -> Iterator[list[Runner]]:
+    """The test appends each :class:`Runner` it starts; those still alive are shut down after."""
+    made: list[Runner] = []
+    yield made
+    for r in made:
+        if r.thread.is_alive():
+            r.shutdown()

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-
-import pytest
 
 from pyctrl.controller import Controller, Result
 from pyctrl.errors import ServerError
@@ -42,23 +39,14 @@ def build(client: FakeClient, **kwargs: object) -> tuple[Manager, Recorder]:
     return mgr, rec
 
 
-@pytest.fixture
-def running() -> Iterator[list[Runner]]:
-    made: list[Runner] = []
-    yield made
-    for r in made:
-        if r.thread.is_alive():
-            r.shutdown()
-
-
 def test_runs_controllers_serves_probes_and_metrics_then_stops_cleanly(
-    running: list[Runner],
+    runners: list[Runner],
 ) -> None:
     client = FakeClient()
     client.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
     mgr, rec = build(client)
     r = start_manager(mgr)
-    running.append(r)
+    runners.append(r)
     eventually(lambda: rec.keys == ["ns/a"], what="reconciled")
     assert http_get(mgr, "/readyz") == (200, "ok")
     assert http_get(mgr, "/healthz") == (200, "ok")
@@ -73,11 +61,11 @@ def test_runs_controllers_serves_probes_and_metrics_then_stops_cleanly(
     assert r.error is None
 
 
-def test_failing_check_makes_probe_fail(running: list[Runner]) -> None:
+def test_failing_check_makes_probe_fail(runners: list[Runner]) -> None:
     mgr, _ = build(FakeClient())
     mgr.add_healthz_check("disk", lambda: "disk full")
     r = start_manager(mgr)
-    running.append(r)
+    runners.append(r)
     code, body = http_get(mgr, "/healthz")
     assert code == 500 and "[-]disk failed: disk full" in body
     assert http_get(mgr, "/healthz/ping") == (200, "ok")
@@ -89,7 +77,7 @@ def _election(store: FakeLockStore, identity: str = "me") -> LeaderElectionConfi
 
 
 def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
-    running: list[Runner],
+    runners: list[Runner],
 ) -> None:
     clock = FakeClock()
     store = FakeLockStore()
@@ -99,7 +87,7 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
     client.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
     mgr, rec = build(client, leader_election=_election(store), clock=clock)
     r = start_manager(mgr)
-    running.append(r)
+    runners.append(r)
     eventually(lambda: http_get(mgr, "/readyz")[0] == 200, what="caches warm without leading")
     assert rec.keys == []
     assert mgr.elector is not None and not mgr.elector.is_leader()
@@ -114,12 +102,12 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
     assert store.holder() == "", "lease released on clean stop"
 
 
-def test_losing_leadership_stops_workers_and_raises(running: list[Runner]) -> None:
+def test_losing_leadership_stops_workers_and_raises(runners: list[Runner]) -> None:
     clock = FakeClock()
     store = FakeLockStore()
     mgr, _ = build(FakeClient(), leader_election=_election(store), clock=clock)
     r = start_manager(mgr)
-    running.append(r)
+    runners.append(r)
     assert mgr.elector is not None
     eventually(mgr.elector.is_leader, what="leading")
     store.fail_with = ServerError("apiserver down", 503)

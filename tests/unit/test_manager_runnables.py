@@ -4,7 +4,6 @@ and one that dies fails /healthz."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -43,27 +42,18 @@ class Returning:
         return
 
 
-@pytest.fixture
-def running() -> Iterator[list[Runner]]:
-    made: list[Runner] = []
-    yield made
-    for r in made:
-        if r.thread.is_alive():
-            r.shutdown()
-
-
 def manager(**kwargs: object) -> Manager:
     return Manager(FakeClient(), health_probe_bind_address="127.0.0.1:0",
                    **kwargs)  # type: ignore[arg-type]
 
 
-def test_runnables_run_until_stop_and_are_joined(running: list[Runner]) -> None:
+def test_runnables_run_until_stop_and_are_joined(runners: list[Runner]) -> None:
     mgr = manager()
     first, second = Blocking(), Blocking()
     mgr.add(first)
     mgr.add(second)
     r = start_manager(mgr)
-    running.append(r)
+    runners.append(r)
     eventually(lambda: first.started.is_set() and second.started.is_set(), what="started")
     names = {t.name for t in threading.enumerate()}
     assert {"runnable-blocking", "runnable-blocking-2"} <= names
@@ -79,12 +69,12 @@ def test_runnables_run_until_stop_and_are_joined(running: list[Runner]) -> None:
     (Raising(), "Raising failed: OSError: address already in use"),
     (Returning(), "Returning exited"),
 ])
-def test_a_runnable_that_dies_fails_healthz(running: list[Runner], runnable: object,
+def test_a_runnable_that_dies_fails_healthz(runners: list[Runner], runnable: object,
                                             reason: str) -> None:
     mgr = manager()
     mgr.add(runnable)  # type: ignore[arg-type]
     r = start_manager(mgr)
-    running.append(r)
+    runners.append(r)
     eventually(lambda: http_get(mgr, "/healthz")[0] == 500, what="healthz fails")
     code, body = http_get(mgr, "/healthz?verbose")
     assert code == 500 and f"[-]runnables failed: {reason}" in body
@@ -92,7 +82,7 @@ def test_a_runnable_that_dies_fails_healthz(running: list[Runner], runnable: obj
     assert r.error is None
 
 
-def test_leader_runnables_start_only_while_leading(running: list[Runner]) -> None:
+def test_leader_runnables_start_only_while_leading(runners: list[Runner]) -> None:
     clock = FakeClock()
     store = FakeLockStore()
     now = datetime(2026, 1, 1, tzinfo=UTC)
@@ -104,7 +94,7 @@ def test_leader_runnables_start_only_while_leading(running: list[Runner]) -> Non
     mgr.add(always)
     mgr.add(leader_only, needs_leader=True)
     r = start_manager(mgr)
-    running.append(r)
+    runners.append(r)
     eventually(always.started.is_set, what="non-leader runnable started")
     assert mgr.elector is not None
     assert clock.wait_for_waiters(1)
@@ -120,10 +110,10 @@ def test_leader_runnables_start_only_while_leading(running: list[Runner]) -> Non
     assert always.stopped.is_set() and leader_only.stopped.is_set()
 
 
-def test_add_after_run_is_refused(running: list[Runner]) -> None:
+def test_add_after_run_is_refused(runners: list[Runner]) -> None:
     mgr = manager()
     r = start_manager(mgr)
-    running.append(r)
+    runners.append(r)
     with pytest.raises(RuntimeError, match=r"before Manager\.run"):
         mgr.add(Blocking())
     r.shutdown()
