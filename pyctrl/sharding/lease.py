@@ -13,8 +13,10 @@ Contract:
   observer's own monotonic clock, when it saw the Lease's spec change (another host's
   renewTime is never compared with our clock, as in the elector). A shard is alive while its
   Lease's holder is its shard id and ``now < seen + leaseDurationSeconds``. A released
-  (empty holder) or deleted Lease is dead at once. ``next_expiry()`` is how long until the
-  first alive shard would expire without news (so the sharder wakes up exactly then).
+  (empty holder) or deleted Lease is dead at once. ``view()`` reads, at one instant, the
+  alive shards and the monotonic time the first of them expires without news: a caller that
+  plans with that set and wakes at that time never misses an expiry in between (the sharder
+  does). ``alive()`` and ``next_expiry()`` (seconds from now) are its two halves.
   Thread-safe.
 """
 
@@ -108,17 +110,22 @@ class ShardMembership:
         with self._lock:
             self._seen.pop(name, None)
 
-    def alive(self) -> frozenset[str]:
-        """The shard ids alive now."""
+    def view(self) -> tuple[frozenset[str], float | None]:
+        """The shards alive now, and the monotonic time the first of them expires without
+        news (None when none is alive), both read at one instant of the clock."""
         now = self._clock.monotonic()
         with self._lock:
-            return frozenset(s.shard for s in self._seen.values()
-                             if s.holder == s.shard and now < s.at + s.duration)
+            live = [s for s in self._seen.values()
+                    if s.holder == s.shard and now < s.at + s.duration]
+        return (frozenset(s.shard for s in live),
+                min((s.at + s.duration for s in live), default=None))
+
+    def alive(self) -> frozenset[str]:
+        """The shard ids alive now."""
+        return self.view()[0]
 
     def next_expiry(self) -> float | None:
         """Seconds until the first alive shard expires without news; None if none is alive."""
         now = self._clock.monotonic()
-        with self._lock:
-            left = [s.at + s.duration - now for s in self._seen.values()
-                    if s.holder == s.shard and now < s.at + s.duration]
-        return min(left) if left else None
+        at = self.view()[1]
+        return None if at is None else max(0.0, at - now)

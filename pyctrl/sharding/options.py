@@ -26,6 +26,13 @@ a shard fences itself ``renew_deadline`` after its last successful renew; the sh
 its objects ``lease_duration`` after it last saw the Lease change. ``on_reconcile(key, start,
 end)`` (monotonic seconds), when given, is called after each reconcile of an owned object
 (an audit hook: the integration test proves no two shards overlap on one key with it).
+
+``writers`` (16) bounds the sharder's label PATCHes in flight at once: a dead shard's objects
+move in one burst, and a label write of a custom resource is not cheap for the API server
+(it validates and re-encodes the whole object), so they go out in parallel but bounded. The
+sharder's writes also pass the leader client's QPS limiter (``--qps``), which bounds how fast
+a failover moves a dead shard's share (about 1/N of the objects): with many objects per shard,
+raise the QPS too.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ class ShardingOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     virtual_nodes: int = 100
+    writers: int = 16
     on_reconcile: Callable[[str, float, float], None] | None = None
 
     def __post_init__(self) -> None:
@@ -65,6 +73,8 @@ class ShardingOptions:
                                  "(a-z, 0-9, '-', '.'; at most 63 characters)")
         if self.virtual_nodes < 1:
             raise ValueError("virtual_nodes must be at least 1")
+        if self.writers < 1:
+            raise ValueError("writers must be at least 1")
         if not (self.lease_duration > self.renew_deadline > 1.2 * self.retry_period > 0):
             raise ValueError("need lease_duration > renew_deadline > 1.2 * retry_period > 0")
 

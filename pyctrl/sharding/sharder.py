@@ -25,14 +25,19 @@ Contract (run by the leader only, as a ``needs_leader`` Manager runnable):
   seen every Lease for the first time, so a shard that crashed long ago (its Lease still
   names it) counts as alive until then; planned moves towards it would only stall objects.
   Assignments (unlabelled objects, objects of shards already dead) are not held back.
-* Writes of one pass go out ``writers`` (8) at a time (a dead shard's objects move in one
-  burst). Every write is a merge patch of labels carrying the ``resourceVersion`` the sharder saw (a
-  precondition: a Conflict means the object moved on, e.g. its shard just acknowledged; the
-  next pass re-plans from newer state). Writes go through the leader-fenced client; the
-  first one refused (NotLeader) ends the pass.
+* Writes of one pass go out at most ``options.writers`` at a time, assignments first (a dead
+  shard's objects move in one burst, ahead of any planned drain). Every write is a merge
+  patch of labels carrying the ``resourceVersion`` the sharder saw (a precondition: a
+  Conflict means the object moved on, e.g. its shard just acknowledged; the next pass
+  re-plans from newer state). Writes go through the leader-fenced client; the first one
+  refused (NotLeader) ends the pass.
 * A pass runs when a Lease or an object changed (coalesced: at most one pass per
-  ``min_interval``), when the first alive shard would expire, and every ``resync`` seconds.
-* Metrics-free; logs each pass that changed something (assigned, drained, failed counts).
+  ``min_interval``), every ``resync`` seconds, and at the instant the first shard alive at the
+  previous pass expires: that instant is read together with the alive set the pass planned
+  with (:meth:`ShardMembership.view`), so an expiry during the pass's writes or its
+  ``min_interval`` pause still gets its own pass at once, not at the next event or resync.
+* Metrics-free; logs each pass that changed something (assigned, drained, failed counts and
+  how long the writes took).
 """
 
 from __future__ import annotations
@@ -137,7 +142,7 @@ class Sharder:
 
     def __init__(self, client: Client, options: ShardingOptions, *,
                  clock: Clock | None = None, min_interval: float = 0.1,
-                 resync: float = 30.0, writers: int = 8) -> None:
+                 resync: float = 30.0) -> None:
         self._client = client
         self.options = options
         self._clock: Clock = clock or RealClock()
@@ -147,10 +152,12 @@ class Sharder:
         self._cond = threading.Condition(threading.Lock())
         self._dirty = True
         self._started = self._clock.monotonic()
-        self._writers = writers
+        self._expires_at: float | None = None  # first expiry among the last pass's shards
+        self._warm = False  # whether the last pass was past the warm-up (could drain)
         self._stop = threading.Event()  # run's stop
         self._halt = threading.Event()  # this pass found us deposed
         self.moves = 0  # assigned + drained, for tests and logs
+        self.passes = 0
 
     def wake(self) -> None:
         """Something changed: run a pass soon."""
@@ -185,13 +192,17 @@ class Sharder:
     def sync(self, objects: Iterable[Object]) -> list[Action]:
         """One pass over ``objects``: plan and write; returns the actions that succeeded."""
         o = self.options
-        alive = self.membership.alive()
+        alive, self._expires_at = self.membership.view()
+        self.passes += 1
         self._halt.clear()
-        warm = self._clock.monotonic() - self._started >= o.lease_duration
+        start = self._clock.monotonic()
+        warm = start - self._started >= o.lease_duration
+        self._warm = warm
         actions = plan(objects, ring=HashRing(alive, o.virtual_nodes), alive=alive, options=o,
                        drain=warm)
-        if len(actions) > 1 and self._writers > 1:
-            with ThreadPoolExecutor(min(self._writers, len(actions)),
+        actions.sort(key=lambda a: a.kind != "assign")  # failover before planned moves
+        if len(actions) > 1 and o.writers > 1:
+            with ThreadPoolExecutor(min(o.writers, len(actions)),
                                     thread_name_prefix="sharder-write") as pool:
                 results = list(pool.map(self._write, actions))
         else:
@@ -202,7 +213,8 @@ class Sharder:
             self.moves += len(done)
             log.info("sharder pass", shards=sorted(alive),
                      assigned=sum(a.kind == "assign" for a in done),
-                     drained=sum(a.kind == "drain" for a in done), failed=failed)
+                     drained=sum(a.kind == "drain" for a in done), failed=failed,
+                     seconds=round(self._clock.monotonic() - start, 3))
         if failed:
             self.wake()
         return done
@@ -221,6 +233,15 @@ class Sharder:
         for informer in objects:
             informer.add_event_handler(_Notify(self, None))
         return leases, objects
+
+    def _next_due(self) -> float:
+        """When the next pass is due without news: the first expiry among the shards the last
+        pass planned with, and the end of the warm-up if that pass was still in it (either
+        may be past already, if it came during the pass: then at once); else infinity."""
+        due = float("inf") if self._expires_at is None else self._expires_at
+        if not self._warm:
+            due = min(due, self._started + self.options.lease_duration)
+        return due
 
     def run(self, stop: threading.Event) -> None:
         """Watch Leases and objects and keep assigning until ``stop``."""
@@ -241,18 +262,14 @@ class Sharder:
             while not stop.is_set():
                 with self._cond:
                     self._dirty = False
+                due = self._clock.monotonic() + self._resync
                 self.sync([obj for i in objects for obj in i.get_store().list()])
+                due = min(due, self._next_due())
                 if self._clock.sleep(self._min_interval, stop):
                     break
-                expiry = self.membership.next_expiry()
-                wait = self._resync if expiry is None else min(self._resync, expiry + 0.01)
-                warmup_left = self._started + self.options.lease_duration - self._clock.monotonic()
-                if warmup_left > 0:
-                    wait = min(wait, warmup_left + 0.01)
-                deadline = self._clock.monotonic() + wait
                 with self._cond:
                     while not self._dirty and not stop.is_set():
-                        left = deadline - self._clock.monotonic()
+                        left = due - self._clock.monotonic()
                         if left <= 0:
                             break
                         self._clock.wait(self._cond, min(left, 0.5))  # 0.5 s: notice stop

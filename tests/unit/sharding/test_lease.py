@@ -64,3 +64,15 @@ def test_a_lease_without_the_shard_label_is_ignored() -> None:
     del bad["metadata"]["labels"]["sharding.pyctrl.io/shard"]
     m.observe(bad)
     assert m.alive() == frozenset()
+
+
+def test_view_reads_the_alive_shards_and_their_first_expiry_at_one_instant() -> None:
+    clock = FakeClock()  # monotonic 1000
+    m = ShardMembership(clock)
+    assert m.view() == (frozenset(), None)
+    m.observe(lease("a", duration=15))
+    m.observe(lease("b", duration=10))
+    assert m.view() == (frozenset({"a", "b"}), 1010.0)
+    clock.step(10)  # b expires now: the next expiry is a's, an absolute time
+    assert m.view() == (frozenset({"a"}), 1015.0)
+    assert m.next_expiry() == 5.0

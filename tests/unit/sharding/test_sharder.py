@@ -6,17 +6,21 @@ against one FakeClient, with shard liveness driven by a FakeClock.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from pyctrl.controller import Result
 from pyctrl.errors import Conflict, NotFound
-from pyctrl.kube import CONFIGMAPS
+from pyctrl.kube import CONFIGMAPS, LEASES
 from pyctrl.sharding import HashRing, Sharder, ShardReconciler, plan
 from pyctrl.testing import FakeClient, FakeClock
 from tests.unit.sharding.helpers import NS, configmap, lease, options
+from tests.waiting import poll
 
 SHARD = "shard.sharding.pyctrl.io/mirror"
 DRAIN = "drain.sharding.pyctrl.io/mirror"
@@ -224,3 +228,199 @@ def test_no_drain_during_the_warm_up_but_assignments_go_ahead() -> None:
     sharder.membership.observe(lease("a", renew="t2"))
     assert "drain" not in _pass(client, sharder), "stale is dead now: its share moves"
     assert set(_owners(client).values()) == {"a"}
+
+
+# -- failover: the moves off an expired shard -----------------------------------------------
+
+
+def test_an_expiring_shards_draining_objects_move_without_waiting_for_its_ack(
+        world: tuple[FakeClient, FakeClock, Sharder]) -> None:
+    """A shard that dies while asked to drain can never acknowledge: its objects are assigned
+    (and the drain label dropped) as soon as its Lease expires; live shards still drain."""
+    client, clock, sharder = world
+    for s in ("a", "b", "c"):
+        sharder.membership.observe(lease(s))
+    _pass(client, sharder)
+    before = _owners(client)
+    sharder.membership.observe(lease("d"))  # a fourth shard joins: ~1/4 asked to drain
+    _pass(client, sharder)
+    draining = {n for n, labels in _labels(client).items() if labels.get(DRAIN) == "true"}
+    assert {before[n] for n in draining} == {"a", "b", "c"}
+    clock.step(10)
+    for s in ("a", "b", "d"):
+        sharder.membership.observe(lease(s, renew="t1"))
+    clock.step(5)  # c dies before acknowledging anything
+    dead = {n for n, s in before.items() if s == "c"}
+    kinds = _pass(client, sharder)
+    assert Counter(kinds) == {"assign": len(dead)}, "no ack awaited from a dead shard"
+    ring = HashRing(["a", "b", "d"])
+    labels = _labels(client)
+    assert {n: labels[n].get(SHARD) for n in dead} == {
+        n: ring.shard_for(f"{NS}/{n}") for n in dead}
+    assert not any(DRAIN in labels[n] for n in dead), "the drain label goes with the move"
+    assert {n for n in labels if labels[n].get(DRAIN)} == draining - dead, (
+        "the live shards' objects still wait for their acknowledgement")
+
+
+def test_assignments_are_written_before_planned_drains(
+        world: tuple[FakeClient, FakeClock, Sharder]) -> None:
+    client, _, _ = world
+    clock = FakeClock()
+    sharder = Sharder(client, options("leader", writers=1), clock=clock)
+    clock.step(15)
+    sharder.membership.observe(lease("a"))
+    _pass(client, sharder)
+    for i in range(20):
+        client.add_object(CONFIGMAPS, configmap(f"new-{i}"))
+    sharder.membership.observe(lease("b"))
+    client.clear_actions()
+    kinds = _pass(client, sharder)
+    assert Counter(kinds)["assign"] == 20 and Counter(kinds)["drain"] > 20
+    written = ["drain" if DRAIN in a.object["metadata"]["labels"] else "assign"
+               for a in client.actions if a.verb == "patch"]
+    assert written == sorted(written, key=lambda k: k != "assign"), "assignments first"
+
+
+def test_label_writes_go_out_in_parallel_but_at_most_writers_at_once() -> None:
+    clock = FakeClock()
+    client = FakeClient(clock)
+    for i in range(40):
+        client.add_object(CONFIGMAPS, configmap(f"cm-{i}"))
+    sharder = Sharder(client, options("leader", writers=4), clock=clock)
+    sharder.membership.observe(lease("a"))
+    lock = threading.Lock()
+    gate = threading.Event()
+    in_flight, peak = [0], [0]
+
+    def slow_patch(action: Any) -> None:
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        gate.wait(10)
+        with lock:
+            in_flight[0] -= 1
+        # then the FakeClient applies the patch
+
+    client.prepend_reactor("patch", CONFIGMAPS, slow_patch)
+    moved: list[int] = []
+    writer = threading.Thread(target=lambda: moved.append(len(_pass(client, sharder))),
+                              name="test-pass")
+    writer.start()
+    try:
+        assert poll(lambda: in_flight[0] == 4, timeout=5), in_flight
+    finally:
+        gate.set()
+        writer.join(10)
+    assert moved == [40] and peak[0] == 4
+
+
+def test_writers_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="writers"):
+        options(writers=0)
+
+
+# -- the run loop wakes up at an expiry ---------------------------------------------------------
+
+
+class _ProbeClock(FakeClock):
+    """A FakeClock that tells where the sharder's own thread is blocked ("sleep": its
+    min_interval pause, "wait": waiting for news or a due time), so a test steps time only
+    once the sharder is parked (the informers' threads wait on the clock too)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parked: str | None = None
+
+    def _park(self, kind: str | None) -> None:
+        if threading.current_thread().name == "sharder":
+            self.parked = kind
+
+    def wait(self, cond: threading.Condition, timeout: float | None) -> None:
+        self._park("wait")
+        try:
+            super().wait(cond, timeout)
+        finally:
+            self._park(None)
+
+    def sleep(self, seconds: float, stop: threading.Event) -> bool:
+        self._park("sleep")
+        try:
+            return super().sleep(seconds, stop)
+        finally:
+            self._park(None)
+
+
+def _two_shards(clock: FakeClock) -> tuple[FakeClient, dict[str, str]]:
+    """Shards a (Lease of 60 s) and b (15 s), seen at 1000; every object already on its ring
+    shard, so no pass writes anything until b expires at 1015."""
+    client = FakeClient(clock)
+    ring = HashRing(["a", "b"])
+    owners = {f"cm-{i}": ring.shard_for(f"{NS}/cm-{i}") or "" for i in range(40)}
+    for name, shard in owners.items():
+        client.add_object(CONFIGMAPS, configmap(name, {SHARD: shard}))
+    client.add_object(LEASES, lease("a", duration=60))
+    client.add_object(LEASES, lease("b", duration=15))
+    return client, owners
+
+
+@contextmanager
+def _running(sharder: Sharder) -> Iterator[None]:
+    stop = threading.Event()
+    thread = threading.Thread(target=sharder.run, args=(stop,), name="sharder")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def _step_until_idle(clock: _ProbeClock, sharder: Sharder, step: float) -> None:
+    """Step until the sharder waits for news with nothing pending (the informers' initial
+    events may still wake it for a pass or two after its first one)."""
+    assert poll(lambda: sharder.passes >= 1 and clock.parked == "sleep", timeout=5)
+    while clock.parked != "wait":
+        before = sharder.passes
+        clock.step(step)
+        assert poll(lambda: clock.parked == "wait" or (
+            sharder.passes > before and clock.parked == "sleep"), timeout=5)  # noqa: B023
+
+
+def test_a_shard_expiring_during_the_pause_after_a_pass_gets_a_pass_right_after_it() -> None:
+    """A pass at 1014.5 (a renewed) is followed by a 1 s pause, in which b expires (1015).
+    With nothing else happening, the pass that moves b's objects runs as the pause ends; it
+    does not wait for a's expiry or a resync (b is no longer among the alive shards by then,
+    so only the expiry read together with the pass's alive set can schedule it)."""
+    clock = _ProbeClock()
+    client, owners = _two_shards(clock)
+    sharder = Sharder(client, options("leader"), clock=clock, min_interval=1.0)
+    with _running(sharder):
+        _step_until_idle(clock, sharder, 1.0)
+        clock.step(1014.5 - clock.monotonic())
+        assert poll(lambda: clock.parked == "wait", timeout=5)
+        passes = sharder.passes
+        client.update(LEASES, lease("a", renew="t1", duration=60))  # news: a pass at 1014.5
+        assert poll(lambda: sharder.passes == passes + 1 and clock.parked == "sleep",
+                    timeout=5)
+        assert "b" in _owners(client).values()
+        clock.step(1.0)  # the pause ends at 1015.5; b expired at 1015
+        assert poll(lambda: set(_owners(client).values()) == {"a"}, timeout=5), (
+            Counter(_owners(client).values()))
+        assert clock.monotonic() == pytest.approx(1015.5)
+    assert len([a for a in client.actions if a.verb == "patch"]) == sum(
+        s == "b" for s in owners.values())
+
+
+def test_a_shard_expiring_without_news_gets_a_pass_at_that_instant() -> None:
+    clock = _ProbeClock()
+    client, _ = _two_shards(clock)
+    sharder = Sharder(client, options("leader"), clock=clock, min_interval=0.5)
+    with _running(sharder):
+        _step_until_idle(clock, sharder, 0.5)
+        passes = sharder.passes
+        clock.step(1014.99 - clock.monotonic())  # b still alive
+        assert poll(lambda: clock.parked == "wait", timeout=5)
+        assert sharder.passes == passes and "b" in _owners(client).values()
+        clock.step(0.01)  # 1015.0: b's Lease expires
+        assert poll(lambda: "b" not in _owners(client).values(), timeout=5)
+        assert sharder.passes == passes + 1
