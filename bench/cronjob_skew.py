@@ -1,22 +1,32 @@
 """CronJob scheduling skew at scale: pyctrl's cronjob_controller against upstream's, one tick.
 
 One run starts one throwaway control plane (envtest: etcd + kube-apiserver, no
-kube-controller-manager at first) and runs two phases in turn, each in its own namespace:
+kube-controller-manager at first) and runs three phases in turn, each in its own namespace:
 
 1. ``pyctrl``: ``N`` ``batch.pyctrl.io/v1`` CronJobs, and ``python -m cronjob_controller`` as a
-   subprocess (``--workers``, ``--qps/--burst 2000``, metrics and probes off).
+   subprocess (``--workers``, ``--qps/--burst 2000``, metrics off, probes on loopback).
 2. ``upstream``: ``N`` ``batch/v1`` CronJobs of the same shape, and kube-controller-manager with
    only the ``cronjob`` controller (``--concurrent-cron-job-syncs=50``,
    ``--kube-api-qps/--kube-api-burst 2000``). The pyctrl controller is stopped (SIGTERM, wait)
    and its objects deleted before KCM starts, so the two never run at once.
+3. ``limit``: no controller; the Go anchor ``bench/anchors/jobcreate`` creates the same ``N``
+   Jobs (pyctrl's Job for each CronJob, same size) from ``--limit-workers`` goroutines as fast
+   as the API server accepts them, starting at its own tick ``T`` (see
+   :mod:`bench.cronjob_skew_limit`): the floor any controller's p99 on this API server has.
 
-Each phase: the CronJobs (schedule ``* * * * *``, Job template ``suspend: true`` so no pod
-would ever run) are created by parallel threads a little after a minute boundary; then the
-controller starts. Warm-up lasts at least ``--warmup`` seconds and until the controller has
-settled (its CPU use over a 3 s window below ``--settle-cores``), so the measured tick is a
-steady-state one, not start-up. The measured tick ``T`` is the first minute boundary at least
-5 s after that. A Job belongs to ``T`` when its name ends in ``-<T in unix minutes>`` (both
-controllers name Jobs so; the scheduled-timestamp annotations are checked too).
+Each controller phase: the CronJobs (schedule ``* * * * *``, Job template ``suspend: true`` so
+no pod would ever run) are created by parallel threads a little after a minute boundary, and
+with each (``--jobs-at-start``, default ``N``) one finished Job it owns, run at the start of
+the current minute (created, then marked Complete through the status subresource), so the
+caches hold ``N`` CronJobs and ``N`` Jobs at start as in a cluster that has run for a while;
+then the controller starts. ``cache_sync_seconds`` is the controller process's start to its caches
+synced (pyctrl: its ``/readyz`` turned 200; upstream: the cronjob controller's "Caches are
+synced" log line; see :mod:`bench.cronjob_skew_sync`). Warm-up lasts at least ``--warmup``
+seconds and until the controller has settled (its CPU use over a 3 s window below
+``--settle-cores``), so the measured tick is a steady-state one, not start-up. The measured
+tick ``T`` is the first minute boundary at least 5 s after that. A Job belongs to ``T`` when
+its name ends in ``-<T in unix minutes>`` (both controllers name Jobs so; the
+scheduled-timestamp annotations are checked too).
 
 Per phase: skew = Job creation - T, in two ways: ``skew_watch`` (when this process decoded
 the Job's ADDED event on its own WATCH: fine resolution, includes a few ms of watch latency)
@@ -25,12 +35,16 @@ seconds, so it is a floor). The top-level ``p50``/``p99``/``max`` of a phase are
 figures. ``count``/``missing`` are against ``N``. The controller's CPU seconds are the
 ``/proc/<pid>/stat`` utime+stime delta over the window T-5 s .. T+60 s, and ``peak_rss_mib`` the
 highest VmRSS polled every 100 ms in that window (``hwm_rss_mib``: VmHWM, since start).
-``prior_jobs`` counts Jobs that existed before the window (a warm-up tick happened).
+``prior_jobs`` counts Jobs that existed before the window apart from the ``history_jobs``
+made at setup (a warm-up tick happened).
 
-``ratio`` is pyctrl / upstream (lower is better for every figure); ``goal.p99`` is the ratio
-of p99 skews pyctrl must stay at or under. The JSON result and a PNG of both skew CDFs go to
-``bench/results/cronjob-skew-<UTC timestamp>.{json,png}``. Wall-clock waits are real on
-purpose: this measures real time. One run takes about 5-7 minutes.
+``ratio`` holds pyctrl / upstream (``p99``, ``cpu``, ``rss``, ...) and pyctrl / limit
+(``p99_vs_limit``), lower is better for every figure; ``goals`` judges issue 15's goals on
+them (:mod:`bench.cronjob_skew_report`). ``--profile`` samples pyctrl with py-spy over its CPU
+window and writes a top-40 table (:mod:`bench.cronjob_skew_profile`). The JSON result, a PNG
+of the skew CDFs and the profile go to ``bench/results/cronjob-skew-<UTC timestamp>*``.
+Wall-clock waits are real on purpose: this measures real time. One run of 2000 takes about
+6-8 minutes.
 """
 
 from __future__ import annotations
@@ -42,6 +56,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,20 +66,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.cronjob_skew_controllers import REPO, Controller, PhaseError, wait_settled
-from bench.cronjob_skew_probe import (
-    JobSeen,
-    JobWatch,
-    ProcessSampler,
-    parse_rfc3339,
-    summary,
-)
+from bench.cronjob_skew_limit import LIMIT_NAMESPACE, run_limit_phase
+from bench.cronjob_skew_probe import JobWatch, ProcessSampler
+from bench.cronjob_skew_profile import finish_profiler, start_profiler
+from bench.cronjob_skew_report import goals, ratios, skew_fields
 from pyctrl.errors import AlreadyExists, ApiError
-from pyctrl.kube import NAMESPACES, Object, Resource, RESTClient
+from pyctrl.kube import JOBS, NAMESPACES, Object, Resource, RESTClient
 from pyctrl.testing.envtest import ControlPlane
 
 RESULTS = Path(__file__).resolve().parent / "results"
-GOALS = {"p99": 0.6}
-PHASES = ("pyctrl", "upstream")
+PHASES = ("pyctrl", "upstream", "limit")
 PYCTRL_CRONJOBS = Resource("batch.pyctrl.io", "v1", "cronjobs", "CronJob")
 BATCH_CRONJOBS = Resource("batch", "v1", "cronjobs", "CronJob")
 ANNOTATIONS = {
@@ -84,8 +95,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--upstream-syncs", type=int, default=50,
                         help="kube-controller-manager --concurrent-cron-job-syncs")
     parser.add_argument("--qps", type=int, default=2000, help="controllers' client QPS/burst")
-    parser.add_argument("--create-threads", type=int, default=16,
-                        help="threads creating the CronJobs")
+    parser.add_argument("--create-threads", type=int, default=32,
+                        help="threads creating the CronJobs and their history Jobs")
+    parser.add_argument("--jobs-at-start", type=int, default=None,
+                        help="finished Jobs present at controller start, one per CronJob "
+                             "(default: --cronjobs; 0 for none)")
+    parser.add_argument("--limit-workers", type=int, default=50,
+                        help="goroutines of the limit phase's Go client")
+    parser.add_argument("--profile", action="store_true",
+                        help="sample pyctrl with py-spy during the tick window; write a "
+                             "top-40 table next to the JSON")
     parser.add_argument("--warmup", type=float, default=15.0,
                         help="minimum seconds between controller start and the window")
     parser.add_argument("--settle-cores", type=float, default=0.10,
@@ -116,23 +135,67 @@ def cronjob(name: str) -> Object:
             "spec": {"schedule": "* * * * *", "jobTemplate": job_template()}}
 
 
-def create_cronjobs(client: RESTClient, resource: Resource, namespace: str, n: int,
-                    threads: int) -> float:
-    """Create ``cj-00000`` .. in parallel; return the seconds it took."""
+def history_job(phase: str, owner: Object, minute: int) -> Object:
+    """A Job ``owner`` (a created CronJob) ran at ``minute`` (unix minutes), before the bench."""
+    meta = owner["metadata"]
+    scheduled = datetime.fromtimestamp(minute * 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {
+                "name": f"{meta['name']}-{minute}",
+                "annotations": {ANNOTATIONS[phase]: scheduled},
+                "ownerReferences": [{
+                    "apiVersion": owner.get("apiVersion") or "batch/v1", "kind": "CronJob",
+                    "name": meta["name"], "uid": meta["uid"],
+                    "controller": True, "blockOwnerDeletion": True}]},
+            "spec": job_template()["spec"]}
+
+
+def finished_status(at: float) -> Object:
+    """A Job status that reads Complete (batch/v1 validation: SuccessCriteriaMet first)."""
+    now = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"status": {"startTime": now, "completionTime": now, "succeeded": 1, "conditions": [
+        {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now},
+        {"type": "Complete", "status": "True", "lastTransitionTime": now}]}}
+
+
+def _retrying(call: Callable[[], Object]) -> Object | None:
+    """``call()``, retried on server errors; None on AlreadyExists."""
+    for attempt in range(5):
+        try:
+            return call()
+        except AlreadyExists:
+            return None
+        except ApiError:
+            if attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    return None
+
+
+def create_cronjobs(client: RESTClient, phase: str, namespace: str, n: int, threads: int,
+                    history: int = 0) -> float:
+    """Create ``cj-00000`` .. in parallel, the first ``history`` each with one finished Job;
+    return the seconds it took.
+
+    The Jobs ran at the start of the current minute: a controller that takes the newest Job's
+    scheduled time as the last run (pyctrl) and one that takes the CronJob's creation (upstream)
+    then both see the next run at the next minute, never one missed before they started.
+    """
+    resource = PYCTRL_CRONJOBS if phase == "pyctrl" else BATCH_CRONJOBS
     start = time.monotonic()
+    minute = int(time.time()) // 60
 
     def one(i: int) -> None:
         name = f"cj-{i:05d}"
-        for attempt in range(5):
-            try:
-                client.create(resource, cronjob(name), namespace)
-                return
-            except AlreadyExists:
-                return
-            except ApiError:
-                if attempt == 4:
-                    raise
-                time.sleep(0.2 * (attempt + 1))
+        created = _retrying(lambda: client.create(resource, cronjob(name), namespace))
+        if i >= history:
+            return
+        owner = created if created is not None else client.get(resource, name, namespace)
+        job = history_job(phase, owner, minute)
+        _retrying(lambda: client.create(JOBS, job, namespace))
+        status = finished_status(minute * 60 + 1)
+        _retrying(lambda: client.patch(JOBS, job["metadata"]["name"], status, namespace,
+                                       subresource="status"))
 
     with ThreadPoolExecutor(threads, thread_name_prefix="create") as pool:
         list(pool.map(one, range(n)))
@@ -176,10 +239,12 @@ def iso(t: float) -> str:
 
 # -- one phase ----------------------------------------------------------------------------------
 def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.Namespace,
-              log_dir: Path, series: dict[str, dict[str, list[float]]]) -> dict[str, object]:
+              log_dir: Path, series: dict[str, dict[str, list[float]]],
+              profile_prefix: Path | None = None) -> dict[str, object]:
+    """One controller phase (see the module docstring); profiled when ``profile_prefix``."""
     n = args.cronjobs
+    history = n if args.jobs_at_start is None else min(n, max(0, args.jobs_at_start))
     namespace = f"skew-{phase}"
-    resource = PYCTRL_CRONJOBS if phase == "pyctrl" else BATCH_CRONJOBS
     with contextlib.suppress(AlreadyExists):
         client.create(NAMESPACES, {"metadata": {"name": namespace}})
     controller = Controller(phase, cp, args, log_dir)
@@ -189,18 +254,23 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
     watch = JobWatch(client, namespace)
     watch.start()
     sampler: ProcessSampler | None = None
+    profiler = None
     try:
         wait_for_creation_slot()
         created_at = time.time()
-        create_s = create_cronjobs(client, resource, namespace, n, args.create_threads)
+        create_s = create_cronjobs(client, phase, namespace, n, args.create_threads, history)
         pid = controller.start()
         started = time.monotonic()
         started_wall = time.time()
         settled, settle_s = wait_settled(pid, started, args, controller.check)
+        sync_s = controller.cache_sync_seconds()
         tick = math.ceil((time.time() + WINDOW_BEFORE + 1.0) / 60) * 60.0
         suffix = f"-{int(tick) // 60}"
         sleep_until(tick - WINDOW_BEFORE, controller.check)
-        prior_jobs = len(watch.snapshot())
+        prior_jobs = len(watch.snapshot()) - history
+        if profile_prefix is not None:
+            profiler = start_profiler(pid, WINDOW_BEFORE + WINDOW_AFTER,
+                                      profile_prefix.with_suffix(".collapsed"))
         sampler = ProcessSampler(pid)
         sampler.start()
         sleep_until(tick + WINDOW_AFTER, controller.check)
@@ -215,11 +285,13 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
             sampler.stop()  # idempotent; ends the polling thread if the window was cut short
         log_path = controller.stop()
         watch.close()
+    profile = (None if profiler is None or profile_prefix is None else finish_profiler(
+        profiler, profile_prefix.with_suffix(".collapsed"), profile_prefix.with_suffix(".txt"),
+        f"py-spy: python -m cronjob_controller, {n} CronJobs, window {iso(tick - WINDOW_BEFORE)}"
+        f" .. {iso(tick + WINDOW_AFTER)}"))
     delete_all(cp, namespace)
-    skew_watch = [j.seen_at - tick for j in jobs]
-    skew_created = [j.created - tick for j in jobs]
-    series[phase] = {"watch": skew_watch, "created": skew_created}
-    watch_stats = summary(skew_watch)
+    series[phase] = {"watch": [j.seen_at - tick for j in jobs],
+                     "created": [j.created - tick for j in jobs]}
     cpu = usage["cpu_seconds"]
     result: dict[str, object] = {
         "controller": ("python -m cronjob_controller" if phase == "pyctrl"
@@ -227,11 +299,9 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         "workers": args.pyctrl_workers if phase == "pyctrl" else args.upstream_syncs,
         "namespace": namespace,
         "tick": iso(tick),
-        "p50": watch_stats["p50"], "p99": watch_stats["p99"], "max": watch_stats["max"],
-        "count": len(jobs), "missing": n - len(jobs),
-        "skew_watch": watch_stats,
-        "skew_created": summary(skew_created),
-        "annotation_mismatches": _annotation_mismatches(phase, jobs, tick),
+        **skew_fields(jobs, tick, n, ANNOTATIONS[phase]),
+        "cache_sync_seconds": sync_s,
+        "history_jobs": history,
         "cpu_seconds": cpu,
         "cpu_cores_avg": (None if not isinstance(cpu, float)
                           else round(cpu / (WINDOW_BEFORE + WINDOW_AFTER), 3)),
@@ -246,23 +316,11 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         "watch_errors": len(watch.errors),
         "log": str(log_path),
     }
+    if profile is not None:
+        result["profile"] = profile
     if controller.exit_code is not None:
         result["exit_code"] = controller.exit_code
     return result
-
-
-def _annotation_mismatches(phase: str, jobs: list[JobSeen], tick: float) -> int:
-    """Jobs of T whose scheduled-timestamp annotation is absent or is not T."""
-    key = ANNOTATIONS[phase]
-    bad = 0
-    for job in jobs:
-        value = job.annotations.get(key)
-        try:
-            if value is None or abs(parse_rfc3339(value) - tick) > 0.5:
-                bad += 1
-        except ValueError:
-            bad += 1
-    return bad
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -285,15 +343,11 @@ def machine(cp: ControlPlane | None) -> dict[str, object]:
     return info
 
 
-def _ratio(a: object, b: object) -> float | None:
-    if isinstance(a, int | float) and isinstance(b, int | float) and b > 0:
-        return round(a / b, 3)
-    return None
-
-
 def run(args: argparse.Namespace) -> dict[str, object]:
     if args.cronjobs < 1:
         raise SystemExit("--cronjobs must be >= 1")
+    if args.profile:
+        args.results_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     log_dir = Path(tempfile.mkdtemp(prefix=f"cronjob-skew-{stamp}-"))
     phases = [args.only] if args.only else list(PHASES)
@@ -308,26 +362,26 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             for phase in phases:
                 print(f"cronjob-skew: phase {phase}, {args.cronjobs} CronJobs", file=sys.stderr)
                 try:
-                    result[phase] = run_phase(phase, cp, client, args, log_dir, series)
-                except (PhaseError, ApiError) as err:
+                    if phase == "limit":
+                        result[phase] = run_limit_phase(cp, client, args, log_dir,
+                                                        job_template(), series)
+                        delete_all(cp, LIMIT_NAMESPACE)
+                    else:
+                        prefix = (args.results_dir / f"cronjob-skew-{stamp}-profile"
+                                  if args.profile and phase == "pyctrl" else None)
+                        result[phase] = run_phase(phase, cp, client, args, log_dir, series,
+                                                  prefix)
+                except (PhaseError, ApiError, OSError, subprocess.SubprocessError) as err:
                     print(f"cronjob-skew: phase {phase} failed: {err}", file=sys.stderr)
                     result[phase] = {"error": str(err)}
                     delete_all(cp, f"skew-{phase}")
         finally:
             client.close()
     result["machine"]["loadavg_1m_end"] = round(os.getloadavg()[0], 2)  # type: ignore[index]
-    py = result.get("pyctrl")
-    up = result.get("upstream")
-    pyd = py if isinstance(py, dict) else {}
-    upd = up if isinstance(up, dict) else {}
-    ratio = {key: _ratio(pyd.get(key), upd.get(key))
-             for key in ("p99", "p50", "max", "cpu_seconds", "peak_rss_mib")}
-    ratio["p99_created"] = _ratio((pyd.get("skew_created") or {}).get("p99"),
-                                  (upd.get("skew_created") or {}).get("p99"))
+    phase_results = {p: r if isinstance(r := result.get(p), dict) else {} for p in PHASES}
+    ratio = ratios(phase_results["pyctrl"], phase_results["upstream"], phase_results["limit"])
     result["ratio"] = ratio
-    result["goal"] = dict(GOALS)
-    result["goal_met"] = {k: None if ratio.get(k) is None else ratio[k] <= v  # type: ignore[operator]
-                          for k, v in GOALS.items()}
+    result["goals"] = goals(ratio)
     result["logs"] = str(log_dir)
     args.results_dir.mkdir(parents=True, exist_ok=True)
     json_path = args.results_dir / f"cronjob-skew-{stamp}.json"

@@ -7,6 +7,9 @@ Contract:
   with only the ``cronjob`` controller; ``check()`` raises :class:`PhaseError` with the log tail
   once the process has exited; ``stop()`` sends SIGTERM, waits (SIGKILL after 30 s) and
   returns the path of the kept log (KCM's is copied into ``log_dir``).
+* ``cache_sync_seconds()``: process start to caches synced (see :mod:`bench.cronjob_skew_sync`):
+  pyctrl's from its ``/readyz`` (probes on a free loopback port, polled from spawn), KCM's
+  from its log; None when unknown.
 * :func:`wait_settled` returns once ``warmup`` seconds have passed since start and the process
   used fewer than ``settle_cores`` cores over the last 3 s, or after ``settle_timeout``.
 
@@ -19,12 +22,20 @@ import argparse
 import contextlib
 import os
 import shutil
+import socket
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from bench.cronjob_skew_probe import alive, cpu_seconds
+from bench.cronjob_skew_sync import (
+    ReadyzPoller,
+    cache_sync_seconds,
+    klog_cache_synced,
+    process_start,
+    wall_to_boottime,
+)
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.process import Proc, spawn
 
@@ -44,6 +55,8 @@ class Controller:
         self.phase, self.cp, self.args, self.log_dir = phase, cp, args, log_dir
         self.proc: Proc | None = None
         self.exit_code: int | None = None
+        self.pid: int | None = None
+        self.readyz: ReadyzPoller | None = None
 
     @property
     def log_path(self) -> Path:
@@ -53,16 +66,19 @@ class Controller:
 
     def start(self) -> int:
         if self.phase == "pyctrl":
+            port = _free_port()
             argv = [sys.executable, "-m", "cronjob_controller",
                     "--kubeconfig", self.cp.kubeconfig_path,
                     "--workers", str(self.args.pyctrl_workers),
                     "--qps", str(self.args.qps), "--burst", str(self.args.qps),
-                    "--log-level", "warning",
-                    "--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
+                    "--log-level", "warning", "--metrics-bind-address", "0",
+                    "--health-probe-bind-address", f"127.0.0.1:{port}"]
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
             self.proc = spawn("cronjob_controller", argv, self.log_path, env=env)
+            self.readyz = ReadyzPoller(port).start()
+            self.pid = self.proc.pid
             return self.proc.pid
         self.cp.start_controller_manager(controllers=["cronjob"], extra_args=[
             f"--concurrent-cron-job-syncs={self.args.upstream_syncs}",
@@ -71,7 +87,21 @@ class Controller:
         pid = self.cp.controller_manager_pid
         if pid is None:
             raise PhaseError("kube-controller-manager did not start")
+        self.pid = pid
         return pid
+
+    def cache_sync_seconds(self, timeout: float = 5.0) -> float | None:
+        """Process start to caches synced (call once the controller has settled)."""
+        if self.pid is None:
+            return None
+        started = process_start(self.pid)
+        if self.readyz is not None:
+            return cache_sync_seconds(started, self.readyz.wait(timeout))
+        try:
+            wall = klog_cache_synced(self.log_path.read_text(errors="replace"))
+        except OSError:
+            return None
+        return cache_sync_seconds(started, None if wall is None else wall_to_boottime(wall))
 
     def check(self) -> None:
         """Raise PhaseError with the log tail if the controller exited."""
@@ -88,6 +118,8 @@ class Controller:
     def stop(self) -> Path:
         """Stop the process; return where its log is kept (KCM's is copied out of the
         control plane's temp dir, which is deleted with it)."""
+        if self.readyz is not None:
+            self.readyz.stop()
         if self.phase == "pyctrl":
             if self.proc is not None:
                 self.proc.stop(timeout=30.0)
@@ -98,6 +130,13 @@ class Controller:
         with contextlib.suppress(OSError):
             shutil.copyfile(self.log_path, kept)
         return kept
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def wait_settled(pid: int, started: float, args: argparse.Namespace,

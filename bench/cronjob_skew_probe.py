@@ -6,8 +6,9 @@ Contract:
   and polls ``/proc/<pid>/status`` VmRSS every ``interval`` seconds on a named thread between
   ``start()`` and ``stop()``; it also reports VmHWM (peak RSS since the process started).
   Reading a process that has exited stops the sampling quietly; figures are what was seen.
-* :func:`cpu_seconds` is one reading of a process's CPU time; :func:`cpu_busy_since` turns two
-  readings into "cores used" to decide when a controller has settled after start-up.
+* :func:`stat_fields` reads ``/proc/<pid>/stat``; :func:`cpu_seconds` is one reading of a
+  process's CPU time; :func:`cpu_busy_since` turns two readings into "cores used" to decide
+  when a controller has settled after start-up.
 * :class:`JobWatch` keeps one WATCH on ``batch/v1`` Jobs in one namespace open (re-watching
   from the last resourceVersion when the server ends it) and records, per Job name, the
   wall-clock time (``time.time()``) at which this process decoded its ADDED event, plus the
@@ -31,6 +32,7 @@ from pyctrl.errors import ApiError
 from pyctrl.kube import JOBS, RESTClient
 
 __all__ = [
+    "CLK_TCK",
     "JobSeen",
     "JobWatch",
     "ProcessSampler",
@@ -39,32 +41,34 @@ __all__ = [
     "cpu_seconds",
     "parse_rfc3339",
     "percentile",
+    "stat_fields",
     "summary",
 ]
 
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """utime + stime of ``pid`` (all its threads) in seconds, or None if it is gone."""
+def stat_fields(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat`` from field 3 (state) on, or None if ``pid`` is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read().decode()
     except OSError:
         return None
     # The command name (field 2) may hold spaces; fields after the closing paren are fixed.
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of ``pid`` (all its threads) in seconds, or None if it is gone."""
+    fields = stat_fields(pid)
+    return None if fields is None else (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def alive(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie (exited, not yet reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read().decode()
-    except OSError:
-        return False
-    return raw[raw.rindex(")") + 2 :].split()[0] != "Z"
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def _status_kib(pid: int, key: str) -> int | None:

@@ -25,7 +25,6 @@ import gc
 import importlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -35,8 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ANCHORS = Path(__file__).resolve().parent / "anchors"
-GO_BINARY = ANCHORS / "bin" / "informer"
+from bench.gobuild import anchor_binary, build_anchor
+
+GO_BINARY = anchor_binary("informer")
 GOALS = {"sync_seconds": "<= 1.0", "bytes_per_object": "<= 1.0", "events_per_s": ">= 0.7"}
 
 
@@ -251,18 +251,8 @@ def _run_child(kind: str, kubeconfig: str, namespace: str, n: int, rv: str,
 
 
 def build_go_binary() -> Path | None:
-    sources = [*(ANCHORS / "informer").glob("*.go"), ANCHORS / "go.mod", ANCHORS / "go.sum"]
-    if GO_BINARY.exists() and GO_BINARY.stat().st_mtime >= max(
-            p.stat().st_mtime for p in sources):
-        return GO_BINARY
-    go = shutil.which("go")
-    if go is None:
-        return None
-    GO_BINARY.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
-    subprocess.run([go, "build", "-o", str(GO_BINARY), "./informer"], cwd=ANCHORS, env=env,
-                   check=True)
-    return GO_BINARY
+    """Build (or reuse) the anchor binary; None when Go is not available."""
+    return build_anchor("informer")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

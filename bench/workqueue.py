@@ -29,10 +29,10 @@ import threading
 import time
 from pathlib import Path
 
+from bench.gobuild import anchor_binary, build_anchor
 from pyctrl.workqueue import RateLimitingQueue, ShutDown
 
-ANCHORS = Path(__file__).resolve().parent / "anchors"
-GO_BINARY = ANCHORS / "bin" / "workqueue"
+GO_BINARY = anchor_binary("workqueue")
 GOALS = {"single_thread_ops_per_s": 0.20, "producer_consumers_items_per_s": 0.15}
 
 
@@ -99,20 +99,7 @@ def producer_consumers(items: int, distinct: int, consumers: int) -> tuple[float
 # -- client-go side --------------------------------------------------------------------------
 def build_go_binary() -> Path | None:
     """Build (or reuse) the anchor binary; None when Go is not available."""
-    sources = [*(ANCHORS / "workqueue").glob("*.go"), ANCHORS / "go.mod", ANCHORS / "go.sum"]
-    if GO_BINARY.exists() and GO_BINARY.stat().st_mtime >= max(
-        p.stat().st_mtime for p in sources
-    ):
-        return GO_BINARY
-    go = shutil.which("go")
-    if go is None:
-        return None
-    GO_BINARY.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
-    subprocess.run(
-        [go, "build", "-o", str(GO_BINARY), "./workqueue"], cwd=ANCHORS, env=env, check=True
-    )
-    return GO_BINARY
+    return build_anchor("workqueue")
 
 
 def run_go(binary: Path, args: argparse.Namespace) -> dict[str, float]:
