@@ -69,7 +69,7 @@ from pyctrl.kube import (
     load_config,
 )
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
-from pyctrl.log import configure_logging
+from pyctrl.log import configure_logging, get_logger
 from pyctrl.manager import LeaderElectionLost, Manager, Runnable, install_signal_handlers
 from pyctrl.ownerrefs import (
     AlreadyOwnedError,
@@ -170,6 +170,7 @@ __all__ = [
     "enqueue_owner",
     "find_status_condition",
     "generation_changed",
+    "get_logger",
     "has_finalizer",
     "install_signal_handlers",
     "is_controlled_by",

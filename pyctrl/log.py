@@ -7,6 +7,8 @@ human-readable colourless lines (``format="console"``). Each line carries ``time
 (ISO 8601, UTC), ``level``, ``logger`` (the module name), the event and its key/values, every
 value bound with ``structlog.contextvars`` (e.g. the controller's ``reconcile_id``), and a
 rendered traceback for ``log.exception``. Calling it again replaces the previous setup.
+:func:`get_logger` is the logger pyctrl's own modules use (a structlog bound logger), so a
+controller written on pyctrl logs the same way without importing structlog itself.
 """
 
 from __future__ import annotations
@@ -18,10 +20,16 @@ from typing import Literal, TextIO
 import structlog
 from structlog.typing import Processor
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "get_logger"]
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
            "error": logging.ERROR, "critical": logging.CRITICAL}
+
+
+def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:
+    """A structured logger named ``name`` (normally ``__name__``), rendered as configured."""
+    logger: structlog.stdlib.BoundLogger = structlog.get_logger(name)
+    return logger
 
 
 def configure_logging(

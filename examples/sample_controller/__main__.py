@@ -6,14 +6,13 @@ import argparse
 import sys
 import threading
 
-import structlog
-
 from examples.sample_controller.controller import setup
 from pyctrl import (
     LeaderElectionLost,
     Manager,
     RESTClient,
     configure_logging,
+    get_logger,
     install_signal_handlers,
 )
 
@@ -43,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         manager.run(stop)
     except LeaderElectionLost:
-        structlog.get_logger(__name__).error("leader election lost; exiting")
+        get_logger(__name__).error("leader election lost; exiting")
         return 1
     return 0
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import structlog
-
 from pyctrl import (
     DEPLOYMENTS,
     Client,
@@ -32,13 +30,14 @@ from pyctrl import (
     Resource,
     Result,
     TerminalError,
+    get_logger,
     is_controlled_by,
     set_controller_reference,
 )
 
 __all__ = ["FOOS", "FooReconciler", "ResourceExistsError", "new_deployment", "setup"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 FOOS = Resource("samplecontroller.pyctrl.io", "v1alpha1", "foos", "Foo")
 AGENT = "sample-controller"
