@@ -203,12 +203,20 @@ def create_cronjobs(client: RESTClient, phase: str, namespace: str, n: int, thre
 
 
 def delete_all(cp: ControlPlane, namespace: str) -> None:
-    """Delete every CronJob of both kinds and every Job in ``namespace`` (no GC is running)."""
+    """Delete every CronJob of both kinds and every Job in ``namespace`` (no GC is running).
+
+    A collection of 10^4 objects can outlast the API server's 60 s request timeout (504,
+    ``--delete-collection-workers`` is 1): the DELETE is repeated until it completes, so the
+    next phase's controller never caches this phase's objects.
+    """
     body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
     for path in (f"/apis/batch.pyctrl.io/v1/namespaces/{namespace}/cronjobs",
                  f"/apis/batch/v1/namespaces/{namespace}/cronjobs",
                  f"/apis/batch/v1/namespaces/{namespace}/jobs"):
-        status, reply = cp.http.request("DELETE", path, body, timeout=300)
+        for _ in range(10):
+            status, reply = cp.http.request("DELETE", path, body, timeout=300)
+            if status < 500:
+                break
         if status >= 300 and status != 404:
             print(f"cronjob-skew: cleanup of {path} failed: {status} {reply}", file=sys.stderr)
 
