@@ -12,10 +12,14 @@ other run falls in the test), and the managers run on a clock shifted forward so
 1. Each shard gets about 1/3 of the CronJobs by label, and its CronJob cache holds only those.
 2. Half a second before T, one shard that is not the leader dies as if SIGKILLed: its Lease
    writes fail (no renew, no release) and its fence refuses every other write from then on.
-   The sharder starts moving its CronJobs within lease duration + 2 s of the kill, and
-   has moved them all at >= 5 label writes per second after that (measured: printed), and
-   after T every CronJob has exactly one Job for T (0 duplicates, 0 missed runs): the dead
-   shard's runs at T are made by their new shards.
+   All its CronJobs are picked up (labelled for live shards) within lease duration + 2 s of
+   the kill, the issue's goal. The times come from a watch of the CronJobs (no LIST polling
+   that would load the server being measured) and are printed from the kill and from the
+   Lease's expiry (its last renewTime + lease duration; the sharder cannot move anything
+   before it, and it comes 6.5-8 s after the kill with a 1.5 s renew period; measured on 2
+   cores: 57-74 CronJobs moved 7.3-7.8 s after the kill, 0.03-0.5 s after the expiry, also
+   with one core hogged). After T every CronJob has exactly one Job for T (0 duplicates, 0
+   missed runs): the dead shard's runs at T are made by their new shards.
 3. A replacement shard joins (three live again), then a fourth: about 1/4 of the CronJobs
    move to it, each through the drain handshake (the old shard acknowledges first).
 
@@ -41,10 +45,11 @@ from cronjob_controller.wiring import CronJobController, build
 from pyctrl import LeaderElectionLost, Manager, RealClock, RESTClient
 from pyctrl.errors import ServerError
 from pyctrl.kube import JOBS, LEASES
+from pyctrl.leaderelection.lease_lock import parse_micro_time
 from pyctrl.sharding import HashRing, ShardingOptions
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.cronjob.env import cronjob_body
-from tests.waiting import elapsed_until, pause_until, poll
+from tests.waiting import pause_until, poll
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -53,6 +58,7 @@ LEASE, RENEW, RETRY = 8.0, 6.0, 1.5
 SHARD_LABEL = "shard.sharding.pyctrl.io/cronjob"
 DRAIN_LABEL = "drain.sharding.pyctrl.io/cronjob"
 LEAD = 30.0  # seconds from the start to the tick T
+WALL = RealClock()
 
 
 class ShiftedClock(RealClock):
@@ -101,27 +107,38 @@ class Audit:
 
 
 class LabelHistory:
-    """Watches the CronJobs and keeps, per name, the distinct (shard, drain) label states."""
+    """Watches the CronJobs and keeps, per name, the distinct (shard, drain) label states and
+    the wall time each was received."""
 
     def __init__(self, client: RESTClient, namespace: str) -> None:
         rv = client.list(CRONJOBS, namespace, limit=1)["metadata"]["resourceVersion"]
         self._stream = client.watch(CRONJOBS, namespace, resource_version=rv,
                                     timeout_seconds=300)
         self.states: dict[str, list[tuple[str | None, str | None]]] = {}
+        self.times: dict[str, list[float]] = {}  # parallel to states
         self._thread = threading.Thread(target=self._run, name="label-history", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
             for event in self._stream:
+                at = WALL.time()
                 meta = (event.get("object") or {}).get("metadata") or {}
                 labels = meta.get("labels") or {}
                 state = (labels.get(SHARD_LABEL), labels.get(DRAIN_LABEL))
-                seen = self.states.setdefault(str(meta.get("name")), [])
+                name = str(meta.get("name"))
+                seen = self.states.setdefault(name, [])
                 if not seen or seen[-1] != state:
+                    self.times.setdefault(name, []).append(at)
                     seen.append(state)
         except Exception:  # closed by stop()
             return
+
+    def left(self, name: str, shard: str) -> float | None:
+        """When ``name`` was first seen labelled for another shard than ``shard``."""
+        states, times = self.states.get(name, []), self.times.get(name, [])
+        return next((t for (s, _), t in zip(states, times, strict=False)
+                     if s is not None and s != shard), None)
 
     def stop(self) -> None:
         self._stream.close()
@@ -265,17 +282,25 @@ def test_three_shards_share_survive_a_cut_shard_and_rebalance_to_four(
     # 2. Kill the victim just before T: its CronJobs move, every run at T happens once.
     real_tick = tick - timedelta(seconds=c.clock.offset)
     assert datetime.now(UTC) < real_tick - timedelta(seconds=1), "setup too slow for T"
+    theirs = sorted(k for k, v in labels.items() if v == victim)
+    moves = LabelHistory(c.cp_client, c.namespace)
     pause_until(real_tick - timedelta(seconds=0.5))
+    killed = WALL.time()
     c.kill(victim)
-    selector = f"{SHARD_LABEL}={victim}"
-    first = elapsed_until(lambda: len(c.cp_client.list(
-        CRONJOBS, c.namespace, label_selector=selector)["items"]) < share[victim],
-        timeout=LEASE + 10)
-    rest = elapsed_until(lambda: victim not in c.labels().values(), timeout=60)
-    print(f"\nkilled shard's {share[victim]} CronJobs: first moved {first:.1f}s after the "
-          f"kill, all {first + rest:.1f}s after")
-    assert first < LEASE + 2.0, f"first relabel {first:.1f}s after the kill"
-    assert rest < share[victim] / 5.0, f"relabelling took {rest:.1f}s"
+    picked_up = poll(lambda: all(moves.left(k, victim) for k in theirs), timeout=LEASE + 30)
+    moves.stop()
+    assert picked_up, f"{sum(not moves.left(k, victim) for k in theirs)} CronJobs never moved"
+    renewed = parse_micro_time(c.cp_client.get(
+        LEASES, f"cronjob-shard-{victim}", c.namespace)["spec"]["renewTime"])
+    assert renewed is not None
+    expired = renewed.timestamp() - c.clock.offset + LEASE  # the Lease's last renew + LEASE
+    times = [t for k in theirs if (t := moves.left(k, victim)) is not None]
+    first, last = min(times) - killed, max(times) - killed
+    print(f"\nkilled shard's {len(theirs)} CronJobs moved {first:.2f}-{last:.2f} s after the "
+          f"kill; its Lease expired {expired - killed:.2f} s after the kill, so "
+          f"{first - (expired - killed):.2f}-{last - (expired - killed):.2f} s after expiry")
+    assert last <= LEASE + 2.0, (
+        f"picked up {last:.2f} s after the kill (goal: lease {LEASE:.0f} s + 2 s)")
     assert poll(lambda: c.shards[victim].errors, timeout=10), "the cut shard fenced and stopped"
     expected = {f"cj-{i:04d}": job_name(f"cj-{i:04d}", tick) for i in range(COUNT)}
 
