@@ -38,9 +38,10 @@ Contract:
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 import threading
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -72,6 +73,19 @@ class Result:
 
     requeue: bool = False
     requeue_after: float | None = None
+
+
+# Reconcile IDs: a random per-process prefix and a counter. Unique within the process and,
+# with 64 random bits, across replicas in practice; unlike uuid4 per reconcile no urandom
+# syscall (which releases and re-takes the GIL) on every reconcile: the tick profile showed
+# uuid4 in ~11% of the workers' samples with 16 workers contending for the GIL.
+_RECONCILE_PREFIX = os.urandom(8).hex()
+_reconcile_counter = itertools.count(1)
+
+
+def _next_reconcile_id() -> str:
+    """A fresh reconcile ID (``next`` on itertools.count is atomic under the GIL)."""
+    return f"{_RECONCILE_PREFIX}{next(_reconcile_counter):016x}"
 
 
 class Reconciler(Protocol):
@@ -244,7 +258,7 @@ class Controller:
         started = self._clock.monotonic()
         self._m_active.inc()
         with structlog.contextvars.bound_contextvars(
-            controller=self.name, key=key, reconcile_id=uuid.uuid4().hex
+            controller=self.name, key=key, reconcile_id=_next_reconcile_id()
         ):
             try:
                 result = _checked(self.reconciler.reconcile(key))
