@@ -23,9 +23,10 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from pyctrl.clock import RealClock
 
 __all__ = ["Proc", "pid_alive", "reap_stale_dirs", "spawn"]
 
@@ -92,7 +93,8 @@ class Proc:
 
 def _group_gone(pgid: int, timeout: float) -> bool:
     """Wait up to ``timeout`` s until process group ``pgid`` has no member; True if so."""
-    deadline = time.monotonic() + timeout
+    clock = RealClock()  # an external process group: real time by nature
+    deadline = clock.monotonic() + timeout
     pause = threading.Event()
     while True:
         try:
@@ -101,7 +103,7 @@ def _group_gone(pgid: int, timeout: float) -> bool:
             return True
         except PermissionError:  # the pgid now belongs to someone else's processes
             return True
-        if time.monotonic() >= deadline:
+        if clock.monotonic() >= deadline:
             return False
         pause.wait(0.01)  # polling an external process group; no event to wait on
 
