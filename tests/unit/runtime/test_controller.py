@@ -290,17 +290,21 @@ def test_base_exception_from_reconciler_does_not_kill_the_worker(
 
 
 def _poison_queue(controller: Controller, poison: str) -> None:
-    """Make the worker loop itself raise (outside any reconcile) when it takes ``poison``."""
-    queue = controller.queue
-    real_get = queue.get
+    """Make the worker loop itself raise (outside any reconcile) when it finishes ``poison``.
 
-    def get() -> str:
-        key = real_get()
+    Patches ``done``, not ``get``: the workers are already running, and a worker blocked in
+    the real ``get`` since before the patch would take ``poison`` unpatched (a race seen
+    under load). ``done`` is looked up after the key was taken, so the patch always applies.
+    """
+    queue = controller.queue
+    real_done = queue.done
+
+    def done(key: str) -> None:
+        real_done(key)
         if key == poison:
             raise RuntimeError("injected failure in the worker loop")
-        return key
 
-    queue.get = get  # type: ignore[method-assign]
+    queue.done = done  # type: ignore[method-assign]
 
 
 def test_a_worker_that_dies_fails_the_health_check(make: Callable[..., Harness]) -> None:
