@@ -299,9 +299,9 @@ def _poison_queue(controller: Controller, poison: str) -> None:
     queue = controller.queue
     real_done = queue.done
 
-    def done(key: str) -> None:
-        real_done(key)
-        if key == poison:
+    def done(item: str) -> None:
+        real_done(item)
+        if item == poison:
             raise RuntimeError("injected failure in the worker loop")
 
     queue.done = done  # type: ignore[method-assign]
