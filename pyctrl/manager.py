@@ -78,12 +78,13 @@ from pyctrl.healthz import (
     metrics_handler,
     parse_bind_address,
 )
+from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
 from pyctrl.metrics_auth import MetricsAuth, serving_context
 from pyctrl.record import EventBroadcaster, EventRecorder
-from pyctrl.sharding import Sharder, ShardingOptions, ShardLeaseLock
+from pyctrl.sharding import Sharder, ShardingOptions, ShardLeaseLock, ShardWatch
 
 __all__ = ["LeaderElectionLost", "Manager", "Runnable", "install_signal_handlers"]
 
@@ -188,6 +189,7 @@ class Manager:
         self._lost = threading.Event()
         self._stopping = False
         self._ran = False
+        self._owned_clients: list[RESTClient] = []
         if leader_election is None and not leader_election_id and sharding is not None:
             # The sharder needs a leader: elect it on <controller>-sharder, shard timing.
             leader_election = LeaderElectionConfig(
@@ -221,8 +223,23 @@ class Manager:
                 clock=self.clock, registry=self.registry,
             )
             self._healthz.add("shard-lease", self.shard_elector.check)
-            self.add(Sharder(FencedClient(client, self.elector, registry=self.registry),
-                             sharding, clock=self.clock), needs_leader=True)
+            watch = ShardWatch(client, sharding, clock=self.clock, elector=self.elector)
+            self.add(watch)  # every replica, from the start (see pyctrl.sharding.watch)
+            writes = self._sharder_client(client, sharding)
+            self.add(Sharder(FencedClient(writes, self.elector, registry=self.registry),
+                             sharding, watch=watch, clock=self.clock), needs_leader=True)
+
+    def _sharder_client(self, client: Client, sharding: ShardingOptions) -> Client:
+        """The sharder's writes get a rate limit of their own (``write_qps``/``write_burst``)
+        when ``client`` is a RESTClient: a failover's relabels must not queue behind the
+        controllers' limiter. The manager closes it on shutdown."""
+        if not isinstance(client, RESTClient):
+            return client
+        own = RESTClient(client.config, qps=sharding.write_qps, burst=sharding.write_burst,
+                         pool_maxsize=sharding.writers, clock=self.clock,
+                         registry=self.registry, user_agent="pyctrl-sharder")
+        self._owned_clients.append(own)
+        return own
 
     # -- wiring -------------------------------------------------------------------------
     def controller(self, name: str, *, workers: int = 1) -> Builder:
@@ -468,6 +485,8 @@ class Manager:
         self.informers.shutdown()
         for controller in self._controllers:
             controller.queue.shut_down()  # idempotent; covers controllers that never ran
+        for owned in self._owned_clients:
+            owned.close()
         for server in self._servers.values():
             server.shutdown()
         log.info("shutdown complete")

@@ -6,6 +6,11 @@ Contract and invariants:
   clock, when it *saw* the record change; it may take the lock once the holder is empty or
   ``leaseDurationSeconds`` passed since that observation. renewTime written by another host is
   never compared with our clock.
+* A candidate retries every ``retry_period`` (jittered), but never later than the instant the
+  observed holder's lease expires by its observation, so it takes over right at the expiry.
+  :meth:`LeaderElector.observe` feeds it records seen elsewhere (a watch of the Lease, as
+  :class:`pyctrl.sharding.ShardWatch` does): the observation is then as fresh as the watch,
+  not up to a retry period old.
 * Fencing: the leader notes the monotonic time each successful acquire/renew request was *sent*
   (the server stored it no earlier, so others saw it no earlier). A watchdog thread steps down
   as soon as ``renew_deadline`` passes since then without a new success, even if a renew call
@@ -46,6 +51,9 @@ from pyctrl.metrics import per_registry
 __all__ = ["LeaderElector"]
 
 log = structlog.get_logger(__name__)
+
+# A retry scheduled at the observed expiry lands this much after it (clock granularity).
+_EXPIRY_MARGIN = 0.01
 
 def _new_master_status(registry: CollectorRegistry | None) -> Gauge:
     return Gauge(
@@ -154,9 +162,34 @@ class LeaderElector:
                 return True
             low = self.config.retry_period
             wait = low + self._rng.random() * (self.config.jitter_factor - 1.0) * low
-            if self._clock.sleep(wait, stop):
+            if self._clock.sleep(min(wait, self._until_expiry()), stop):
                 break
         return False
+
+    def _until_expiry(self) -> float:
+        """Seconds until the observed holder's lease expires by our observation, when that is
+        still ahead (a retry then lands on it, not up to a retry period later); else inf."""
+        with self._cond:
+            observed, observed_at = self._observed, self._observed_at
+        if observed is None or not observed.holder_identity:
+            return math.inf
+        left = observed_at + observed.lease_duration_seconds - self._clock.monotonic()
+        return left + _EXPIRY_MARGIN if left > 0 else math.inf
+
+    def observe(self, record: LeaderElectionRecord) -> None:
+        """Take the lock's record as seen elsewhere now (e.g. a watch of the Lease).
+
+        The same rule as the elector's own reads: the observation time moves only when the
+        record changed. A candidate fed by a watch knows within milliseconds when the holder
+        last renewed, so its retry lands right at the expiry instead of up to a retry period
+        after it. Safe: a watch delivers a change no earlier than the server stored it, as a
+        GET does. Ignored while this elector leads (its own writes are the record)."""
+        seen = self._clock.monotonic()
+        with self._cond:
+            if self._in_leading_phase or record == self._observed:
+                return
+            self._observed = record
+            self._observed_at = seen
 
     def _lead(self, stop: threading.Event) -> None:
         leading_stop = threading.Event()

@@ -37,7 +37,8 @@ def parse_micro_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _record_from_lease(lease: Object) -> LeaderElectionRecord:
+def record_from_lease(lease: Object) -> LeaderElectionRecord:
+    """The leader-election record a Lease object holds (its spec)."""
     spec = lease.get("spec") or {}
     return LeaderElectionRecord(
         holder_identity=str(spec.get("holderIdentity") or ""),
@@ -76,7 +77,7 @@ class LeaseLock:
     def get(self) -> LeaderElectionRecord:
         lease = self._client.get(LEASES, self._name, self._namespace)
         self._lease = lease
-        return _record_from_lease(lease)
+        return record_from_lease(lease)
 
     def create(self, record: LeaderElectionRecord) -> None:
         lease: Object = {

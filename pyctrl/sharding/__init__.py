@@ -13,6 +13,7 @@ from pyctrl.sharding.options import ShardingOptions
 from pyctrl.sharding.ring import HashRing
 from pyctrl.sharding.shard import ObjectSource, ShardReconciler
 from pyctrl.sharding.sharder import Action, Sharder, plan
+from pyctrl.sharding.watch import ShardWatch
 
 __all__ = [
     "Action",
@@ -21,6 +22,7 @@ __all__ = [
     "ShardLeaseLock",
     "ShardMembership",
     "ShardReconciler",
+    "ShardWatch",
     "Sharder",
     "ShardingOptions",
     "plan",

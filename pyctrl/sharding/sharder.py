@@ -2,11 +2,10 @@
 
 Contract (run by the leader only, as a ``needs_leader`` Manager runnable):
 
-* It watches this controller's shard Leases (by label, in ``lease_namespace``) into a
-  :class:`ShardMembership`, and every object of ``resource`` (in ``namespaces``, or all)
-  through its own informer that keeps only metadata (name, namespace, labels,
-  resourceVersion): the leader's memory is O(objects' metadata), the shards' caches hold only
-  their own objects.
+* It plans from a :class:`pyctrl.sharding.watch.ShardWatch` (the shard Leases in a
+  :class:`ShardMembership`, every object's metadata): the Manager runs one on every replica
+  from the start and hands it to the sharder, so a new leader plans at once with Leases it
+  has watched all along. Without one given, the sharder runs its own inside :meth:`run`.
 * The ring is a :class:`HashRing` of the live shards. :func:`plan` decides per object, from its
   labels (current shard ``cur``, drain flag) and the ring's choice ``want``:
 
@@ -21,10 +20,12 @@ Contract (run by the leader only, as a ``needs_leader`` Manager runnable):
 
   So an object is never labelled for a new shard while its old shard is alive and has not
   let go: two shards never reconcile one object at once.
-* Warm-up: for ``lease_duration`` after it starts, a sharder asks for no drain. It has just
-  seen every Lease for the first time, so a shard that crashed long ago (its Lease still
-  names it) counts as alive until then; planned moves towards it would only stall objects.
-  Assignments (unlabelled objects, objects of shards already dead) are not held back.
+* Warm-up: for ``lease_duration`` after its watch began observing the Leases
+  (``ShardWatch.observing_since``), a sharder asks for no drain. Until then a Lease seen for
+  the first time counts as alive even if its shard crashed long ago (its Lease still names
+  it); planned moves towards it would only stall objects. Assignments (unlabelled objects,
+  objects of shards already dead) are not held back. A replica that became leader long
+  after it started has no warm-up left.
 * Writes of one pass go out at most ``options.writers`` at a time, assignments first (a dead
   shard's objects move in one burst, ahead of any planned drain). Every write is a merge
   patch of labels carrying the ``resourceVersion`` the sharder saw (a precondition: a
@@ -50,14 +51,13 @@ from typing import Literal
 
 import structlog
 
-from pyctrl.cache import DeletedFinalStateUnknown, ListWatch, SharedIndexInformer
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, Conflict, NotFound, NotLeader
 from pyctrl.kube.interface import Client, Object
-from pyctrl.kube.resource import LEASES
 from pyctrl.sharding.lease import ShardMembership
 from pyctrl.sharding.options import ShardingOptions
 from pyctrl.sharding.ring import HashRing
+from pyctrl.sharding.watch import ShardWatch
 
 __all__ = ["Action", "Sharder", "plan"]
 
@@ -106,47 +106,22 @@ def plan(objects: Iterable[Object], ring: HashRing, alive: frozenset[str],
     return out
 
 
-def _metadata_only(obj: Object) -> Object:
-    meta = obj.get("metadata") or {}
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-            "metadata": {k: meta[k] for k in ("name", "namespace", "labels", "resourceVersion",
-                                              "uid", "deletionTimestamp") if k in meta}}
-
-
-class _Notify:
-    """An informer handler that marks the sharder dirty (and feeds membership for Leases)."""
-
-    def __init__(self, sharder: Sharder, membership: ShardMembership | None) -> None:
-        self._sharder = sharder
-        self._membership = membership
-
-    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
-        if self._membership is not None:
-            self._membership.observe(obj)
-        self._sharder.wake()
-
-    def on_update(self, old: Object, new: Object) -> None:
-        self.on_add(new, False)
-
-    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
-        last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if self._membership is not None and last is not None:
-            self._membership.forget(last)
-        self._sharder.wake()
-
-
 class Sharder:
     """Keeps every object labelled with a live shard (see module docstring)."""
 
     name = "sharder"
 
     def __init__(self, client: Client, options: ShardingOptions, *,
-                 clock: Clock | None = None, min_interval: float = 0.1,
-                 resync: float = 30.0) -> None:
+                 watch: ShardWatch | None = None, clock: Clock | None = None,
+                 min_interval: float = 0.1, resync: float = 30.0) -> None:
         self._client = client
         self.options = options
         self._clock: Clock = clock or RealClock()
-        self.membership = ShardMembership(self._clock)
+        self._own_watch = watch is None
+        self.watch = watch if watch is not None else ShardWatch(client, options,
+                                                                clock=self._clock)
+        self.watch.subscribe(self.wake)
+        self.membership: ShardMembership = self.watch.membership
         self._min_interval = min_interval
         self._resync = resync
         self._cond = threading.Condition(threading.Lock())
@@ -196,7 +171,7 @@ class Sharder:
         self.passes += 1
         self._halt.clear()
         start = self._clock.monotonic()
-        warm = start - self._started >= o.lease_duration
+        warm = start - self._warm_from() >= o.lease_duration
         self._warm = warm
         actions = plan(objects, ring=HashRing(alive, o.virtual_nodes), alive=alive, options=o,
                        drain=warm)
@@ -219,20 +194,10 @@ class Sharder:
             self.wake()
         return done
 
-    def _informers(self) -> tuple[SharedIndexInformer, list[SharedIndexInformer]]:
-        o = self.options
-        leases = SharedIndexInformer(
-            ListWatch(self._client, LEASES, o.lease_namespace, o.lease_selector),
-            clock=self._clock, name=f"sharder-leases-{o.controller}")
-        leases.add_event_handler(_Notify(self, self.membership))
-        scopes: list[str | None] = list(o.namespaces) or [None]
-        objects = [SharedIndexInformer(ListWatch(self._client, o.resource, ns),
-                                       transform=_metadata_only, clock=self._clock,
-                                       name=f"sharder-{o.resource.plural}@{ns or 'all'}")
-                   for ns in scopes]
-        for informer in objects:
-            informer.add_event_handler(_Notify(self, None))
-        return leases, objects
+    def _warm_from(self) -> float:
+        """Since when membership has watched every Lease: the warm-up's start."""
+        since = self.watch.observing_since
+        return self._started if since is None else since
 
     def _next_due(self) -> float:
         """When the next pass is due without news: the first expiry among the shards the last
@@ -240,30 +205,30 @@ class Sharder:
         may be past already, if it came during the pass: then at once); else infinity."""
         due = float("inf") if self._expires_at is None else self._expires_at
         if not self._warm:
-            due = min(due, self._started + self.options.lease_duration)
+            due = min(due, self._warm_from() + self.options.lease_duration)
         return due
 
     def run(self, stop: threading.Event) -> None:
-        """Watch Leases and objects and keep assigning until ``stop``."""
-        leases, objects = self._informers()
-        informers = [leases, *objects]
-        done = threading.Event()  # stops the informers however we leave
-        threads = [threading.Thread(target=i.run, args=(done,), name=f"informer-{i.name}",
-                                    daemon=True) for i in informers]
-        for t in threads:
-            t.start()
+        """Plan and write until ``stop``, from the watch (run here if the sharder owns it)."""
+        done = threading.Event()  # stops an own watch however we leave
+        thread: threading.Thread | None = None
+        if self._own_watch:
+            thread = threading.Thread(target=self.watch.run, args=(done,),
+                                      name="sharder-watch", daemon=True)
+            thread.start()
         try:
-            for informer in informers:
-                if not informer.wait_for_sync(stop):
-                    return
+            if not self.watch.wait_for_sync(stop):
+                return
             self._started = self._clock.monotonic()
-            log.info("sharder started", controller=self.options.controller)
+            log.info("sharder started", controller=self.options.controller,
+                     warm_up_left=round(max(0.0, self._warm_from() + self.options.lease_duration
+                                            - self._started), 3))
             self._stop = stop
             while not stop.is_set():
                 with self._cond:
                     self._dirty = False
                 due = self._clock.monotonic() + self._resync
-                self.sync([obj for i in objects for obj in i.get_store().list()])
+                self.sync(self.watch.objects())
                 due = min(due, self._next_due())
                 if self._clock.sleep(self._min_interval, stop):
                     break
@@ -275,5 +240,5 @@ class Sharder:
                         self._clock.wait(self._cond, min(left, 0.5))  # 0.5 s: notice stop
         finally:
             done.set()
-            for t in threads:
-                t.join(5.0)
+            if thread is not None:
+                thread.join(10.0)

@@ -10,7 +10,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyctrl.errors import ServerError
-from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector
+from pyctrl.leaderelection import (
+    LeaderCallbacks,
+    LeaderElectionConfig,
+    LeaderElectionRecord,
+    LeaderElector,
+)
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
 from tests.unit.runtime.helpers import eventually
@@ -271,3 +276,39 @@ def test_only_one_of_several_candidates_leads(
         clock.step(2)
         eventually(lambda: clock.waiters() >= 4)
         assert sum(c.elector.is_leader() for c in group) == 1
+
+
+def test_a_candidate_fed_by_a_watch_retries_right_at_the_observed_expiry(
+    clock: FakeClock, store: FakeLockStore, cands: list[Candidate]
+) -> None:
+    """observe() records when the holder renewed as the watch saw it (+1.5 s), and the
+    campaign's retry lands on that expiry (+16.5 s) off its 2 s grid. Polling alone would
+    have seen the renewal at its next retry (+2 s) and taken over at +17 s or later; without
+    the cap the retry after +16 s comes at +18 s."""
+    start = clock.monotonic()
+    store.record = LeaderElectionRecord("a", 15, clock.now(), clock.now())
+    b = Candidate(store, clock, "b")
+    cands.append(b.start())
+    eventually(lambda: b.probe.leaders == ["a"], what="b observes a")
+    assert clock.wait_for_waiters(1)
+    clock.step(1.5)
+    renewed = LeaderElectionRecord("a", 15, store.record.acquire_time, clock.now())
+    store.record = renewed  # a renews at +1.5 s, the last time: then it dies
+    b.elector.observe(renewed)  # ... and b's Lease watch delivers it at once
+    for at in (2, 4, 6, 8, 10, 12, 14, 16, 16.499):
+        assert clock.wait_for_waiters(1)
+        clock.step(start + at - clock.monotonic())
+    assert store.holder() == "a"
+    assert clock.wait_for_waiters(1)
+    clock.step(start + 16.52 - clock.monotonic())
+    eventually(lambda: store.holder() == "b", timeout=2, what="b acquires at the expiry")
+
+
+def test_observe_ignores_records_while_leading(
+    clock: FakeClock, store: FakeLockStore, cands: list[Candidate]
+) -> None:
+    a = Candidate(store, clock, "a")
+    cands.append(a.start())
+    assert a.probe.started.wait(5)
+    a.elector.observe(LeaderElectionRecord("x", 15, clock.now(), clock.now()))
+    assert a.elector.get_leader() == "a"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyctrl.clock import Clock
 from pyctrl.kube import CONFIGMAPS, LEASES
-from pyctrl.sharding import ShardingOptions
+from pyctrl.sharding import HashRing, ShardingOptions
+from pyctrl.testing import FakeClient
 
 NS = "apps"
 
@@ -30,3 +32,19 @@ def configmap(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": NS, "labels": dict(labels or {})},
             "data": {"k": "v"}}
+
+
+SHARD = "shard.sharding.pyctrl.io/mirror"
+
+
+def two_shards(clock: Clock) -> tuple[FakeClient, dict[str, str]]:
+    """Shards a (Lease of 60 s) and b (15 s), seen at the clock's start; every one of 40
+    ConfigMaps already on its ring shard, so no pass writes anything until b expires."""
+    client = FakeClient(clock)
+    ring = HashRing(["a", "b"])
+    owners = {f"cm-{i}": ring.shard_for(f"{NS}/cm-{i}") or "" for i in range(40)}
+    for name, shard in owners.items():
+        client.add_object(CONFIGMAPS, configmap(name, {SHARD: shard}))
+    client.add_object(LEASES, lease("a", duration=60))
+    client.add_object(LEASES, lease("b", duration=15))
+    return client, owners

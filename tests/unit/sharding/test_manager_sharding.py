@@ -3,9 +3,12 @@ hands drained objects over, writes are fenced by the shard Lease, the sharder ne
 
 from __future__ import annotations
 
+from kubernetes.client import Configuration
+
 from pyctrl import FencedClient, Manager
 from pyctrl.kube import CONFIGMAPS, SECRETS
-from pyctrl.sharding import Sharder, ShardReconciler
+from pyctrl.kube.client import RESTClient
+from pyctrl.sharding import Sharder, ShardReconciler, ShardWatch
 from pyctrl.testing import FakeClient, FakeClock
 from tests.unit.sharding.helpers import options
 
@@ -41,3 +44,30 @@ def test_leader_election_is_created_for_the_sharder_and_writes_use_the_shard_lea
     assert len(entries) == 1 and entries[0].needs_leader
     assert isinstance(m.client_for_leader(), FencedClient)
     assert m.shard_elector.holds_lease() is False
+
+
+def test_every_replica_runs_the_shard_watch_and_the_sharder_plans_from_it() -> None:
+    m = _manager()
+    watches = [e for e in m._runnables if isinstance(e.runnable, ShardWatch)]
+    assert len(watches) == 1 and not watches[0].needs_leader
+    sharder = next(e.runnable for e in m._runnables if isinstance(e.runnable, Sharder))
+    assert isinstance(sharder, Sharder) and sharder.watch is watches[0].runnable
+
+
+def test_a_rest_client_sharder_gets_a_write_budget_of_its_own() -> None:
+    config = Configuration()
+    config.host = "https://127.0.0.1:1"
+    client = RESTClient(config, qps=5, burst=10)
+    clock = FakeClock()
+    m = Manager(client, clock=clock, metrics_bind_address="0",
+                health_probe_bind_address="0", runtime_metrics=False,
+                sharding=options("pod-a", write_qps=300, write_burst=600))
+    try:
+        assert len(m._owned_clients) == 1
+        own = m._owned_clients[0]
+        assert own is not client
+        assert (own.rate_limiter.qps, own.rate_limiter.burst) == (300, 600)
+    finally:
+        client.close()
+        for c in m._owned_clients:
+            c.close()

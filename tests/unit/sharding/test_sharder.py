@@ -19,10 +19,9 @@ from pyctrl.errors import Conflict, NotFound
 from pyctrl.kube import CONFIGMAPS, LEASES
 from pyctrl.sharding import HashRing, Sharder, ShardReconciler, plan
 from pyctrl.testing import FakeClient, FakeClock
-from tests.unit.sharding.helpers import NS, configmap, lease, options
+from tests.unit.sharding.helpers import NS, SHARD, configmap, lease, options, two_shards
 from tests.waiting import poll
 
-SHARD = "shard.sharding.pyctrl.io/mirror"
 DRAIN = "drain.sharding.pyctrl.io/mirror"
 
 
@@ -350,19 +349,6 @@ class _ProbeClock(FakeClock):
             self._park(None)
 
 
-def _two_shards(clock: FakeClock) -> tuple[FakeClient, dict[str, str]]:
-    """Shards a (Lease of 60 s) and b (15 s), seen at 1000; every object already on its ring
-    shard, so no pass writes anything until b expires at 1015."""
-    client = FakeClient(clock)
-    ring = HashRing(["a", "b"])
-    owners = {f"cm-{i}": ring.shard_for(f"{NS}/cm-{i}") or "" for i in range(40)}
-    for name, shard in owners.items():
-        client.add_object(CONFIGMAPS, configmap(name, {SHARD: shard}))
-    client.add_object(LEASES, lease("a", duration=60))
-    client.add_object(LEASES, lease("b", duration=15))
-    return client, owners
-
-
 @contextmanager
 def _running(sharder: Sharder) -> Iterator[None]:
     stop = threading.Event()
@@ -392,7 +378,7 @@ def test_a_shard_expiring_during_the_pause_after_a_pass_gets_a_pass_right_after_
     does not wait for a's expiry or a resync (b is no longer among the alive shards by then,
     so only the expiry read together with the pass's alive set can schedule it)."""
     clock = _ProbeClock()
-    client, owners = _two_shards(clock)
+    client, owners = two_shards(clock)
     sharder = Sharder(client, options("leader"), clock=clock, min_interval=1.0)
     with _running(sharder):
         _step_until_idle(clock, sharder, 1.0)
@@ -413,7 +399,7 @@ def test_a_shard_expiring_during_the_pause_after_a_pass_gets_a_pass_right_after_
 
 def test_a_shard_expiring_without_news_gets_a_pass_at_that_instant() -> None:
     clock = _ProbeClock()
-    client, _ = _two_shards(clock)
+    client, _ = two_shards(clock)
     sharder = Sharder(client, options("leader"), clock=clock, min_interval=0.5)
     with _running(sharder):
         _step_until_idle(clock, sharder, 0.5)

@@ -1,0 +1,171 @@
+"""ShardWatch: what every replica of a sharded controller watches, leader or not.
+
+Contract:
+
+* It runs on every replica from the start (a Manager runnable without ``needs_leader``), as
+  controller-runtime starts its caches on every replica and only the leader's runnables wait.
+  A replica that becomes leader has watched the shard Leases all along, so its sharder plans
+  at once with what it has observed. (A sharder that only started watching when it became
+  leader would see every Lease for the first time then and count each as alive for one more
+  lease duration: a killed leader's shard would move about a lease duration later than a
+  killed non-leader's.)
+* Informers, all through ``client`` (reads only):
+
+  - the controller's shard Leases (``options.lease_selector`` in ``lease_namespace``) into
+    :attr:`membership` (a :class:`ShardMembership` on ``clock``);
+  - the leader Lease (``options.leader_lease_name``, by a field selector on its name), fed to
+    ``elector.observe`` when an elector is given: a candidate then knows within a watch's
+    latency when the leader last renewed, and its retry lands on the leader's expiry instead
+    of up to a retry period after it (see :meth:`pyctrl.leaderelection.LeaderElector.observe`);
+  - every object of ``resource`` in ``namespaces`` (or all), keeping only the metadata the
+    sharder plans with (name, namespace, labels, resourceVersion, uid, deletionTimestamp):
+    each replica's memory for this is O(objects' metadata), not O(objects).
+
+* :meth:`subscribe` registers a callback run (on an informer thread, so it must be quick) for
+  every Lease or object change; the sharder's ``wake`` is one.
+* :attr:`observing_since` is the monotonic time the Lease informer synced (None before): from
+  then on membership has watched every Lease, and the sharder's warm-up counts from it.
+* :meth:`wait_for_sync` returns True once every informer synced (False if ``stop`` came
+  first); :meth:`objects` lists the cached objects' metadata. :meth:`run` runs the informers
+  until ``stop``, once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from pyctrl.cache import DeletedFinalStateUnknown, ListWatch, SharedIndexInformer
+from pyctrl.clock import Clock, RealClock
+from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.resource import LEASES
+from pyctrl.leaderelection import LeaderElector
+from pyctrl.leaderelection.lease_lock import record_from_lease
+from pyctrl.sharding.lease import ShardMembership
+from pyctrl.sharding.options import ShardingOptions
+
+__all__ = ["ShardWatch"]
+
+_KEPT = ("name", "namespace", "labels", "resourceVersion", "uid", "deletionTimestamp")
+
+
+def metadata_only(obj: Object) -> Object:
+    """``obj`` reduced to what the sharder plans with (an informer transform)."""
+    meta = obj.get("metadata") or {}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+            "metadata": {k: meta[k] for k in _KEPT if k in meta}}
+
+
+class _Handler:
+    """Feeds one informer's events to the watch's subscribers (and to ``on_object``)."""
+
+    def __init__(self, watch: ShardWatch, on_object: Callable[[Object], None] | None = None,
+                 on_gone: Callable[[Object], None] | None = None) -> None:
+        self._watch = watch
+        self._on_object = on_object
+        self._on_gone = on_gone
+
+    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+        if self._on_object is not None:
+            self._on_object(obj)
+        self._watch.notify()
+
+    def on_update(self, old: Object, new: Object) -> None:
+        self.on_add(new, False)
+
+    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+        last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if self._on_gone is not None and last is not None:
+            self._on_gone(last)
+        self._watch.notify()
+
+
+class ShardWatch:
+    """Shard Leases, the leader Lease and the objects' metadata (see module docstring)."""
+
+    name = "shard-watch"
+
+    def __init__(self, client: Client, options: ShardingOptions, *,
+                 clock: Clock | None = None, elector: LeaderElector | None = None) -> None:
+        self.options = options
+        self._clock: Clock = clock or RealClock()
+        self.membership = ShardMembership(self._clock)
+        self.observing_since: float | None = None
+        self._subscribers: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+        self._synced = threading.Event()
+        self._ran = False
+        o = options
+        self._leases = SharedIndexInformer(
+            ListWatch(client, LEASES, o.lease_namespace, o.lease_selector),
+            clock=self._clock, name=f"shard-leases-{o.controller}")
+        self._leases.add_event_handler(
+            _Handler(self, self.membership.observe, self.membership.forget))
+        self._leader: SharedIndexInformer | None = None
+        if elector is not None:
+            feed = elector.observe
+            self._leader = SharedIndexInformer(
+                ListWatch(client, LEASES, o.lease_namespace,
+                          field_selector=f"metadata.name={o.leader_lease_name}"),
+                clock=self._clock, name=f"sharder-lease-{o.controller}")
+            self._leader.add_event_handler(
+                _Handler(self, lambda lease: feed(record_from_lease(lease))))
+        scopes: list[str | None] = list(o.namespaces) or [None]
+        self._objects = [SharedIndexInformer(ListWatch(client, o.resource, ns),
+                                             transform=metadata_only, clock=self._clock,
+                                             name=f"shard-{o.resource.plural}@{ns or 'all'}")
+                         for ns in scopes]
+        for informer in self._objects:
+            informer.add_event_handler(_Handler(self))
+
+    def subscribe(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` on every Lease or object change from now on."""
+        with self._lock:
+            self._subscribers.append(fn)
+
+    def notify(self) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for fn in subscribers:
+            fn()
+
+    def objects(self) -> list[Object]:
+        """The cached objects' metadata (see :func:`metadata_only`)."""
+        return [obj for informer in self._objects for obj in informer.get_store().list()]
+
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    def wait_for_sync(self, stop: threading.Event) -> bool:
+        """Block until every informer synced (True) or ``stop`` is set (False)."""
+        while not self._synced.is_set():
+            if stop.wait(0.05):
+                return False
+        return True
+
+    def run(self, stop: threading.Event) -> None:
+        """Run the informers until ``stop`` (once per ShardWatch)."""
+        with self._lock:
+            if self._ran:
+                raise RuntimeError("a ShardWatch runs once")
+            self._ran = True
+        informers = [self._leases, *([self._leader] if self._leader else []), *self._objects]
+        done = threading.Event()  # stops the informers however we leave
+        threads = [threading.Thread(target=i.run, args=(done,), name=f"informer-{i.name}",
+                                    daemon=True) for i in informers]
+        for t in threads:
+            t.start()
+        try:
+            if not self._leases.wait_for_sync(stop):
+                return
+            self.observing_since = self._clock.monotonic()
+            for informer in informers:
+                if not informer.wait_for_sync(stop):
+                    return
+            self._synced.set()
+            self.notify()
+            stop.wait()
+        finally:
+            done.set()
+            for t in threads:
+                t.join(5.0)
