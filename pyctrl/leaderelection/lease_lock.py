@@ -74,6 +74,14 @@ class LeaseLock:
         self._identity = identity
         self._lease: Object | None = None  # the Lease as last read or written (for its RV)
 
+    @property
+    def namespace(self) -> str:
+        return self._namespace
+
+    @property
+    def name(self) -> str:
+        return self._name
+
     def get(self) -> LeaderElectionRecord:
         lease = self._client.get(LEASES, self._name, self._namespace)
         self._lease = lease

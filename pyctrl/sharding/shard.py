@@ -15,7 +15,8 @@ reads the shard's label-filtered cache (NotFound when the object is not there). 
   the precondition) or nothing. This shard never acts on the object again until the sharder
   gives it back;
 * otherwise ``inner`` runs; ``options.on_reconcile(key, start, end)`` (monotonic) is called
-  after it when set.
+  after it when set, and a debug log line ``shard reconcile`` carries the same (an audit
+  trail across processes: on Linux the monotonic clock is one for the whole host).
 
 Writes go through ``client``: give it the shard-fenced client (``Manager.client_for_leader``
 with sharding), so a shard that lost its Lease acknowledges nothing either.
@@ -73,8 +74,10 @@ class ShardReconciler:
         try:
             return self.inner.reconcile(key)
         finally:
+            end = self._clock.monotonic()
+            log.debug("shard reconcile", key=key, shard=o.shard_id, start=start, end=end)
             if o.on_reconcile is not None:
-                o.on_reconcile(key, start, self._clock.monotonic())
+                o.on_reconcile(key, start, end)
 
     def _acknowledge(self, obj: Object, namespace: str | None, name: str) -> None:
         o = self.options

@@ -13,8 +13,8 @@ Contract:
 
   - the controller's shard Leases (``options.lease_selector`` in ``lease_namespace``) into
     :attr:`membership` (a :class:`ShardMembership` on ``clock``);
-  - the leader Lease (``options.leader_lease_name``, by a field selector on its name), fed to
-    ``elector.observe`` when an elector is given: a candidate then knows within a watch's
+  - the leader Lease (the elector's :class:`LeaseLock`, by a field selector on its name), fed
+    to ``elector.observe`` when an elector is given: a candidate then knows within a watch's
     latency when the leader last renewed, and its retry lands on the leader's expiry instead
     of up to a retry period after it (see :meth:`pyctrl.leaderelection.LeaderElector.observe`);
   - every object of ``resource`` in ``namespaces`` (or all), keeping only the metadata the
@@ -39,7 +39,7 @@ from pyctrl.cache import DeletedFinalStateUnknown, ListWatch, SharedIndexInforme
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import LEASES
-from pyctrl.leaderelection import LeaderElector
+from pyctrl.leaderelection import LeaderElector, LeaseLock
 from pyctrl.leaderelection.lease_lock import record_from_lease
 from pyctrl.sharding.lease import ShardMembership
 from pyctrl.sharding.options import ShardingOptions
@@ -102,11 +102,12 @@ class ShardWatch:
         self._leases.add_event_handler(
             _Handler(self, self.membership.observe, self.membership.forget))
         self._leader: SharedIndexInformer | None = None
-        if elector is not None:
+        lock = elector.config.lock if elector is not None else None
+        if elector is not None and isinstance(lock, LeaseLock):
             feed = elector.observe
             self._leader = SharedIndexInformer(
-                ListWatch(client, LEASES, o.lease_namespace,
-                          field_selector=f"metadata.name={o.leader_lease_name}"),
+                ListWatch(client, LEASES, lock.namespace,
+                          field_selector=f"metadata.name={lock.name}"),
                 clock=self._clock, name=f"sharder-lease-{o.controller}")
             self._leader.add_event_handler(
                 _Handler(self, lambda lease: feed(record_from_lease(lease))))

@@ -11,10 +11,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pyctrl.kube import CONFIGMAPS, LEASES
-from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector
+from pyctrl.leaderelection import (
+    LeaderCallbacks,
+    LeaderElectionConfig,
+    LeaderElector,
+    LeaseLock,
+)
 from pyctrl.sharding import Sharder, ShardWatch
 from pyctrl.testing import FakeClient, FakeClock
-from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
 from tests.unit.sharding.helpers import NS, SHARD, lease, options, two_shards
 from tests.waiting import poll
 
@@ -80,7 +84,8 @@ def test_the_leader_lease_is_fed_to_the_elector() -> None:
     clock = FakeClock()
     client, _ = two_shards(clock)
     elector = LeaderElector(
-        LeaderElectionConfig(FakeLock(FakeLockStore(), "me"), lease_duration=15,
+        LeaderElectionConfig(LeaseLock(client, "system", "mirror-sharder", "me"),
+                             lease_duration=15,
                              renew_deadline=10, retry_period=2),
         LeaderCallbacks(lambda stop: None, lambda: None), clock=clock)
     watch = ShardWatch(client, options("leader"), clock=clock, elector=elector)
