@@ -2,7 +2,8 @@
 
 Each subcommand is a module exposing ``add_arguments(parser)`` and ``run(args) -> dict``.
 Adding one is a single line in ``SUBCOMMANDS``. ``--json`` prints ``json.dumps`` of the
-result dict (one object); otherwise a readable two-column table.
+result dict (one object); otherwise a readable two-column table (nested objects and lists
+of objects flattened to ``a.b`` and ``a[0].b`` keys).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def _table(result: Mapping[str, object], prefix: str = "") -> list[tuple[str, st
     for key, value in result.items():
         if isinstance(value, Mapping):
             rows.extend(_table(value, f"{prefix}{key}."))
+        elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            for i, item in enumerate(value):  # e.g. cronjob-skew's per-replica rows
+                rows.extend(_table(item, f"{prefix}{key}[{i}]."))
         elif isinstance(value, float):
             rows.append((prefix + key, f"{value:,.3f}" if value < 100 else f"{value:,.0f}"))
         else:

@@ -1,7 +1,8 @@
 """CronJob scheduling skew at scale: pyctrl's cronjob_controller against upstream's, one tick.
 
 One run starts one throwaway control plane (envtest: etcd + kube-apiserver, no
-kube-controller-manager at first) and runs three phases in turn, each in its own namespace:
+kube-controller-manager at first) and runs three phases in turn, each in its own namespace
+(``--shards S`` changes the list: see "Sharded" below):
 
 1. ``pyctrl``: ``N`` ``batch.pyctrl.io/v1`` CronJobs, and ``python -m cronjob_controller`` as a
    subprocess (``--workers``, ``--qps/--burst 2000``, metrics off, probes on loopback).
@@ -13,6 +14,16 @@ kube-controller-manager at first) and runs three phases in turn, each in its own
    Jobs (pyctrl's Job for each CronJob, same size) from ``--limit-workers`` goroutines as fast
    as the API server accepts them, starting at its own tick ``T`` (see
    :mod:`bench.cronjob_skew_limit`): the floor any controller's p99 on this API server has.
+
+Sharded (issue 16), ``--shards S`` with ``S >= 1``: the pyctrl phase becomes two, one after
+the other, never overlapping: ``pyctrl`` (one unsharded replica, exactly as above) and then
+``pyctrl-sharded`` (namespace ``skew-pyctrl-sharded``, the same ``N`` CronJobs and history
+Jobs): ``S`` replicas of ``python -m cronjob_controller``, each with the single one's flags
+plus ``--sharding --shard-id shard-<i>``, their Leases in the phase's namespace (see
+:mod:`bench.cronjob_skew_shards`). Upstream and limit are skipped then (they do not change
+with ``--shards``, and they take minutes) unless ``--all-phases`` is given (they run after
+the two pyctrl phases); ``--only pyctrl-sharded`` runs the sharded phase alone (no single
+replica to compare with, so its ratios are None).
 
 Each controller phase: the CronJobs (schedule ``* * * * *``, Job template ``suspend: true`` so
 no pod would ever run) are created by parallel threads a little after a minute boundary, and
@@ -36,15 +47,35 @@ figures. ``count``/``missing`` are against ``N``. The controller's CPU seconds a
 ``/proc/<pid>/stat`` utime+stime delta over the window T-5 s .. T+60 s, and ``peak_rss_mib`` the
 highest VmRSS polled every 100 ms in that window (``hwm_rss_mib``: VmHWM, since start).
 ``prior_jobs`` counts Jobs that existed before the window apart from the ``history_jobs``
-made at setup (a warm-up tick happened).
+made at setup (a warm-up tick happened). ``duplicates`` counts Jobs scheduled at ``T`` (by
+their annotation, whatever their name) beyond one per CronJob: two replicas acting on one
+CronJob would show here.
+
+The sharded phase measures the same way per replica, after two waits: first until every
+CronJob carries the shard label the replicas' hash ring of all ``S`` shards gives it (none
+unlabelled, draining or on a shard not running; the CronJobs are listed every 3 s; the
+``labels`` key records how long that took), then until every replica is settled (each one
+under ``--settle-cores``); both end at ``--settle-timeout`` after start at the latest. The
+labels are read again just before ``T`` (``owned`` per replica) and after the window
+(``moved_in_window``). It reports ``replicas``: per replica ``shard``, ``pid``, ``leader``
+(holds the leader Lease, so runs the sharder too), ``cpu_seconds``, ``peak_rss_mib``,
+``hwm_rss_mib`` over the same window T-5 s .. T+60 s, ``owned`` CronJobs, ``jobs`` and
+``p99`` of those CronJobs' Jobs of ``T``, ``cache_sync_seconds``; and
+``cpu_seconds_max``/``cpu_seconds_sum``/``peak_rss_mib_max``, with ``p50``/``p99``/``max``,
+``count``, ``missing``, ``duplicates`` over all Jobs as for the other phases.
 
 ``ratio`` holds pyctrl / upstream (``p99``, ``cpu``, ``rss``, ...) and pyctrl / limit
 (``p99_vs_limit``), lower is better for every figure; ``goals`` judges issue 15's goals on
-them (:mod:`bench.cronjob_skew_report`). ``--profile`` samples pyctrl with py-spy over its CPU
-window and writes a top-40 table (:mod:`bench.cronjob_skew_profile`). The JSON result, a PNG
-of the skew CDFs and the profile go to ``bench/results/cronjob-skew-<UTC timestamp>*``.
+them (:mod:`bench.cronjob_skew_report`). With ``--shards`` also sharded / single:
+``shard_cpu_max_vs_single`` (the busiest replica's CPU seconds / the single replica's),
+``shard_cpu_sum_vs_single``, ``shard_rss_max_vs_single``, ``shard_p99_vs_single``, and the
+goal ``shard_cpu`` (issue 16: ``shard_cpu_max_vs_single <= 0.4``). ``--profile`` samples the
+single pyctrl replica with py-spy over its CPU window and writes a top-40 table
+(:mod:`bench.cronjob_skew_profile`). The JSON result, a PNG of the skew CDFs and the profile
+go to ``bench/results/cronjob-skew-<UTC timestamp>*``; the controllers' logs to a temp dir
+(``logs``). The objects and their cleanup are :mod:`bench.cronjob_skew_objects`.
 Wall-clock waits are real on purpose: this measures real time. One run of 2000 takes about
-6-8 minutes.
+6-8 minutes; a phase takes 2-4 minutes plus setup (creating the objects, labelling).
 """
 
 from __future__ import annotations
@@ -61,26 +92,54 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.cronjob_skew_controllers import REPO, Controller, PhaseError, wait_settled
 from bench.cronjob_skew_limit import LIMIT_NAMESPACE, run_limit_phase
+from bench.cronjob_skew_objects import (
+    ANNOTATIONS,
+    BATCH_CRONJOBS,
+    PYCTRL_CRONJOBS,
+    create_cronjobs,
+    cronjob,
+    delete_all,
+    finished_status,
+    history_job,
+    job_template,
+)
 from bench.cronjob_skew_probe import JobWatch, ProcessSampler
 from bench.cronjob_skew_profile import finish_profiler, start_profiler
-from bench.cronjob_skew_report import goals, ratios, skew_fields
+from bench.cronjob_skew_report import duplicates, skew_fields, verdict
+from bench.cronjob_skew_shards import (
+    SHARDED,
+    Census,
+    ReplicaRun,
+    leader_shard,
+    replicas,
+    select_phases,
+    shard_ids,
+    sharded_fields,
+    stop_all,
+    take_census,
+    wait_labelled,
+)
 from pyctrl.errors import AlreadyExists, ApiError
-from pyctrl.kube import JOBS, NAMESPACES, Object, Resource, RESTClient
+from pyctrl.kube import NAMESPACES, RESTClient
 from pyctrl.testing.envtest import ControlPlane
+
+__all__ = [  # the objects' builders stay importable from here (bench.soak, tests)
+    "ANNOTATIONS", "BATCH_CRONJOBS", "PYCTRL_CRONJOBS", "add_arguments", "create_cronjobs",
+    "cronjob", "delete_all", "finished_status", "history_job", "iso", "job_template",
+    "machine", "run", "run_phase",
+]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PHASES = ("pyctrl", "upstream", "limit")
-PYCTRL_CRONJOBS = Resource("batch.pyctrl.io", "v1", "cronjobs", "CronJob")
-BATCH_CRONJOBS = Resource("batch", "v1", "cronjobs", "CronJob")
-ANNOTATIONS = {
-    "pyctrl": "batch.pyctrl.io/scheduled-timestamp",
-    "upstream": "batch.kubernetes.io/cronjob-scheduled-timestamp",
+CONTROLLERS = {
+    "pyctrl": "python -m cronjob_controller",
+    SHARDED: "python -m cronjob_controller --sharding",
+    "upstream": "kube-controller-manager --controllers=cronjob",
 }
 WINDOW_BEFORE = 5.0  # CPU/RSS window: T-5 s ..
 WINDOW_AFTER = 60.0  # .. T+60 s
@@ -89,7 +148,14 @@ CREATE_LATEST_SECOND = 25.0  # start creating only in the first 25 s of a minute
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cronjobs", type=int, default=2000, help="CronJobs per controller")
-    parser.add_argument("--only", choices=PHASES, default=None, help="run one phase only")
+    parser.add_argument("--only", choices=(*PHASES, SHARDED), default=None,
+                        help="run one phase only")
+    parser.add_argument("--shards", type=int, default=0,
+                        help="S >= 1: after the single pyctrl replica, run S sharded replicas "
+                             "(phase pyctrl-sharded) on as many CronJobs; upstream and limit "
+                             "are then skipped unless --all-phases")
+    parser.add_argument("--all-phases", action="store_true",
+                        help="with --shards: also run the upstream and limit phases")
     parser.add_argument("--pyctrl-workers", type=int, default=16,
                         help="cronjob_controller --workers")
     parser.add_argument("--upstream-syncs", type=int, default=50,
@@ -116,109 +182,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results-dir", type=Path, default=RESULTS,
                         help="where the JSON and PNG go")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
-
-
-# -- objects ------------------------------------------------------------------------------------
-def job_template() -> dict[str, object]:
-    """A valid batch/v1 JobTemplateSpec that never starts a pod."""
-    return {"spec": {
-        "suspend": True,
-        "template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "noop", "image": "busybox:1.36", "command": ["true"]}],
-        }},
-    }}
-
-
-def cronjob(name: str) -> Object:
-    return {"metadata": {"name": name},
-            "spec": {"schedule": "* * * * *", "jobTemplate": job_template()}}
-
-
-def history_job(phase: str, owner: Object, minute: int) -> Object:
-    """A Job ``owner`` (a created CronJob) ran at ``minute`` (unix minutes), before the bench."""
-    meta = owner["metadata"]
-    scheduled = datetime.fromtimestamp(minute * 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {
-                "name": f"{meta['name']}-{minute}",
-                "annotations": {ANNOTATIONS[phase]: scheduled},
-                "ownerReferences": [{
-                    "apiVersion": owner.get("apiVersion") or "batch/v1", "kind": "CronJob",
-                    "name": meta["name"], "uid": meta["uid"],
-                    "controller": True, "blockOwnerDeletion": True}]},
-            "spec": job_template()["spec"]}
-
-
-def finished_status(at: float) -> Object:
-    """A Job status that reads Complete (batch/v1 validation: SuccessCriteriaMet first)."""
-    now = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"status": {"startTime": now, "completionTime": now, "succeeded": 1, "conditions": [
-        {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now},
-        {"type": "Complete", "status": "True", "lastTransitionTime": now}]}}
-
-
-def _retrying(call: Callable[[], Object]) -> Object | None:
-    """``call()``, retried on server errors; None on AlreadyExists."""
-    for attempt in range(5):
-        try:
-            return call()
-        except AlreadyExists:
-            return None
-        except ApiError:
-            if attempt == 4:
-                raise
-            time.sleep(0.2 * (attempt + 1))
-    return None
-
-
-def create_cronjobs(client: RESTClient, phase: str, namespace: str, n: int, threads: int,
-                    history: int = 0) -> float:
-    """Create ``cj-00000`` .. in parallel, the first ``history`` each with one finished Job;
-    return the seconds it took.
-
-    The Jobs ran at the start of the current minute: a controller that takes the newest Job's
-    scheduled time as the last run (pyctrl) and one that takes the CronJob's creation (upstream)
-    then both see the next run at the next minute, never one missed before they started.
-    """
-    resource = PYCTRL_CRONJOBS if phase == "pyctrl" else BATCH_CRONJOBS
-    start = time.monotonic()
-    minute = int(time.time()) // 60
-
-    def one(i: int) -> None:
-        name = f"cj-{i:05d}"
-        created = _retrying(lambda: client.create(resource, cronjob(name), namespace))
-        if i >= history:
-            return
-        owner = created if created is not None else client.get(resource, name, namespace)
-        job = history_job(phase, owner, minute)
-        _retrying(lambda: client.create(JOBS, job, namespace))
-        status = finished_status(minute * 60 + 1)
-        _retrying(lambda: client.patch(JOBS, job["metadata"]["name"], status, namespace,
-                                       subresource="status"))
-
-    with ThreadPoolExecutor(threads, thread_name_prefix="create") as pool:
-        list(pool.map(one, range(n)))
-    return time.monotonic() - start
-
-
-def delete_all(cp: ControlPlane, namespace: str) -> None:
-    """Delete every CronJob of both kinds and every Job in ``namespace`` (no GC is running).
-
-    A collection of 10^4 objects can outlast the API server's 60 s request timeout (504,
-    ``--delete-collection-workers`` is 1): the DELETE is repeated until it completes, so the
-    next phase's controller never caches this phase's objects.
-    """
-    body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
-    for path in (f"/apis/batch.pyctrl.io/v1/namespaces/{namespace}/cronjobs",
-                 f"/apis/batch/v1/namespaces/{namespace}/cronjobs",
-                 f"/apis/batch/v1/namespaces/{namespace}/jobs"):
-        for _ in range(10):
-            status, reply = cp.http.request("DELETE", path, body, timeout=300)
-            if status < 500:
-                break
-        if status >= 300 and status != 404:
-            print(f"cronjob-skew: cleanup of {path} failed: {status} {reply}", file=sys.stderr)
 
 
 # -- time ---------------------------------------------------------------------------------------
@@ -255,43 +218,63 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
     namespace = f"skew-{phase}"
     with contextlib.suppress(AlreadyExists):
         client.create(NAMESPACES, {"metadata": {"name": namespace}})
-    controller = Controller(phase, cp, args, log_dir)
-    if phase == "pyctrl" and importlib.util.find_spec("cronjob_controller.__main__") is None:
+    sharded = phase == SHARDED
+    ids = shard_ids(args.shards) if sharded else []
+    controllers = (replicas(cp, args, log_dir, namespace) if sharded
+                   else [Controller(phase, cp, args, log_dir)])
+    if phase != "upstream" and importlib.util.find_spec("cronjob_controller.__main__") is None:
         raise PhaseError("cronjob_controller/__main__.py does not exist yet: "
                          "`python -m cronjob_controller` cannot run")
+
+    def check() -> None:
+        for controller in controllers:
+            controller.check()
+
     watch = JobWatch(client, namespace)
     watch.start()
-    sampler: ProcessSampler | None = None
+    samplers: list[ProcessSampler] = []
     profiler = None
+    labels: dict[str, object] = {}
+    at_window = after_window = Census()
+    leader: str | None = None
     try:
         wait_for_creation_slot()
         created_at = time.time()
         create_s = create_cronjobs(client, phase, namespace, n, args.create_threads, history)
-        pid = controller.start()
+        pids = [controller.start() for controller in controllers]
         started = time.monotonic()
         started_wall = time.time()
-        settled, settle_s = wait_settled(pid, started, args, controller.check)
-        sync_s = controller.cache_sync_seconds()
+        if sharded:  # every CronJob labelled where the ring of all S shards puts it
+            labels = wait_labelled(client, namespace, ids, started, args, check)
+        settled, settle_s = wait_settled(pids, started, args, check)
+        syncs = [controller.cache_sync_seconds() for controller in controllers]
+        if sharded:
+            at_window = take_census(client, namespace, ids)
+            leader = leader_shard(client, namespace)
         tick = math.ceil((time.time() + WINDOW_BEFORE + 1.0) / 60) * 60.0
         suffix = f"-{int(tick) // 60}"
-        sleep_until(tick - WINDOW_BEFORE, controller.check)
+        sleep_until(tick - WINDOW_BEFORE, check)
         prior_jobs = len(watch.snapshot()) - history
         if profile_prefix is not None:
-            profiler = start_profiler(pid, WINDOW_BEFORE + WINDOW_AFTER,
+            profiler = start_profiler(pids[0], WINDOW_BEFORE + WINDOW_AFTER,
                                       profile_prefix.with_suffix(".collapsed"))
-        sampler = ProcessSampler(pid)
-        sampler.start()
-        sleep_until(tick + WINDOW_AFTER, controller.check)
-        usage = sampler.stop()
+        samplers = [ProcessSampler(pid) for pid in pids]
+        for sampler in samplers:
+            sampler.start()
+        sleep_until(tick + WINDOW_AFTER, check)
+        usages = [sampler.stop() for sampler in samplers]
+        if sharded:
+            after_window = take_census(client, namespace, ids)
         deadline = tick + args.collect_timeout
         while watch.count_suffix(suffix) < n and time.time() < deadline:
-            controller.check()
+            check()
             time.sleep(0.5)
-        jobs = [j for j in watch.snapshot() if j.name.endswith(suffix)]
+        seen = watch.snapshot()
+        jobs = [j for j in seen if j.name.endswith(suffix)]
     finally:
-        if sampler is not None:
+        for sampler in samplers:
             sampler.stop()  # idempotent; ends the polling thread if the window was cut short
-        log_path = controller.stop()
+        logs = stop_all(controllers)
         watch.close()
     profile = (None if profiler is None or profile_prefix is None else finish_profiler(
         profiler, profile_prefix.with_suffix(".collapsed"), profile_prefix.with_suffix(".txt"),
@@ -300,21 +283,31 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
     delete_all(cp, namespace)
     series[phase] = {"watch": [j.seen_at - tick for j in jobs],
                      "created": [j.created - tick for j in jobs]}
-    cpu = usage["cpu_seconds"]
+    window_s = WINDOW_BEFORE + WINDOW_AFTER
     result: dict[str, object] = {
-        "controller": ("python -m cronjob_controller" if phase == "pyctrl"
-                       else "kube-controller-manager --controllers=cronjob"),
-        "workers": args.pyctrl_workers if phase == "pyctrl" else args.upstream_syncs,
+        "controller": CONTROLLERS[phase],
+        "workers": args.upstream_syncs if phase == "upstream" else args.pyctrl_workers,
         "namespace": namespace,
         "tick": iso(tick),
         **skew_fields(jobs, tick, n, ANNOTATIONS[phase]),
-        "cache_sync_seconds": sync_s,
-        "history_jobs": history,
-        "cpu_seconds": cpu,
-        "cpu_cores_avg": (None if not isinstance(cpu, float)
-                          else round(cpu / (WINDOW_BEFORE + WINDOW_AFTER), 3)),
-        "peak_rss_mib": usage["peak_rss_mib"], "hwm_rss_mib": usage["hwm_rss_mib"],
-        "rss_samples": usage["rss_samples"],
+        "duplicates": duplicates(seen, tick, ANNOTATIONS[phase]),
+    }
+    if sharded:
+        runs = [ReplicaRun(shard, pid, usage, sync, str(log), controller.exit_code)
+                for shard, pid, usage, sync, log, controller
+                in zip(ids, pids, usages, syncs, logs, controllers, strict=True)]
+        result |= {"shards": len(ids), "history_jobs": history,
+                   **sharded_fields(runs, at_window, after_window, jobs, tick, window_s, leader),
+                   "labels": labels}
+    else:
+        cpu = usages[0]["cpu_seconds"]
+        result |= {
+            "cache_sync_seconds": syncs[0], "history_jobs": history, "cpu_seconds": cpu,
+            "cpu_cores_avg": None if not isinstance(cpu, float) else round(cpu / window_s, 3),
+            "peak_rss_mib": usages[0]["peak_rss_mib"], "hwm_rss_mib": usages[0]["hwm_rss_mib"],
+            "rss_samples": usages[0]["rss_samples"],
+        }
+    result |= {
         "window": [iso(tick - WINDOW_BEFORE), iso(tick + WINDOW_AFTER)],
         "create_cronjobs_s": round(create_s, 2),
         "create_started": iso(created_at),
@@ -322,12 +315,13 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         "settled": settled, "settle_s": round(settle_s, 1),
         "prior_jobs": prior_jobs,
         "watch_errors": len(watch.errors),
-        "log": str(log_path),
     }
-    if profile is not None:
-        result["profile"] = profile
-    if controller.exit_code is not None:
-        result["exit_code"] = controller.exit_code
+    if not sharded:
+        result["log"] = str(logs[0])
+        if profile is not None:
+            result["profile"] = profile
+        if controllers[0].exit_code is not None:
+            result["exit_code"] = controllers[0].exit_code
     return result
 
 
@@ -354,12 +348,14 @@ def machine(cp: ControlPlane | None) -> dict[str, object]:
 def run(args: argparse.Namespace) -> dict[str, object]:
     if args.cronjobs < 1:
         raise SystemExit("--cronjobs must be >= 1")
+    phases = select_phases(args.only, args.shards, args.all_phases)
     if args.profile:
         args.results_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     log_dir = Path(tempfile.mkdtemp(prefix=f"cronjob-skew-{stamp}-"))
-    phases = [args.only] if args.only else list(PHASES)
     result: dict[str, object] = {"cronjobs": args.cronjobs}
+    if args.shards:
+        result["shards"] = args.shards
     series: dict[str, dict[str, list[float]]] = {}
     with ControlPlane(crd_dirs=[REPO / "crds"], controller_manager=False) as cp:
         result["machine"] = machine(cp)
@@ -386,10 +382,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         finally:
             client.close()
     result["machine"]["loadavg_1m_end"] = round(os.getloadavg()[0], 2)  # type: ignore[index]
-    phase_results = {p: r if isinstance(r := result.get(p), dict) else {} for p in PHASES}
-    ratio = ratios(phase_results["pyctrl"], phase_results["upstream"], phase_results["limit"])
-    result["ratio"] = ratio
-    result["goals"] = goals(ratio)
+    phase_results = {p: r for p in (*PHASES, SHARDED) if isinstance(r := result.get(p), dict)}
+    # issue 15's ratios and goals; with --shards also S replicas against one, both of this run
+    result["ratio"], result["goals"] = verdict(phase_results, bool(args.shards))
     result["logs"] = str(log_dir)
     args.results_dir.mkdir(parents=True, exist_ok=True)
     json_path = args.results_dir / f"cronjob-skew-{stamp}.json"
@@ -398,7 +393,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         from bench.cronjob_skew_plot import plot_cdfs
 
         png = args.results_dir / f"cronjob-skew-{stamp}.png"
-        plot_cdfs(series, png, f"CronJob skew at one tick, {args.cronjobs} CronJobs each")
+        plot_cdfs(series, png, f"CronJob skew at one tick, {args.cronjobs} CronJobs each"
+                  + (f" (pyctrl-sharded: {args.shards} replicas)" if args.shards else ""))
         result["png"] = str(png)
     json_path.write_text(json.dumps(result, indent=2) + "\n")
     return result

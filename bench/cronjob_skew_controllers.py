@@ -2,16 +2,19 @@
 
 Contract:
 
-* :class:`Controller` starts either ``python -m cronjob_controller`` (a subprocess in its own
-  session that dies with us, log in ``log_dir``) or the ControlPlane's kube-controller-manager
-  with only the ``cronjob`` controller; ``check()`` raises :class:`PhaseError` with the log tail
+* :class:`Controller` starts either ``python -m cronjob_controller`` (every phase but
+  ``upstream``: a subprocess in its own session that dies with us, log ``log_name`` in
+  ``log_dir``, ``extra_args`` appended to its flags and ``extra_env`` to its environment, as
+  for one replica of the sharded phase) or the ControlPlane's kube-controller-manager with
+  only the ``cronjob`` controller; ``check()`` raises :class:`PhaseError` with the log tail
   once the process has exited; ``stop()`` sends SIGTERM, waits (SIGKILL after 30 s) and
   returns the path of the kept log (KCM's is copied into ``log_dir``).
 * ``cache_sync_seconds()``: process start to caches synced (see :mod:`bench.cronjob_skew_sync`):
   pyctrl's from its ``/readyz`` (probes on a free loopback port, polled from spawn), KCM's
   from its log; None when unknown.
 * :func:`wait_settled` returns once ``warmup`` seconds have passed since start and the process
-  used fewer than ``settle_cores`` cores over the last 3 s, or after ``settle_timeout``.
+  (each of the processes, when given several pids: the replicas of the sharded phase) used
+  fewer than ``settle_cores`` cores over the last 3 s, or after ``settle_timeout``.
 
 Real time on purpose: these are real processes.
 """
@@ -25,7 +28,7 @@ import shutil
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from bench.cronjob_skew_probe import alive, cpu_seconds
@@ -39,7 +42,7 @@ from bench.cronjob_skew_sync import (
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.process import Proc, spawn
 
-__all__ = ["REPO", "Controller", "PhaseError", "wait_settled"]
+__all__ = ["REPO", "Controller", "PhaseError", "busiest_cores", "wait_settled"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,8 +54,13 @@ class Controller:
     """The process under test: start, pid, alive check, stop."""
 
     def __init__(self, phase: str, cp: ControlPlane, args: argparse.Namespace,
-                 log_dir: Path) -> None:
+                 log_dir: Path, *, extra_args: Sequence[str] = (),
+                 extra_env: Mapping[str, str] | None = None,
+                 log_name: str = "cronjob_controller.log") -> None:
         self.phase, self.cp, self.args, self.log_dir = phase, cp, args, log_dir
+        self.python = phase != "upstream"  # python -m cronjob_controller, else KCM
+        self.extra_args, self.extra_env = list(extra_args), dict(extra_env or {})
+        self.log_name = log_name
         self.proc: Proc | None = None
         self.exit_code: int | None = None
         self.pid: int | None = None
@@ -60,23 +68,23 @@ class Controller:
 
     @property
     def log_path(self) -> Path:
-        if self.phase == "pyctrl":
-            return self.log_dir / "cronjob_controller.log"
+        if self.python:
+            return self.log_dir / self.log_name
         return self.cp.directory / "kube-controller-manager.log"
 
     def start(self) -> int:
-        if self.phase == "pyctrl":
+        if self.python:
             port = _free_port()
             argv = [sys.executable, "-m", "cronjob_controller",
                     "--kubeconfig", self.cp.kubeconfig_path,
                     "--workers", str(self.args.pyctrl_workers),
                     "--qps", str(self.args.qps), "--burst", str(self.args.qps),
                     "--log-level", "warning", "--metrics-bind-address", "0",
-                    "--health-probe-bind-address", f"127.0.0.1:{port}"]
-            env = dict(os.environ)
+                    "--health-probe-bind-address", f"127.0.0.1:{port}", *self.extra_args]
+            env = dict(os.environ) | self.extra_env
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-            self.proc = spawn("cronjob_controller", argv, self.log_path, env=env)
+            self.proc = spawn(self.log_path.stem, argv, self.log_path, env=env)
             self.readyz = ReadyzPoller(port).start()
             self.pid = self.proc.pid
             return self.proc.pid
@@ -120,7 +128,7 @@ class Controller:
         control plane's temp dir, which is deleted with it)."""
         if self.readyz is not None:
             self.readyz.stop()
-        if self.phase == "pyctrl":
+        if self.python:
             if self.proc is not None:
                 self.proc.stop(timeout=30.0)
                 self.exit_code = self.proc.popen.returncode
@@ -139,22 +147,32 @@ def _free_port() -> int:
         return port
 
 
-def wait_settled(pid: int, started: float, args: argparse.Namespace,
+def busiest_cores(first: Sequence[float], last: Sequence[float], seconds: float) -> float:
+    """The most cores any one process used between two readings of all (CPU seconds each)."""
+    if seconds <= 0:
+        return float("inf")
+    return max((b - a) / seconds for a, b in zip(first, last, strict=True))
+
+
+def wait_settled(pids: int | Sequence[int], started: float, args: argparse.Namespace,
                  check: Callable[[], None]) -> tuple[bool, float]:
-    """Wait >= warmup s after start and until CPU < settle-cores over 3 s; (settled, at)."""
-    readings: list[tuple[float, float]] = []  # (monotonic, cpu seconds), one per second
+    """Wait >= warmup s after start and until each process's CPU < settle-cores over 3 s;
+    (settled, at)."""
+    group = [pids] if isinstance(pids, int) else list(pids)
+    readings: list[tuple[float, list[float]]] = []  # (monotonic, cpu seconds), one per second
     while True:
         check()
         now = time.monotonic()
-        cpu = cpu_seconds(pid)
-        if cpu is None:
+        cpus = [cpu_seconds(pid) for pid in group]
+        known = [c for c in cpus if c is not None]
+        if len(known) < len(cpus):
             check()
-            raise PhaseError("the controller process disappeared")
-        readings.append((now, cpu))
+            raise PhaseError("a controller process disappeared")
+        readings.append((now, known))
         readings = readings[-4:]
         if now - started >= args.warmup and len(readings) == 4:
             (t0, c0), (t1, c1) = readings[0], readings[-1]
-            if (c1 - c0) / (t1 - t0) < args.settle_cores:
+            if busiest_cores(c0, c1, t1 - t0) < args.settle_cores:
                 return True, now - started
         if now - started >= args.settle_timeout:
             return False, now - started

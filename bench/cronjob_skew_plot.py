@@ -1,4 +1,4 @@
-"""The PNG of ``bench.cronjob_skew``: skew CDFs of pyctrl, upstream and the limit for one tick.
+"""The PNG of ``bench.cronjob_skew``: skew CDFs of each phase (pyctrl, ...) for one tick.
 
 Contract: :func:`plot_cdfs` draws, for each phase that has data, the empirical CDF of the
 watch-observed skew (solid, fine resolution) and of the creationTimestamp skew (dashed, 1 s
@@ -13,7 +13,8 @@ from pathlib import Path
 
 __all__ = ["plot_cdfs"]
 
-_COLORS = {"pyctrl": "tab:blue", "upstream": "tab:orange", "limit": "tab:green"}
+_COLORS = {"pyctrl": "tab:blue", "pyctrl-sharded": "tab:purple", "upstream": "tab:orange",
+           "limit": "tab:green"}
 
 
 def plot_cdfs(series: Mapping[str, Mapping[str, Sequence[float]]], path: Path,

@@ -12,7 +12,8 @@ Contract:
 * :class:`JobWatch` keeps one WATCH on ``batch/v1`` Jobs in one namespace open (re-watching
   from the last resourceVersion when the server ends it) and records, per Job name, the
   wall-clock time (``time.time()``) at which this process decoded its ADDED event, plus the
-  Job's creationTimestamp and annotations. ``close()`` ends it and joins the thread.
+  Job's creationTimestamp, annotations and owner (its controller ownerReference's name).
+  ``close()`` ends it and joins the thread.
 * :func:`summary` gives count/min/p50/p90/p99/max/mean with nearest-rank percentiles.
 
 This is benchmark code: it uses real time on purpose (it measures real time).
@@ -151,6 +152,7 @@ class JobSeen:
     seen_at: float  # time.time() when the ADDED event was decoded here
     created: float  # metadata.creationTimestamp as a unix time (1 s resolution)
     annotations: dict[str, str] = field(default_factory=dict)
+    owner: str = ""  # the name in the controller ownerReference ("" when there is none)
 
 
 def parse_rfc3339(text: str) -> float:
@@ -220,6 +222,7 @@ class JobWatch:
                     name=name, seen_at=now,
                     created=parse_rfc3339(str(meta["creationTimestamp"])),
                     annotations=dict(meta.get("annotations") or {}),
+                    owner=_controller_owner(meta),
                 )
 
     def snapshot(self) -> list[JobSeen]:
@@ -237,6 +240,14 @@ class JobWatch:
         if close is not None:
             close()
         self._thread.join(10.0)
+
+
+def _controller_owner(meta: dict[str, object]) -> str:
+    refs = meta.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return str(ref.get("name") or "")
+    return ""
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
