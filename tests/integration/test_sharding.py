@@ -33,9 +33,8 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -49,16 +48,20 @@ from pyctrl.leaderelection.lease_lock import parse_micro_time
 from pyctrl.sharding import HashRing, ShardingOptions
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.cronjob.env import cronjob_body
+from tests.integration.sharding_helpers import (
+    DRAIN_LABEL,
+    SHARD_LABEL,
+    WALL,
+    Audit,
+    LabelHistory,
+)
 from tests.waiting import pause_until, poll
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 COUNT = 150
 LEASE, RENEW, RETRY = 8.0, 6.0, 1.5
-SHARD_LABEL = "shard.sharding.pyctrl.io/cronjob"
-DRAIN_LABEL = "drain.sharding.pyctrl.io/cronjob"
 LEAD = 30.0  # seconds from the start to the tick T
-WALL = RealClock()
 
 
 class ShiftedClock(RealClock):
@@ -74,75 +77,6 @@ class ShiftedClock(RealClock):
 
     def time(self) -> float:
         return super().time() + self.offset
-
-
-@dataclass
-class Audit:
-    """Every owned-object reconcile of every shard: (shard, key, start, end)."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    records: list[tuple[str, str, float, float]] = field(default_factory=list)
-
-    def hook(self, shard: str) -> Any:
-        def record(key: str, start: float, end: float) -> None:
-            with self.lock:
-                self.records.append((shard, key, start, end))
-        return record
-
-    def overlaps(self) -> list[tuple[str, str, str]]:
-        by_key: dict[str, list[tuple[float, float, str]]] = {}
-        with self.lock:
-            for shard, key, start, end in self.records:
-                by_key.setdefault(key, []).append((start, end, shard))
-        bad = []
-        for key, spans in by_key.items():
-            spans.sort()
-            for i, (_s1, e1, a) in enumerate(spans):
-                for s2, _e2, b in spans[i + 1:]:
-                    if s2 >= e1:
-                        break
-                    if a != b:
-                        bad.append((key, a, b))
-        return bad
-
-
-class LabelHistory:
-    """Watches the CronJobs and keeps, per name, the distinct (shard, drain) label states and
-    the wall time each was received."""
-
-    def __init__(self, client: RESTClient, namespace: str) -> None:
-        rv = client.list(CRONJOBS, namespace, limit=1)["metadata"]["resourceVersion"]
-        self._stream = client.watch(CRONJOBS, namespace, resource_version=rv,
-                                    timeout_seconds=300)
-        self.states: dict[str, list[tuple[str | None, str | None]]] = {}
-        self.times: dict[str, list[float]] = {}  # parallel to states
-        self._thread = threading.Thread(target=self._run, name="label-history", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            for event in self._stream:
-                at = WALL.time()
-                meta = (event.get("object") or {}).get("metadata") or {}
-                labels = meta.get("labels") or {}
-                state = (labels.get(SHARD_LABEL), labels.get(DRAIN_LABEL))
-                name = str(meta.get("name"))
-                seen = self.states.setdefault(name, [])
-                if not seen or seen[-1] != state:
-                    self.times.setdefault(name, []).append(at)
-                    seen.append(state)
-        except Exception:  # closed by stop()
-            return
-
-    def left(self, name: str, shard: str) -> float | None:
-        """When ``name`` was first seen labelled for another shard than ``shard``."""
-        states, times = self.states.get(name, []), self.times.get(name, [])
-        return next((t for (s, _), t in zip(states, times, strict=False)
-                     if s is not None and s != shard), None)
-
-    def stop(self) -> None:
-        self._stream.close()
-        self._thread.join(10)
 
 
 @dataclass
