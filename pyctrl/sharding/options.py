@@ -32,11 +32,12 @@ move in one burst, and a label write of a custom resource is not free for the AP
 validates and re-encodes the whole object: ~3.5 ms each for a CronJob on 2 cores, ~580/s with
 16 in flight when idle), so they go out in parallel but bounded. A failover comes while the
 survivors work through the same tick, so the sharder's share of a busy API server is what
-counts: 16 writers moved ~1000 CronJobs at 110-140/s there, 50 at 260-290/s. ``write_qps``/``write_burst`` (500 /
-1000) are the sharder's own client-side rate limit (the Manager gives a
-:class:`pyctrl.kube.RESTClient` sharder a client of its own with it): a failover moves about
-1/N of the objects at once, and behind the controllers' limiter (50 qps by default) 1000
-moves would take 20 s. ``write_qps <= 0``: no client-side limit, only ``writers``.
+counts: 16 writers moved ~1000 CronJobs at 110-140/s there, 50 at 260-290/s.
+``write_qps``/``write_burst`` (500 / 1000) are the sharder's own client-side rate limit (the
+Manager gives a :class:`pyctrl.kube.RESTClient` sharder a client of its own with it): a
+failover moves about 1/N of the objects at once, and behind the controllers' limiter (50 qps by
+default) 1000 moves would take 20 s. ``write_qps <= 0``: no client-side limit, only
+``writers``.
 """
 
 from __future__ import annotations
