@@ -35,6 +35,7 @@ def configmap(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]
 
 
 SHARD = "shard.sharding.pyctrl.io/mirror"
+DRAIN = "drain.sharding.pyctrl.io/mirror"
 
 
 def two_shards(clock: Clock) -> tuple[FakeClient, dict[str, str]]:

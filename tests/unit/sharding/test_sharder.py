@@ -19,10 +19,8 @@ from pyctrl.errors import Conflict, NotFound
 from pyctrl.kube import CONFIGMAPS, LEASES
 from pyctrl.sharding import HashRing, Sharder, ShardReconciler, plan
 from pyctrl.testing import FakeClient, FakeClock
-from tests.unit.sharding.helpers import NS, SHARD, configmap, lease, options, two_shards
+from tests.unit.sharding.helpers import DRAIN, NS, SHARD, configmap, lease, options, two_shards
 from tests.waiting import poll
-
-DRAIN = "drain.sharding.pyctrl.io/mirror"
 
 
 def _labels(client: FakeClient) -> dict[str, dict[str, str]]:

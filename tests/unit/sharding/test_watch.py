@@ -6,6 +6,7 @@ out at +15 s); the replica becomes leader at +20 s (as after its leader was kill
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +19,9 @@ from pyctrl.leaderelection import (
     LeaseLock,
 )
 from pyctrl.sharding import Sharder, ShardWatch
+from pyctrl.sharding.watch import _Handler
 from pyctrl.testing import FakeClient, FakeClock
-from tests.unit.sharding.helpers import NS, SHARD, lease, options, two_shards
+from tests.unit.sharding.helpers import DRAIN, NS, SHARD, configmap, lease, options, two_shards
 from tests.waiting import poll
 
 
@@ -101,3 +103,53 @@ def test_the_leader_lease_is_fed_to_the_elector() -> None:
         leader["spec"]["holderIdentity"] = "z"
         client.update(LEASES, leader)
         assert poll(lambda: elector.get_leader() == "z", timeout=5)
+
+
+def test_only_lease_changes_and_relabels_wake_the_sharder() -> None:
+    """A data (status-like) write wakes nothing; an add, a relabel and a Lease renewal do:
+    exactly three wakes (before, every object update woke a pass over all objects)."""
+    clock = FakeClock()
+    client, _ = two_shards(clock)
+    watch = ShardWatch(client, options("leader"), clock=clock)
+    wakes: list[int] = []
+    watch.subscribe(lambda: wakes.append(1))
+    with _watching(watch):
+        settled = len(wakes)
+        obj = copy.deepcopy(client.get_object(CONFIGMAPS, "cm-1", NS))
+        obj["data"] = {"k": "changed"}  # labels as they were
+        rv = client.update(CONFIGMAPS, obj)["metadata"]["resourceVersion"]
+        assert poll(lambda: any(o["metadata"]["resourceVersion"] == rv
+                                for o in watch.objects()), timeout=5)
+        client.add_object(CONFIGMAPS, configmap("marker"))
+        obj = copy.deepcopy(client.get_object(CONFIGMAPS, "cm-1", NS))
+        obj["metadata"]["labels"][SHARD] = "elsewhere"
+        client.update(CONFIGMAPS, obj)
+
+        def relabelled() -> bool:
+            got = {o["metadata"]["name"]: o for o in watch.objects()}
+            return "marker" in got and got["cm-1"]["metadata"]["labels"][SHARD] == "elsewhere"
+
+        assert poll(relabelled, timeout=5)
+        assert poll(lambda: len(wakes) >= settled + 2, timeout=5)
+        client.update(LEASES, lease("a", renew="t1", duration=60))
+        assert poll(lambda: len(wakes) >= settled + 3, timeout=5)
+        assert len(wakes) == settled + 3
+
+
+def test_an_object_update_wakes_only_when_its_shard_or_drain_label_changed() -> None:
+    clock = FakeClock()
+    watch = ShardWatch(FakeClient(clock), options("leader"), clock=clock)
+    wakes: list[int] = []
+    watch.subscribe(lambda: wakes.append(1))
+    handler = _Handler(watch)  # what the objects' informer calls
+    old = configmap("cm", {SHARD: "a", "app": "x"})
+    status_only = copy.deepcopy(old)
+    status_only["metadata"]["resourceVersion"] = "7"
+    other_label = configmap("cm", {SHARD: "a", "app": "y"})
+    handler.on_update(old, status_only)
+    handler.on_update(old, other_label)
+    assert wakes == []
+    handler.on_update(old, configmap("cm", {SHARD: "b", "app": "x"}))
+    handler.on_update(old, configmap("cm", {SHARD: "a", DRAIN: "true", "app": "x"}))
+    handler.on_update(old, configmap("cm", {"app": "x"}))
+    assert wakes == [1, 1, 1]
