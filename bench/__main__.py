@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     "cronjob-skew": "bench.cronjob_skew",
     "soak": "bench.soak",
     "memprofile": "bench.memprofile",
+    "restclient": "bench.restclient",
 }
 
 
