@@ -341,11 +341,23 @@ class Builder:
             owner = self._for
             assert owner is not None
             handler = enqueue_owner(queue, owner.group, owner.kind, predicates,
-                                    owner_namespaced=owner.namespaced)
+                                    owner_namespaced=owner.namespaced,
+                                    admit=self._in_shard(owner))
         else:
             assert watch.mapper is not None
             handler = _MapHandler(queue, watch.mapper, predicates)
         return handler if watch.on_delete is None else _ObserveDeletes(handler, watch.on_delete)
+
+    def _in_shard(self, owner: Resource) -> Callable[[str], bool] | None:
+        """For a sharded controller: whether an owner key is in this shard's ``for_`` cache.
+        Owned objects are not sharded (every replica watches them all), so without this each
+        replica would reconcile the owners of every shard's owned-object events only to find
+        them not its own: at a tick of 6000 CronJobs, two thirds of ~12000 Job events."""
+        sharding = self._manager.sharding
+        if sharding is None or sharding.controller != self._name:
+            return None
+        stores = [i.get_store() for i in self.informers_for(owner)]
+        return lambda key: any(store.get_by_key(key) is not None for store in stores)
 
     def complete(self, reconciler: RequestReconciler | ReconcileFunc) -> Controller:
         """Build the controller, register it with the manager and return it."""

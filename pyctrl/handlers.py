@@ -144,9 +144,11 @@ class EnqueueHandler:
         *,
         tombstone_key: bool = False,
         status_only_low: bool = False,
+        admit: Callable[[str], bool] | None = None,
     ) -> None:
         self._queue = queue
         self._key_func = key_func
+        self._admit = admit
         self._predicates = tuple(predicates)
         self._tombstone_key = tombstone_key
         self._status_only_low = status_only_low
@@ -154,7 +156,7 @@ class EnqueueHandler:
 
     def _enqueue(self, obj: Object, priority: int = NORMAL_PRIORITY) -> None:
         key = self._key_func(obj)
-        if key:
+        if key and (self._admit is None or self._admit(key)):
             if self._add_with_priority is not None:
                 self._add_with_priority(key, priority)
             else:
@@ -207,11 +209,13 @@ def enqueue_owner(
     predicates: Sequence[Predicate] = (),
     *,
     owner_namespaced: bool = True,
+    admit: Callable[[str], bool] | None = None,
 ) -> EnqueueHandler:
     """Enqueue the key of the object's controller owner of kind ``owner_kind``.
 
     ``owner_group`` is an API group (``"apps"``, ``""`` for core) or an apiVersion
-    (``"apps/v1"``, ``"v1"``); only the group is compared.
+    (``"apps/v1"``, ``"v1"``); only the group is compared. ``admit(key)``, when given, must
+    also be true (a sharded controller admits only owners in its shard's cache).
     """
     group = _group_of(owner_group) if "/" in owner_group or owner_group == "v1" else owner_group
 
@@ -224,4 +228,4 @@ def enqueue_owner(
         name = str(ref.get("name"))
         return f"{namespace}/{name}" if namespace else name
 
-    return EnqueueHandler(queue, owner_key, predicates)
+    return EnqueueHandler(queue, owner_key, predicates, admit=admit)

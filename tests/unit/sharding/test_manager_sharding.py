@@ -6,11 +6,12 @@ from __future__ import annotations
 from kubernetes.client import Configuration
 
 from pyctrl import FencedClient, Manager
+from pyctrl.handlers import enqueue_owner
 from pyctrl.kube import CONFIGMAPS, SECRETS
 from pyctrl.kube.client import RESTClient
 from pyctrl.sharding import Sharder, ShardReconciler, ShardWatch
 from pyctrl.testing import FakeClient, FakeClock
-from tests.unit.sharding.helpers import options
+from tests.unit.sharding.helpers import NS, configmap, options
 
 
 def _manager() -> Manager:
@@ -71,3 +72,32 @@ def test_a_rest_client_sharder_gets_a_write_budget_of_its_own() -> None:
         client.close()
         for c in m._owned_clients:
             c.close()
+
+
+def test_owned_object_events_enqueue_only_owners_in_this_shards_cache() -> None:
+    m = _manager()
+    b = m.controller("mirror").for_(CONFIGMAPS).owns(SECRETS)
+    admit = b._in_shard(CONFIGMAPS)
+    assert admit is not None
+    store = b.informers_for(CONFIGMAPS)[0].get_store()
+    store.add(configmap("mine", {"shard.sharding.pyctrl.io/mirror": "pod-a"}))
+    queue: list[str] = []
+    handler = enqueue_owner(_ListQueue(queue), "v1", "ConfigMap", admit=admit)
+
+    def secret(owner: str) -> dict[str, object]:
+        return {"metadata": {"name": f"s-{owner}", "namespace": NS, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": "u",
+             "controller": True}]}}
+
+    handler.on_add(secret("mine"), False)
+    handler.on_add(secret("another-shards"), False)
+    assert queue == [f"{NS}/mine"]
+    assert m.controller("unsharded").for_(SECRETS)._in_shard(SECRETS) is None
+
+
+class _ListQueue:
+    def __init__(self, items: list[str]) -> None:
+        self.items = items
+
+    def add(self, item: str) -> None:
+        self.items.append(item)
