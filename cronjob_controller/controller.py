@@ -75,6 +75,9 @@ log = structlog.get_logger(__name__)
 
 # Requeue a little after the due time so the sync never runs a hair early and finds nothing.
 REQUEUE_SLACK_SECONDS = 0.1
+# A sync that finds the Job cache behind its own last create retries after this (the Job's
+# ADDED event usually brings the key back sooner).
+CACHE_WAIT_SECONDS = 1.0
 # Upstream kube-controller-manager's buckets (ExponentialBuckets(1, 2, 10)), so alerts match.
 _SKEW_BUCKETS = tuple(float(2**i) for i in range(10))  # 1, 2, 4, ..., 512 s
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -237,6 +240,7 @@ class CronJobReconciler:
                 or str(ref.get("apiVersion", "")).rpartition("/")[0] != api.GROUP):
             return
         owner = str(ref.get("name", ""))
+        self.runs.seen(f"{meta.get('namespace')}/{owner}", str(meta.get("name", "")))
         scheduled = jobs.scheduled_time_of(job, owner)
         if scheduled is not None:
             self.runs.observe(f"{meta.get('namespace')}/{owner}", str(ref.get("uid", "")),
@@ -264,6 +268,16 @@ class CronJobReconciler:
         status = cast(Mapping[str, Any], raw.get("status") or {})
         owned = [j for j in self.jobs.by_index(CONTROLLER_UID_INDEX, uid)
                  if jobs.is_controlled_by(j, uid)]
+        policy = (raw.get("spec") or {}).get("concurrencyPolicy") or "Allow"
+        waiting = None if policy == "Allow" else self.runs.unseen(
+            key, {str(_meta(j).get("name")) for j in owned})
+        if waiting is not None:
+            # The Job cache predates our own last create: acting on it, a Forbid could start
+            # a second run and a Replace miss the Job it must delete (Allow cannot go wrong:
+            # the run record keeps a time from running twice). The Job's ADDED event brings
+            # the key back.
+            log.debug("waiting for the job cache to show a created job", key=key, job=waiting)
+            return Result(requeue_after=CACHE_WAIT_SECONDS)
         plan = self._rebuild_status(key, raw, status, owned)
 
         errors = api.validate(raw)
@@ -516,6 +530,7 @@ class CronJobReconciler:
             self._event(raw, "Normal", "SuccessfulCreate", f"Created job {name}")
             log.info("created job", key=key, job=name, scheduled=api.format_time(due))
         self.runs.observe(key, cronjob.uid, due)
+        self.runs.created(key, name)
         plan.active.append(created)
         plan.last_schedule = _latest(plan.last_schedule, due)
         plan.created = True

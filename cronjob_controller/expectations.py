@@ -12,8 +12,16 @@ Contract of :class:`RunRecord` (one per reconciler, thread-safe):
   then on. An entry of another UID under the same key (the CronJob was deleted and recreated)
   is dropped there too.
 * :meth:`RunRecord.forget` drops a key's entry when the CronJob is gone.
+* :meth:`RunRecord.created` notes a Job this process created; :meth:`RunRecord.unseen`
+  returns its name while the Job cache has not shown it yet (the sync then waits for the
+  cache: client-go's ControllerExpectations). :meth:`RunRecord.seen` (the Job is in the
+  cache, or its deletion was delivered) clears it, and so does ``ttl`` seconds of real time
+  (a Job created and deleted before the informer ever listed it is never delivered).
 
-Why: a sync that created a Job defers its status write to the next sync (see controller.py).
+Why (created/unseen): a sync that acts on a Job cache older than its own last create would
+not see that Job: a Replace would not delete it, a Forbid would start a second run.
+
+Why (floor): a sync that created a Job defers its status write to the next sync (see controller.py).
 If the Job is deleted in between (``ttlSecondsAfterFinished: 0``, a user), nothing in the
 cluster says the run happened; without this record the next sync would create it again.
 The record lives in memory only; see CRONJOB.md for the restart window it leaves.
@@ -24,13 +32,18 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
+from pyctrl.clock import Clock, RealClock
+
 __all__ = ["RunRecord"]
 
 
 class RunRecord:
     """Per CronJob UID, the latest scheduled time known to exist but maybe not in status."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, ttl: float = 30.0, clock: Clock | None = None) -> None:
+        self._ttl = ttl
+        self._clock: Clock = clock or RealClock()  # real time: a FakeClock's jumps would expire
+        self._pending: dict[str, tuple[str, float]] = {}  # key -> (Job name, created at)
         self._lock = threading.Lock()
         self._by_uid: dict[str, tuple[str, datetime]] = {}  # uid -> (key, scheduled time)
         # key -> uids: a deleted-and-recreated CronJob's old Jobs may still be reported (GC)
@@ -69,9 +82,33 @@ class RunRecord:
                 return None
             return entry[1]
 
+    def created(self, key: str, job: str) -> None:
+        """This process created Job ``job`` for the CronJob at ``key``."""
+        with self._lock:
+            self._pending[key] = (job, self._clock.monotonic())
+
+    def seen(self, key: str, job: str) -> None:
+        """The Job cache showed ``job`` (or delivered its deletion)."""
+        with self._lock:
+            entry = self._pending.get(key)
+            if entry is not None and entry[0] == job:
+                del self._pending[key]
+
+    def unseen(self, key: str, cached: set[str]) -> str | None:
+        """The Job created for ``key`` that the cache (``cached`` names) does not show yet."""
+        with self._lock:
+            entry = self._pending.get(key)
+            if entry is None:
+                return None
+            if entry[0] in cached or self._clock.monotonic() - entry[1] > self._ttl:
+                del self._pending[key]
+                return None
+            return entry[0]
+
     def forget(self, key: str) -> None:
         """The CronJob at ``key`` is gone: drop its entry."""
         with self._lock:
+            self._pending.pop(key, None)
             for uid in self._uids_of.pop(key, set()):
                 self._by_uid.pop(uid, None)
 

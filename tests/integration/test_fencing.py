@@ -49,6 +49,7 @@ import pytest
 from cronjob_controller.api import CRONJOBS
 from pyctrl.errors import NotFound
 from pyctrl.kube import JOBS, LEASES, RESTClient
+from pyctrl.leaderelection.lease_lock import parse_micro_time
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.kubeconfig import write_kubeconfig
 from pyctrl.testing.envtest.process import Proc, spawn
@@ -260,6 +261,11 @@ def _holder(client: RESTClient, namespace: str) -> str | None:
     return (lease.get("spec") or {}).get("holderIdentity")
 
 
+def _renew_time(client: RESTClient, namespace: str) -> datetime | None:
+    lease = client.get(LEASES, LEASE_NAME, namespace)
+    return parse_micro_time((lease.get("spec") or {}).get("renewTime"))
+
+
 def _jobs_for(client: RESTClient, namespace: str, tick: datetime) -> set[str]:
     suffix = f"-{int(tick.timestamp()) // 60}"
     return {j["metadata"]["name"] for j in client.list(JOBS, namespace)["items"]
@@ -335,13 +341,19 @@ def _freeze_during_a_tick_and_resume(
     pause_until(burst + timedelta(seconds=WEBHOOK_DELAY / 2))
     os.kill(first.proc.pid, signal.SIGSTOP)
     frozen_at = datetime.now(UTC)
+    last_renew = _renew_time(admin, namespace)  # its last renewal (or an older one)
     try:
         # The standby takes over once the lease expired by its observation and does the tick.
         wait_for(lambda: _holder(admin, namespace) == second_id, timeout=30,
                  what="replica-b to take over")
         wait_for(lambda: len(_jobs_for(admin, namespace, tick)) == CRONJOB_COUNT, timeout=30,
                  what="replica-b to create the tick's Jobs")
-        assert (datetime.now(UTC) - frozen_at).total_seconds() > LEASE_DURATION
+        # The standby may take the Lease only a full lease duration after the last renewal
+        # it could have observed (it retries right at that expiry: no more slack than that).
+        acquired = parse_micro_time(
+            admin.get(LEASES, LEASE_NAME, namespace)["spec"].get("acquireTime"))
+        assert acquired is not None and last_renew is not None
+        assert (acquired - last_renew).total_seconds() >= LEASE_DURATION, (acquired, last_renew)
     finally:
         resumed_at = datetime.now(UTC)
         first.resume()

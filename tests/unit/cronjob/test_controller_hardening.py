@@ -15,6 +15,7 @@ import pytest
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.controller import (
+    CACHE_WAIT_SECONDS,
     MAX_MESSAGE_LENGTH,
     REASON_INVALID_JOB_TEMPLATE,
     schedule_digest,
@@ -544,3 +545,40 @@ def test_old_jobs_of_a_recreated_cronjob_do_not_evict_the_new_record() -> None:
     assert f.status()["lastScheduleTime"] == fmt(NOON)
     resync(f)
     assert len(f.reconciler.runs) == 0  # the stale UID went with the first sync of the key
+
+
+@pytest.mark.parametrize("policy", ["Replace", "Forbid"])
+def test_a_sync_on_a_job_cache_older_than_its_own_create_waits_for_the_cache(
+        policy: str) -> None:
+    """The next run is due before the Job informer delivered the Job this process just
+    created: acting on that cache, Replace would not delete it and Forbid would start a second
+    run. The sync waits for the cache instead (client-go's expectations)."""
+    f = Fixture()
+    f.add_cronjob(new_cronjob(concurrencyPolicy=policy,
+                              status={"lastScheduleTime": fmt(at("11:55"))}))
+    f.sync()
+    assert f.job_names() == [NOON_JOB]
+    f.clear()
+    f.clock.step(5 * 60)  # 12:05 is due; the cache still shows no Job
+    assert f.sync() == Result(requeue_after=CACHE_WAIT_SECONDS)
+    assert f.actions() == []
+    resync(f)  # the informer caught up: now the policy acts on the noon Job
+    if policy == "Replace":
+        assert [name for name, _ in f.deletes()] == [NOON_JOB]
+        assert len(f.created_jobs()) == 1
+    else:
+        assert f.created_jobs() == [] and f.deletes() == []
+
+
+def test_the_cache_wait_ends_when_the_job_s_deletion_is_delivered() -> None:
+    f = Fixture()
+    f.add_cronjob(new_cronjob(concurrencyPolicy="Forbid",
+                              status={"lastScheduleTime": fmt(at("11:55"))}))
+    f.sync()
+    job = f.client.get(JOBS, NOON_JOB, NAMESPACE)
+    f.client.delete(JOBS, NOON_JOB, NAMESPACE)
+    f.reconciler.observe_deleted_job(job)
+    f.clear()
+    f.clock.step(5 * 60)
+    f.sync()
+    assert len(f.created_jobs()) == 1  # the noon run is over (deleted): 12:05 may start
