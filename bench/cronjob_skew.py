@@ -26,18 +26,27 @@ the two pyctrl phases); ``--only pyctrl-sharded`` runs the sharded phase alone (
 replica to compare with, so its ratios are None).
 
 Each controller phase: the CronJobs (schedule ``* * * * *``, Job template ``suspend: true`` so
-no pod would ever run) are created by parallel threads a little after a minute boundary, and
-with each (``--jobs-at-start``, default ``N``) one finished Job it owns, run at the start of
-the current minute (created, then marked Complete through the status subresource), so the
-caches hold ``N`` CronJobs and ``N`` Jobs at start as in a cluster that has run for a while;
-then the controller starts. ``cache_sync_seconds`` is the controller process's start to its caches
-synced (pyctrl: its ``/readyz`` turned 200; upstream: the cronjob controller's "Caches are
-synced" log line; see :mod:`bench.cronjob_skew_sync`). Warm-up lasts at least ``--warmup``
-seconds and until the controller has settled (its CPU use over a 3 s window below
-``--settle-cores``), so the measured tick is a steady-state one, not start-up. The measured
-tick ``T`` is the first minute boundary at least 5 s after that. A Job belongs to ``T`` when
-its name ends in ``-<T in unix minutes>`` (both controllers name Jobs so; the
+no pod would ever run; see ``--schedule`` below) are created by parallel threads a little after
+a minute boundary, and with each (``--jobs-at-start``, default ``N``) one finished Job it owns,
+run at the start of the current minute (created, then marked Complete through the status
+subresource), so the caches hold ``N`` CronJobs and ``N`` Jobs at start as in a cluster that
+has run for a while; then the controller starts. ``cache_sync_seconds`` is the controller
+process's start to its caches synced (pyctrl: its ``/readyz`` turned 200; upstream: the cronjob
+controller's "Caches are synced" log line; see :mod:`bench.cronjob_skew_sync`). Warm-up lasts
+at least ``--warmup`` seconds and until the controller has settled (its CPU use over a 3 s
+window below ``--settle-cores``), so the measured tick is a steady-state one, not start-up. The
+measured tick ``T`` is the first minute boundary at least 5 s after that. A Job belongs to
+``T`` when its name ends in ``-<T in unix minutes>`` (both controllers name Jobs so; the
 scheduled-timestamp annotations are checked too).
+
+``--schedule tick`` (the default from 5000 CronJobs on, ``auto``): the CronJobs fire only at
+``T``, chosen before they are created as the first minute boundary ``--tick-lead`` seconds
+(default N/150 + warm-up + 60, + N/200 when sharded) after the creation starts. With the
+every-minute schedule and Jobs that never finish, each minute of a long setup adds N active
+Jobs (a 10k run once held ~100k at its tick); one tick keeps the caches at N CronJobs and
+``--jobs-at-start`` Jobs. The warm-up then ends at ``T`` - 5 s, settled or not (``settled``
+says which); a setup that leaves less than that fails the phase. ``schedule`` in the result
+records the mode.
 
 Per phase: skew = Job creation - T, in two ways: ``skew_watch`` (when this process decoded
 the Job's ADDED event on its own WATCH: fine resolution, includes a few ms of watch latency)
@@ -177,6 +186,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="settled when the controller uses fewer cores than this (3 s)")
     parser.add_argument("--settle-timeout", type=float, default=240.0,
                         help="measure anyway after this many seconds unsettled")
+    parser.add_argument("--schedule", choices=("auto", "minute", "tick"), default="auto",
+                        help="CronJobs fire every minute, or only at the measured tick "
+                             "(auto: tick from 5000 CronJobs on)")
+    parser.add_argument("--tick-lead", type=float, default=None,
+                        help="--schedule tick: seconds from the creation's start to the "
+                             "earliest T (default N/150 + warmup + 60, + N/200 sharded)")
     parser.add_argument("--collect-timeout", type=float, default=150.0,
                         help="seconds after T to wait for all N Jobs of T")
     parser.add_argument("--results-dir", type=Path, default=RESULTS,
@@ -202,6 +217,19 @@ def wait_for_creation_slot() -> None:
     if 1.0 <= sec <= CREATE_LATEST_SECOND:
         return
     sleep_until(math.floor(time.time() / 60) * 60 + (60.0 if sec > 1.0 else 0.0) + 1.0)
+
+
+def one_tick(args: argparse.Namespace) -> bool:
+    """Whether the CronJobs fire only at the measured tick (``--schedule``)."""
+    return bool(args.schedule == "tick" or (args.schedule == "auto" and args.cronjobs >= 5000))
+
+
+def planned_tick(args: argparse.Namespace, sharded: bool, now: float) -> float:
+    """``T`` for ``--schedule tick``: the first minute boundary ``--tick-lead`` s after now."""
+    lead = args.tick_lead
+    if lead is None:
+        lead = args.cronjobs / 150 + args.warmup + 60.0 + (args.cronjobs / 200 if sharded else 0)
+    return math.ceil((now + float(lead)) / 60) * 60.0
 
 
 def iso(t: float) -> str:
@@ -240,18 +268,28 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
     try:
         wait_for_creation_slot()
         created_at = time.time()
-        create_s = create_cronjobs(client, phase, namespace, n, args.create_threads, history)
+        planned = planned_tick(args, sharded, created_at) if one_tick(args) else None
+        create_s = create_cronjobs(client, phase, namespace, n, args.create_threads, history,
+                                   planned)
         pids = [controller.start() for controller in controllers]
         started = time.monotonic()
         started_wall = time.time()
         if sharded:  # every CronJob labelled where the ring of all S shards puts it
             labels = wait_labelled(client, namespace, ids, started, args, check)
-        settled, settle_s = wait_settled(pids, started, args, check)
+        timeout = None  # one tick: warm up until T - 6 s at the latest (from ``started``)
+        if planned is not None:
+            left = planned - WINDOW_BEFORE - 1.0 - time.time()
+            if left < 0:
+                raise PhaseError(f"setup ended {-left:.0f} s too late for the one-tick "
+                                 f"schedule at {iso(planned)}: raise --tick-lead")
+            timeout = time.monotonic() - started + left
+        settled, settle_s = wait_settled(pids, started, args, check, timeout)
         syncs = [controller.cache_sync_seconds() for controller in controllers]
         if sharded:
             at_window = take_census(client, namespace, ids)
             leader = leader_shard(client, namespace)
-        tick = math.ceil((time.time() + WINDOW_BEFORE + 1.0) / 60) * 60.0
+        tick = (planned if planned is not None
+                else math.ceil((time.time() + WINDOW_BEFORE + 1.0) / 60) * 60.0)
         suffix = f"-{int(tick) // 60}"
         sleep_until(tick - WINDOW_BEFORE, check)
         prior_jobs = len(watch.snapshot()) - history
@@ -289,6 +327,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         "workers": args.upstream_syncs if phase == "upstream" else args.pyctrl_workers,
         "namespace": namespace,
         "tick": iso(tick),
+        "schedule": "tick" if planned is not None else "minute",
         **skew_fields(jobs, tick, n, ANNOTATIONS[phase]),
         "duplicates": duplicates(seen, tick, ANNOTATIONS[phase]),
     }

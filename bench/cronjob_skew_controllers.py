@@ -155,9 +155,10 @@ def busiest_cores(first: Sequence[float], last: Sequence[float], seconds: float)
 
 
 def wait_settled(pids: int | Sequence[int], started: float, args: argparse.Namespace,
-                 check: Callable[[], None]) -> tuple[bool, float]:
-    """Wait >= warmup s after start and until each process's CPU < settle-cores over 3 s;
-    (settled, at)."""
+                 check: Callable[[], None], timeout: float | None = None) -> tuple[bool, float]:
+    """Wait >= warmup s after start and until each process's CPU < settle-cores over 3 s, or
+    ``timeout`` (default ``--settle-timeout``) s after start; (settled, at)."""
+    limit = args.settle_timeout if timeout is None else timeout
     group = [pids] if isinstance(pids, int) else list(pids)
     readings: list[tuple[float, list[float]]] = []  # (monotonic, cpu seconds), one per second
     while True:
@@ -174,6 +175,6 @@ def wait_settled(pids: int | Sequence[int], started: float, args: argparse.Names
             (t0, c0), (t1, c1) = readings[0], readings[-1]
             if busiest_cores(c0, c1, t1 - t0) < args.settle_cores:
                 return True, now - started
-        if now - started >= args.settle_timeout:
+        if now - started >= limit:
             return False, now - started
         time.sleep(1.0)

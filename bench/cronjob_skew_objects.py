@@ -2,9 +2,11 @@
 
 Contract:
 
-* :func:`cronjob` is a ``* * * * *`` CronJob whose Job template (:func:`job_template`) is
-  ``suspend: true``, so no pod would ever run; the same body serves ``batch.pyctrl.io/v1``
-  (phases ``pyctrl`` and ``pyctrl-sharded``) and ``batch/v1`` (phase ``upstream``).
+* :func:`cronjob` is a CronJob whose Job template (:func:`job_template`) is ``suspend: true``,
+  so no pod would ever run; the same body serves ``batch.pyctrl.io/v1`` (phases ``pyctrl``
+  and ``pyctrl-sharded``) and ``batch/v1`` (phase ``upstream``). Its schedule is
+  ``* * * * *``, or with ``tick`` (a unix time on a minute boundary) one that fires only at
+  that minute of the year, in ``Etc/UTC`` (:func:`tick_schedule`).
 * :func:`create_cronjobs` creates ``cj-00000`` .. from parallel threads, the first ``history``
   each with one finished Job (:func:`history_job`, marked Complete through the status
   subresource with :func:`finished_status`), retrying server errors; AlreadyExists counts as
@@ -35,6 +37,7 @@ __all__ = [
     "finished_status",
     "history_job",
     "job_template",
+    "tick_schedule",
 ]
 
 PYCTRL_CRONJOBS = Resource("batch.pyctrl.io", "v1", "cronjobs", "CronJob")
@@ -57,9 +60,18 @@ def job_template() -> dict[str, object]:
     }}
 
 
-def cronjob(name: str) -> Object:
-    return {"metadata": {"name": name},
-            "spec": {"schedule": "* * * * *", "jobTemplate": job_template()}}
+def tick_schedule(tick: float) -> str:
+    """A cron schedule that fires at ``tick`` (UTC, on a minute boundary) and then a year on."""
+    at = datetime.fromtimestamp(tick, UTC)
+    return f"{at.minute} {at.hour} {at.day} {at.month} *"
+
+
+def cronjob(name: str, tick: float | None = None) -> Object:
+    """The bench's CronJob: every minute, or (``tick`` given) only at ``tick``."""
+    spec: dict[str, object] = {"schedule": "* * * * *", "jobTemplate": job_template()}
+    if tick is not None:
+        spec |= {"schedule": tick_schedule(tick), "timeZone": "Etc/UTC"}
+    return {"metadata": {"name": name}, "spec": spec}
 
 
 def history_job(phase: str, owner: Object, minute: int) -> Object:
@@ -100,9 +112,9 @@ def _retrying(call: Callable[[], Object]) -> Object | None:
 
 
 def create_cronjobs(client: RESTClient, phase: str, namespace: str, n: int, threads: int,
-                    history: int = 0) -> float:
-    """Create ``cj-00000`` .. in parallel, the first ``history`` each with one finished Job;
-    return the seconds it took.
+                    history: int = 0, tick: float | None = None) -> float:
+    """Create ``cj-00000`` .. in parallel (``cronjob(name, tick)``), the first ``history``
+    each with one finished Job; return the seconds it took.
 
     The Jobs ran at the start of the current minute: a controller that takes the newest Job's
     scheduled time as the last run (pyctrl) and one that takes the CronJob's creation (upstream)
@@ -114,7 +126,7 @@ def create_cronjobs(client: RESTClient, phase: str, namespace: str, n: int, thre
 
     def one(i: int) -> None:
         name = f"cj-{i:05d}"
-        created = _retrying(lambda: client.create(resource, cronjob(name), namespace))
+        created = _retrying(lambda: client.create(resource, cronjob(name, tick), namespace))
         if i >= history:
             return
         owner = created if created is not None else client.get(resource, name, namespace)

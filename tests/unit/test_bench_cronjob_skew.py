@@ -7,13 +7,21 @@ arithmetic and the parsing it reports on.
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from datetime import UTC, datetime
 
 import pytest
 
-from bench.cronjob_skew import finished_status, history_job, job_template
+from bench.cronjob_skew import (
+    cronjob,
+    finished_status,
+    history_job,
+    job_template,
+    one_tick,
+    planned_tick,
+)
 from bench.cronjob_skew_limit import limit_job
 from bench.cronjob_skew_probe import JobSeen, percentile, summary
 from bench.cronjob_skew_profile import parse_collapsed, top_table
@@ -217,3 +225,41 @@ def test_history_job_is_owned_and_finished_status_reads_complete() -> None:
     status = finished_status(TICK)["status"]
     assert [c["type"] for c in status["conditions"]] == ["SuccessCriteriaMet", "Complete"]
     assert status["completionTime"] == status["startTime"] == "2026-11-25T12:00:00Z"
+
+
+# -- the one-tick schedule ----------------------------------------------------------------------
+def test_tick_schedule_fires_at_the_tick_and_not_in_the_minutes_around_it() -> None:
+    from croniter import croniter
+
+    body = cronjob("cj-00001", TICK + 37 * 60)  # 12:37 UTC
+    spec = body["spec"]
+    assert spec["schedule"] == "37 12 25 11 *"
+    assert spec["timeZone"] == "Etc/UTC"
+    it = croniter(spec["schedule"], datetime.fromtimestamp(TICK, UTC))
+    assert it.get_next(float) == TICK + 37 * 60
+    assert it.get_next(float) - TICK > 300 * 86400  # the next run is a year on
+    assert cronjob("cj-00001")["spec"]["schedule"] == "* * * * *"
+    assert "timeZone" not in cronjob("cj-00001")["spec"]
+
+
+def _args(**kw: object) -> argparse.Namespace:
+    base: dict[str, object] = {"schedule": "auto", "cronjobs": 2000, "tick_lead": None,
+                               "warmup": 15.0}
+    return argparse.Namespace(**(base | kw))
+
+
+def test_one_tick_from_5000_cronjobs_unless_chosen() -> None:
+    assert not one_tick(_args(cronjobs=4999))
+    assert one_tick(_args(cronjobs=5000))
+    assert one_tick(_args(cronjobs=10, schedule="tick"))
+    assert not one_tick(_args(cronjobs=10000, schedule="minute"))
+
+
+def test_planned_tick_is_the_first_minute_boundary_after_the_lead() -> None:
+    now = TICK + 1.0
+    # 10000/150 + 15 + 60 = 141.7 s -> 12:02:22.7 -> 12:03
+    assert planned_tick(_args(cronjobs=10000), False, now) == TICK + 180
+    # sharded: + 50 s -> 12:03:12.7 -> 12:04
+    assert planned_tick(_args(cronjobs=10000), True, now) == TICK + 240
+    assert planned_tick(_args(tick_lead=59.0), False, now) == TICK + 60
+    assert planned_tick(_args(tick_lead=59.5), False, now) == TICK + 120
