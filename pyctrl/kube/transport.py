@@ -136,6 +136,15 @@ class _Slot:
         self.busy = False
         self.conn: _Connection | None = None
 
+    def drop(self, conn: _Connection) -> None:
+        """Forget ``conn``, this slot's connection, and close it.
+
+        Only the slot's own thread calls this, inside a request (``busy``): ``close()`` leaves
+        a busy slot alone, so no lock is needed.
+        """
+        self.conn = None
+        conn.close()
+
 
 class _Local(threading.local):
     slot: _Slot | None = None
@@ -237,8 +246,7 @@ class UnaryTransport:
                   guard: Callable[[], None] | None) -> Response:
         conn = slot.conn
         if conn is not None and conn.dropped():
-            slot.conn = None
-            conn.close()
+            slot.drop(conn)
             conn = None
         resent = False
         while True:
@@ -250,36 +258,31 @@ class UnaryTransport:
             try:
                 conn.sock.sendall(data)
             except _PEER_GONE:
-                slot.conn = None
-                conn.close()
+                slot.drop(conn)
                 conn = None
                 if reused and not resent:  # not completely written: never processed
                     resent = True
                     continue
                 raise
             except BaseException:
-                slot.conn = None
-                conn.close()
+                slot.drop(conn)
                 raise
             try:
                 response, keep_alive = _read_response(conn.reader, method)
             except _NoAnswer:
-                slot.conn = None
-                conn.close()
+                slot.drop(conn)
                 conn = None
                 if reused and not resent and method in _RESENDABLE:
                     resent = True
                     continue
                 raise
             except BaseException:
-                slot.conn = None
-                conn.close()
+                slot.drop(conn)
                 raise
             if keep_alive:
                 conn.used = True
             else:
-                slot.conn = None
-                conn.close()
+                slot.drop(conn)
             return response
 
     def _connect(self) -> _Connection:
