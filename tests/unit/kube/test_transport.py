@@ -4,11 +4,12 @@ close(), response parsing, TLS; and that it sends what the urllib3 pool sends.""
 from __future__ import annotations
 
 import gzip
+import select
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +22,7 @@ from pyctrl.kube.config import KubeConfig
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.kube.transport import TransportClosed, UnaryTransport
 from tests.unit.kube.http_stub import Reply, StubServer
-from tests.unit.kube.raw_server import Close, Hang, RawRequest, RawServer, answer
+from tests.unit.kube.raw_server import Close, Hang, RawRequest, RawServer, answer, ok
 
 CM = {"metadata": {"name": "a", "namespace": "ns"}, "data": {"x": "1"}}
 
@@ -57,9 +58,35 @@ def call(c: RESTClient, method: str) -> Any:
     return c.delete(CONFIGMAPS, "a", "ns")
 
 
+def wait_peer_gone(c: RESTClient, timeout: float = 5.0) -> None:
+    """Wait until the server's FIN or reset has reached this thread's idle kept-alive
+    connection: until its socket is readable (the answer was read whole, so nothing else makes
+    it so). From then on the transport's idle check, or a send, sees the peer gone. Fails the
+    test after ``timeout`` seconds."""
+    assert c._lean is not None
+    slot = c._lean._local.slot
+    assert slot is not None and slot.conn is not None
+    readable, _, _ = select.select([slot.conn.sock], [], [], timeout)
+    assert readable, f"no FIN or reset from the server within {timeout} s"
+
+
+def start_thread(fn: Callable[[], Any], out: dict[str, Any]) -> threading.Thread:
+    """Start ``fn`` in a thread that stores what it returns in ``out["value"]``, or what it
+    raises in ``out["error"]``."""
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as exc:
+            out["error"] = exc
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
 # -- keep-alive ------------------------------------------------------------------------------
 def test_one_kept_alive_connection_per_thread(servers: list[RawServer]) -> None:
-    server = serve(servers, lambda c, r, req: answer())
+    server = serve(servers, ok)
     c = client_for(server.url)
     try:
         for _ in range(3):
@@ -85,7 +112,7 @@ def test_connection_closed_by_the_server_while_idle_is_replaced(
         for n in range(3):
             assert call(c, method) == {"kind": "ConfigMap"}
             assert server.ended[n].wait(5.0)
-            time.sleep(0.02)  # the FIN has arrived
+            wait_peer_gone(c)
     finally:
         c.close()
     # each request sent exactly once, each on a connection of its own
@@ -181,7 +208,7 @@ def test_post_that_could_not_be_written_on_a_reused_connection_is_resent(
     try:
         c.create(CONFIGMAPS, CM)
         assert server.ended[0].wait(5.0)
-        time.sleep(0.02)  # the reset has arrived: the next send fails
+        wait_peer_gone(c)  # the reset has arrived: the next send fails
         assert c.create(CONFIGMAPS, CM) == {"kind": "ConfigMap"}
     finally:
         c.close()
@@ -249,22 +276,18 @@ def test_connect_errors_are_retried_twice_then_raised(monkeypatch: pytest.Monkey
 
 # -- close() -----------------------------------------------------------------------------------
 def test_close_from_another_thread_closes_idle_connections(servers: list[RawServer]) -> None:
-    server = serve(servers, lambda c, r, req: answer())
+    server = serve(servers, ok)
     c = client_for(server.url)
     done, go_on = threading.Event(), threading.Event()
-    out: dict[str, BaseException] = {}
+    out: dict[str, Any] = {}
 
-    def worker() -> None:
+    def worker() -> Any:
         c.get(CONFIGMAPS, "a", "ns")
         done.set()
         go_on.wait(5.0)
-        try:
-            c.get(CONFIGMAPS, "a", "ns")
-        except BaseException as exc:
-            out["error"] = exc
+        return c.get(CONFIGMAPS, "a", "ns")
 
-    t = threading.Thread(target=worker)
-    t.start()
+    t = start_thread(worker, out)
     try:
         assert done.wait(5.0)
         c.close()
@@ -274,8 +297,8 @@ def test_close_from_another_thread_closes_idle_connections(servers: list[RawServ
     finally:
         go_on.set()
         t.join(5.0)
-    err = out["error"]
-    assert isinstance(err, ApiError) and err.reason == "ClientClosed"
+    err = out.get("error")
+    assert isinstance(err, ApiError) and err.reason == "ClientClosed", out
     assert len(server.requests) == 1
 
 
@@ -285,15 +308,7 @@ def test_close_lets_a_request_in_flight_finish_then_closes_its_connection(
     server = serve(servers, lambda c, r, req: Hang(release, answer(body=b'{"kind":"X"}')))
     c = client_for(server.url)
     out: dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            out["value"] = c.get(CONFIGMAPS, "a", "ns")
-        except BaseException as exc:
-            out["error"] = exc
-
-    t = threading.Thread(target=worker)
-    t.start()
+    t = start_thread(lambda: c.get(CONFIGMAPS, "a", "ns"), out)
     try:
         assert server.wait_requests(1)
         c.close()
@@ -309,7 +324,7 @@ def test_close_lets_a_request_in_flight_finish_then_closes_its_connection(
 
 
 def test_transport_close_refuses_new_requests(servers: list[RawServer]) -> None:
-    server = serve(servers, lambda c, r, req: answer())
+    server = serve(servers, ok)
     tr = UnaryTransport(server.url)
     assert tr.request("GET", "/x", "").status == 200
     tr.close()
