@@ -6,12 +6,11 @@ from __future__ import annotations
 from kubernetes.client import Configuration
 
 from pyctrl import FencedClient, Manager
-from pyctrl.handlers import enqueue_owner
 from pyctrl.kube import CONFIGMAPS, SECRETS
 from pyctrl.kube.client import RESTClient
 from pyctrl.sharding import Sharder, ShardReconciler, ShardWatch
 from pyctrl.testing import FakeClient, FakeClock
-from tests.unit.sharding.helpers import NS, configmap, options
+from tests.unit.sharding.helpers import NS, SHARD, configmap, options
 
 
 def _manager() -> Manager:
@@ -75,29 +74,24 @@ def test_a_rest_client_sharder_gets_a_write_budget_of_its_own() -> None:
 
 
 def test_owned_object_events_enqueue_only_owners_in_this_shards_cache() -> None:
+    # Through complete(): the handler the builder registers on the (unsharded) Secret
+    # informer, feeding the controller's own queue.
     m = _manager()
     b = m.controller("mirror").for_(CONFIGMAPS).owns(SECRETS)
-    admit = b._in_shard(CONFIGMAPS)
-    assert admit is not None
-    store = b.informers_for(CONFIGMAPS)[0].get_store()
-    store.add(configmap("mine", {"shard.sharding.pyctrl.io/mirror": "pod-a"}))
-    queue: list[str] = []
-    handler = enqueue_owner(_ListQueue(queue), "v1", "ConfigMap", admit=admit)
+    c = b.complete(lambda req: None)
+    try:
+        b.informers_for(CONFIGMAPS)[0].get_store().add(configmap("mine", {SHARD: "pod-a"}))
+        secrets = next(i for i in m.informers.informers() if i.name == "secrets")
+        [listener] = secrets._processor.listeners()
 
-    def secret(owner: str) -> dict[str, object]:
-        return {"metadata": {"name": f"s-{owner}", "namespace": NS, "ownerReferences": [
-            {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": "u",
-             "controller": True}]}}
+        def secret(owner: str) -> dict[str, object]:
+            return {"metadata": {"name": f"s-{owner}", "namespace": NS, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": "u",
+                 "controller": True}]}}
 
-    handler.on_add(secret("mine"), False)
-    handler.on_add(secret("another-shards"), False)
-    assert queue == [f"{NS}/mine"]
+        listener.handler.on_add(secret("another-shards"), False)
+        listener.handler.on_add(secret("mine"), False)
+        assert len(c.queue) == 1 and c.queue.get() == f"{NS}/mine"
+    finally:
+        c.queue.shut_down()
     assert m.controller("unsharded").for_(SECRETS)._in_shard(SECRETS) is None
-
-
-class _ListQueue:
-    def __init__(self, items: list[str]) -> None:
-        self.items = items
-
-    def add(self, item: str) -> None:
-        self.items.append(item)
