@@ -24,10 +24,15 @@ State invariants (all under ``_lock``):
   per item, and it does not need to take the queue lock again.
 
 Performance: one lock round-trip per operation, no allocation on the non-blocking paths, no
-notify when nobody waits. Metrics cost nothing when no registry is given: the constructor
-installs metered versions of ``add``/``get``/``done`` on the instance only when metrics are
-on, so the plain methods carry no metric checks at all. The two variants implement the same
-state machine; the tests run both against one model.
+notify when nobody waits. ``add`` of an item that is already dirty returns without taking the
+lock: the membership test is atomic, and a dirty item is certain to be handed out (again)
+after this moment, so collapsing into it is exactly what the locked path would do (if a
+worker takes the item right after the test, that run starts after this ``add``). A producer
+re-adding busy keys then never contends with the consumers for the lock. Metrics cost nothing
+when no registry is given: the constructor installs metered versions of
+``add``/``get``/``done`` on the instance only when metrics are on, so the plain methods carry
+no metric checks at all. The two variants implement the same state machine; the tests run
+both against one model.
 
 Subclasses that hand items out in another order (:class:`pyctrl.workqueue.PriorityQueue`)
 override the order hooks ``_pop``, ``_queue_again`` and ``__len__`` (and ``add``/``get``, whose
@@ -122,6 +127,9 @@ class Queue(Generic[T]):
     # manager protocol costs more than the rest of an operation (see bench/workqueue.py).
     def add(self, item: T) -> None:
         """Mark ``item`` as needing processing (see module docstring for collapsing)."""
+        if item in self._dirty:
+            # Collapses without the lock (see "Performance" in the module docstring).
+            return
         lock = self._lock
         lock.acquire()
         try:

@@ -211,3 +211,37 @@ def test_queue_without_registry_uses_the_metric_free_methods(make: Make) -> None
     q = make(Queue)
     assert "add" not in vars(q) and "get" not in vars(q) and "done" not in vars(q)
     assert q._threads == []
+
+
+class _CountingLock:
+    """Stands in for a queue's lock and counts how often it is taken."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self.lock = lock
+        self.acquired = 0
+
+    def acquire(self) -> bool:
+        self.acquired += 1
+        return self.lock.acquire()
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+def test_adding_a_dirty_item_collapses_without_taking_the_lock() -> None:
+    q: Queue[str] = Queue()
+    q.add("a")  # queued
+    q.add("b")
+    assert q.get() == "a"
+    q.add("a")  # processing, now dirty too
+    counting = _CountingLock(q._lock)
+    q._lock = counting  # type: ignore[assignment]
+    q.add("a")
+    q.add("b")
+    assert counting.acquired == 0
+    q.add("c")  # not dirty: the locked path
+    assert counting.acquired == 1
+    q._lock = counting.lock
+    assert len(q) == 2
+    q.done("a")
+    assert [q.get(), q.get(), q.get()] == ["b", "c", "a"]
