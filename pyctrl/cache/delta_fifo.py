@@ -122,53 +122,63 @@ class DeltaFIFO:
             self._queue_action(DELETED, obj)
 
     def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
-        key_func = self._key_func
         with self._lock:
-            keys: set[str] = set()
-            fast = not self._items and not self._queue
-            if fast:
-                # Batch fast path (always taken for the initial list): nothing is queued, so
-                # a key gets a fresh one-element delta list and no dedup is needed.
-                transform = self._transformer
-                rtype = self._replace_type
-                items = self._items
-                queue = self._queue
-                for raw in objs:
-                    obj = transform(raw) if transform is not None else raw
-                    key = key_func(obj)
-                    if key not in items:
-                        queue.append(key)
-                        items[key] = [Delta(rtype, obj)]
-                    else:
-                        items[key].append(Delta(rtype, obj))
-                    keys.add(key)
+            if not self._items and not self._queue:
+                # Always taken for the initial list: nothing is queued, so nothing can have
+                # vanished from the queue and no dedup is needed.
+                listed = self._queue_replaced_fresh(objs)
+                queued_deletions = 0
             else:
+                listed = set()
                 for obj in objs:
-                    key = self._queue_action(self._replace_type, obj)
-                    keys.add(key)
-            queued_deletions = 0
-            for key, deltas in list(self._items.items()):
-                if key in keys:
-                    continue
-                last = deltas[-1].object
-                if isinstance(last, DeletedFinalStateUnknown):
-                    last = last.obj  # type: ignore[assignment]
-                queued_deletions += 1
-                self._queue_action(DELETED, DeletedFinalStateUnknown(key, last))  # type: ignore[arg-type]
-            if self._known is not None:
-                for key in self._known.list_keys():
-                    if key in keys or self._items.get(key):
+                    listed.add(self._queue_action(self._replace_type, obj))
+                queued_deletions = self._queue_vanished(listed)
+            known = self._known
+            if known is not None:
+                items = self._items
+                for key in known.list_keys():
+                    if key in listed or items.get(key):
                         continue
                     queued_deletions += 1
-                    self._queue_action(
-                        DELETED, DeletedFinalStateUnknown(key, self._known.get_by_key(key))
-                    )
+                    tombstone = DeletedFinalStateUnknown(key, known.get_by_key(key))
+                    self._queue_action(DELETED, tombstone)
             if not self._populated:
                 self._populated = True
-                self._initial_population_count = len(keys) + queued_deletions
+                self._initial_population_count = len(listed) + queued_deletions
                 if self._initial_population_count == 0:
                     self._synced()
             self._cond.notify_all()
+
+    def _queue_replaced_fresh(self, objs: Iterable[Object]) -> set[str]:
+        # Lock held, nothing queued: each key gets a fresh delta list. Returns the keys.
+        key_func = self._key_func
+        transform = self._transformer
+        rtype = self._replace_type
+        items = self._items
+        queue = self._queue
+        for raw in objs:
+            obj = transform(raw) if transform is not None else raw
+            key = key_func(obj)
+            deltas = items.get(key)
+            if deltas is None:
+                queue.append(key)
+                items[key] = [Delta(rtype, obj)]
+            else:
+                deltas.append(Delta(rtype, obj))
+        return set(items)
+
+    def _queue_vanished(self, listed: set[str]) -> int:
+        # Lock held: a Deleted tombstone for each queued key the relist no longer has.
+        count = 0
+        for key, deltas in list(self._items.items()):
+            if key in listed:
+                continue
+            last = deltas[-1].object
+            if isinstance(last, DeletedFinalStateUnknown):
+                last = last.obj  # type: ignore[assignment]
+            count += 1
+            self._queue_action(DELETED, DeletedFinalStateUnknown(key, last))  # type: ignore[arg-type]
+        return count
 
     def resync(self) -> None:
         """Queue ``Sync`` for every known object without pending deltas."""

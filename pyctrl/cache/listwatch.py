@@ -13,10 +13,16 @@ client (one with ``list_raw``: the RESTClient) pipelines: once page N's body has
 its ``continue`` token is read from the head of the body (the server writes ``metadata``
 before ``items``) and page N+1 is requested by one background thread while page N is
 decoded and consumed. The token is checked against the decoded page; a wrong guess is
-discarded and the right page requested. Errors (410 on a
-continue included) are raised from ``next()`` exactly as ``list`` raises them, for the page
-they belong to. At most one request is in flight; closing the generator (or its end, or an
-error) joins the background thread, so no thread outlives it.
+discarded and the right page requested. Errors (410 on a continue included) are raised from
+``next()`` exactly as ``list`` raises them, for the page they belong to. The first page is
+requested on the caller's thread and every later one on a single background thread (so a
+client with a connection per thread uses two connections for the whole LIST, not one per
+page). At most one request is in flight; closing the generator (or its end, or an error)
+joins the background thread, so no thread outlives it. Each page is decoded and handed to
+the consumer with Python's cyclic garbage collector paused
+(:func:`pyctrl.kube.body.gc_paused`), so the consumer's transform runs before a collection
+walks the fresh objects; the collector resumes when the consumer asks for the next page,
+before that page is awaited.
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from queue import SimpleQueue
 from typing import Any, Protocol
 
 import orjson
 
-from pyctrl.errors import ApiError
+from pyctrl.kube.body import decode_object, gc_paused
 from pyctrl.kube.interface import Client, Object, RawLister, WatchStream
 from pyctrl.kube.options import ListOptions
 from pyctrl.kube.resource import Resource
@@ -118,64 +125,89 @@ class ListWatch:
                                  allow_watch_bookmarks=allow_watch_bookmarks)
 
 
-class _Prefetch:
-    """One page request running on its own (joined) thread."""
+class _Fetcher:
+    """Page requests on one background thread, one at a time.
 
-    def __init__(self, fetch: Callable[[str | None], bytes], cont: str, name: str) -> None:
+    One thread serves every continue of a LIST, so a transport that keeps a connection per
+    thread (the RESTClient's) opens one connection for them all, not one per page.
+    """
+
+    def __init__(self, fetch: Callable[[str | None], bytes], name: str) -> None:
         self._fetch = fetch
-        self._cont = cont
-        self._body: bytes | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self._name = name
+        self._requests: SimpleQueue[str | None] = SimpleQueue()
+        self._results: SimpleQueue[tuple[bytes | None, BaseException | None]] = SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self.pending = False  # a request was submitted and its result not taken yet
 
-    def _run(self) -> None:
-        try:
-            self._body = self._fetch(self._cont)
-        except BaseException as err:  # handed to the consumer by result()
-            self._error = err
-
-    def join(self) -> None:
-        self._thread.join()
+    def submit(self, cont: str) -> None:
+        """Request the page after ``cont`` (none may be pending)."""
+        assert not self.pending
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread.start()
+        self.pending = True
+        self._requests.put(cont)
 
     def result(self) -> bytes:
-        self._thread.join()
-        if self._error is not None:
-            err, self._error = self._error, None
+        """Wait for the pending request's body; its error is raised here."""
+        self.pending = False
+        body, err = self._results.get()
+        if err is not None:
             raise err
-        body, self._body = self._body, None
         assert body is not None
         return body
+
+    def discard(self) -> None:
+        """Wait for the pending request (if any) and drop its answer."""
+        if self.pending:
+            self.pending = False
+            self._results.get()
+
+    def close(self) -> None:
+        """End the thread once its current request (if any) is done, and join it."""
+        if self._thread is not None:
+            self._requests.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _run(self) -> None:
+        while (cont := self._requests.get()) is not None:
+            try:
+                self._results.put((self._fetch(cont), None))
+            except BaseException as err:  # handed to the consumer by result()
+                self._results.put((None, err))
 
 
 def pipelined_pages(fetch: Callable[[str | None], bytes], *, name: str) -> Pages:
     """Pages of one LIST from ``fetch(continue_or_None) -> body``, next page prefetched."""
     body = fetch(None)
-    pending: _Prefetch | None = None
+    fetcher = _Fetcher(fetch, name)
     try:
         while True:
             guess = continue_token(body)
             if guess:
-                pending = _Prefetch(fetch, guess, name)
-            page = _decode(body)
-            del body
-            cont = (page.get("metadata") or {}).get("continue") or None
-            if cont != guess:
+                fetcher.submit(guess)
+            with gc_paused():
+                page = decode_object(body)
+                del body
+                cont = (page.get("metadata") or {}).get("continue") or None
+                guessed = cont == guess
+                if guessed:
+                    # Still paused: the consumer stores the page before asking for the next.
+                    yield page
+            if not guessed:
                 # The head said otherwise (or nothing): drop the speculative request.
-                if pending is not None:
-                    pending.join()
-                    pending = None
+                fetcher.discard()
                 if cont:
-                    pending = _Prefetch(fetch, cont, name)
-            yield page
+                    fetcher.submit(cont)
+                yield page
             del page
-            if pending is None:
+            if not fetcher.pending:
                 return
-            current, pending = pending, None
-            body = current.result()
+            body = fetcher.result()
     finally:
-        if pending is not None:
-            pending.join()
+        fetcher.close()
 
 
 def continue_token(body: bytes) -> str | None:
@@ -193,14 +225,3 @@ def continue_token(body: bytes) -> str | None:
     md = obj.get("metadata") if isinstance(obj, dict) else None
     cont = md.get("continue") if isinstance(md, dict) else None
     return cont if isinstance(cont, str) and cont else None
-
-
-def _decode(body: bytes) -> Object:
-    # As RESTClient.list decodes.
-    try:
-        obj: Any = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise ApiError(f"undecodable response body: {exc}", reason="DecodeError") from exc
-    if not isinstance(obj, dict):
-        raise ApiError("response body is not a JSON object", reason="DecodeError")
-    return obj

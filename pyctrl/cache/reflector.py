@@ -33,6 +33,9 @@ Contract:
   closed (its prefetch thread joined) when the list ends, fails or is stopped.
 * ``transform`` (optional) is applied to every listed object page by page, and to every
   watched object, before the store sees it (see :mod:`pyctrl.cache.mutation`).
+* Python's cyclic garbage collector is paused (:func:`pyctrl.kube.body.gc_paused`) while a
+  listed page is transformed and while the store's ``replace`` runs: a list allocates many
+  long-lived objects and no cycles, and collections in between only walk them again.
 * Each watch asks the server to end it after a random ``[min_watch_timeout,
   max_watch_timeout]`` seconds so clients spread out. A watchdog closes a watch that has
   delivered nothing (not even a bookmark) for ``watch_silence_timeout`` seconds (default
@@ -68,6 +71,7 @@ from pyctrl.errors import (
     Unreachable,
     from_status,
 )
+from pyctrl.kube.body import gc_paused
 from pyctrl.kube.interface import Object, WatchStream
 from pyctrl.kube.resource import Resource
 
@@ -241,7 +245,8 @@ class Reflector:
             self._rv_unavailable = True
             items, list_rv = self._paged_list("", stop)
         self._rv_unavailable = False
-        self._store.replace(items, list_rv)
+        with gc_paused():
+            self._store.replace(items, list_rv)
         self._last_rv = list_rv
         log.debug("listed", reflector=self.name, items=len(items), resource_version=list_rv)
 
@@ -271,13 +276,14 @@ class Reflector:
                     if not continued or not _is_expired(err):
                         raise
                     return self._unpaged_list()
-                page_items = page.get("items") or ()
-                if transform is not None:
-                    # Per page, so the dropped parts of one page are freed (and their memory
-                    # reused by the next page) before the next page is decoded.
-                    page_items = [transform(o) for o in page_items]
-                items.extend(page_items)
-                del page_items
+                with gc_paused():  # collections would only walk the new, cycle-free items
+                    page_items = page.get("items") or ()
+                    if transform is not None:
+                        # Per page, so the dropped parts of one page are freed (and their
+                        # memory reused by the next page) before the next page is decoded.
+                        page_items = [transform(o) for o in page_items]
+                    items.extend(page_items)
+                    del page_items
                 md = page.get("metadata") or {}
                 del page
                 if not md.get("continue"):

@@ -52,6 +52,7 @@ from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, Timeout, TooManyRequests, Unreachable, from_status
+from pyctrl.kube.body import decode_object
 from pyctrl.kube.config import KubeConfig, load_config
 from pyctrl.kube.guard import check_write
 from pyctrl.kube.interface import Object, PatchBody
@@ -324,7 +325,7 @@ class RESTClient:
     def _call(self, method: str, path: str, body: object = None,
               content_type: str = "application/json") -> Object:
         data = orjson.dumps(body) if body is not None else None
-        return _decode_object(
+        return decode_object(
             self._request(method, path, data, content_type if data is not None else None))
 
     # -- the Client protocol --------------------------------------------------------------
@@ -334,7 +335,7 @@ class RESTClient:
 
     def list(self, resource: Resource, namespace: str | None = None, *,
              options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:
-        return _decode_object(self.list_raw(resource, namespace, options=options, **kwargs))
+        return decode_object(self.list_raw(resource, namespace, options=options, **kwargs))
 
     def list_raw(self, resource: Resource, namespace: str | None = None, *,
                  options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> bytes:
@@ -418,16 +419,6 @@ def _name_of(obj: Object) -> str:
     if not name:
         raise ValueError("object has no metadata.name")
     return str(name)
-
-
-def _decode_object(data: bytes) -> Object:
-    try:
-        body: Any = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise ApiError(f"undecodable response body: {exc}", reason="DecodeError") from exc
-    if not isinstance(body, dict):
-        raise ApiError("response body is not a JSON object", reason="DecodeError")
-    return body
 
 
 def _error_from(code: int, raw: bytes | None, retry_after: str | None) -> ApiError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import Any
 
@@ -64,6 +65,48 @@ def test_pages_come_in_order_and_the_next_is_requested_before_this_one_is_consum
     assert [names(p) for p in pages] == [["c", "d"], ["e"]]
     assert calls == [None, "c1", "c2"]
     assert not prefetch_threads()
+
+
+def test_every_continue_is_fetched_on_one_background_thread() -> None:
+    # A transport with a connection per thread then opens one connection for all of them.
+    bodies = {None: body(["a"], "c1"), "c1": body(["b"], "c2"), "c2": body(["c"], "c3"),
+              "c3": body(["d"])}
+    threads: dict[str | None, threading.Thread] = {}
+
+    def fetch(cont: str | None) -> bytes:
+        threads[cont] = threading.current_thread()
+        return bodies[cont]
+
+    pages = list(pipelined_pages(fetch, name="prefetch-test"))
+    assert [names(p) for p in pages] == [["a"], ["b"], ["c"], ["d"]]
+    assert threads[None] is threading.current_thread()
+    assert threads["c1"] is threads["c2"] is threads["c3"]
+    assert threads["c1"] is not threading.current_thread()
+    assert not prefetch_threads()
+
+
+def test_the_collector_is_paused_while_the_consumer_holds_a_page() -> None:
+    bodies = {None: body(["a"], "c1"), "c1": body(["b"])}
+    collector_on_at_fetch: list[bool] = []
+
+    def fetch(cont: str | None) -> bytes:
+        collector_on_at_fetch.append(gc.isenabled())
+        return bodies[cont]
+
+    assert gc.isenabled()
+    pages = pipelined_pages(fetch, name="prefetch-test")
+    next(pages)
+    assert not gc.isenabled()  # the consumer transforms and stores the page meanwhile
+    next(pages)
+    assert not gc.isenabled()
+    with pytest.raises(StopIteration):
+        next(pages)
+    assert gc.isenabled()
+    assert collector_on_at_fetch[0]  # never paused around a request made here
+    pages = pipelined_pages(fetch, name="prefetch-test")
+    next(pages)
+    pages.close()  # closed mid-list: resumed too
+    assert gc.isenabled()
 
 
 def test_a_wrong_guess_from_the_head_is_discarded() -> None:
