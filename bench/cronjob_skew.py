@@ -179,7 +179,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="goroutines of the limit phase's Go client")
     parser.add_argument("--profile", action="store_true",
                         help="sample pyctrl with py-spy during the tick window; write a "
-                             "top-40 table next to the JSON")
+                             "top-40 table next to the JSON (samples: the thread holding the "
+                             "GIL, i.e. Python CPU)")
+    parser.add_argument("--profile-wall", action="store_true",
+                        help="--profile every thread py-spy does not judge idle, not only the "
+                             "GIL holder: where the workers wait")
     parser.add_argument("--warmup", type=float, default=15.0,
                         help="minimum seconds between controller start and the window")
     parser.add_argument("--settle-cores", type=float, default=0.10,
@@ -295,7 +299,8 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         prior_jobs = len(watch.snapshot()) - history
         if profile_prefix is not None:
             profiler = start_profiler(pids[0], WINDOW_BEFORE + WINDOW_AFTER,
-                                      profile_prefix.with_suffix(".collapsed"))
+                                      profile_prefix.with_suffix(".collapsed"),
+                                      gil=not args.profile_wall)
         samplers = [ProcessSampler(pid) for pid in pids]
         for sampler in samplers:
             sampler.start()
@@ -317,7 +322,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
     profile = (None if profiler is None or profile_prefix is None else finish_profiler(
         profiler, profile_prefix.with_suffix(".collapsed"), profile_prefix.with_suffix(".txt"),
         f"py-spy: python -m cronjob_controller, {n} CronJobs, window {iso(tick - WINDOW_BEFORE)}"
-        f" .. {iso(tick + WINDOW_AFTER)}"))
+        f" .. {iso(tick + WINDOW_AFTER)}", gil=not args.profile_wall))
     delete_all(cp, namespace)
     series[phase] = {"watch": [j.seen_at - tick for j in jobs],
                      "created": [j.created - tick for j in jobs]}

@@ -7,13 +7,17 @@ Contract:
   unmodified) to the controller for ``duration`` seconds (the CPU window T-5 s .. T+60 s) at
   ``rate`` Hz in ``--nonblocking`` mode (the target is never paused, so the skew is not
   perturbed by the sampling itself; the profiler's own CPU is its process's, not the
-  controller's), aggregating by function, writing collapsed stacks to ``raw``. It raises
-  :class:`PhaseError` when py-spy is not installed.
+  controller's), aggregating by function, writing collapsed stacks to ``raw``. With ``gil``
+  (the default) only the thread holding the GIL is sampled: the samples are where the
+  controller's Python CPU goes, the one core its threads share; time in C code that releases
+  the GIL (TLS, socket syscalls) is not in them. Without it, every thread py-spy does not
+  judge idle is sampled, which at a tick counts threads blocked in ``SSLSocket.read`` or on a
+  lock as busy (a wall-clock view of where the workers wait). It raises :class:`PhaseError`
+  when py-spy is not installed.
 * :func:`finish_profiler` waits for it and writes ``table``: the top ``top`` functions by
   total (cumulative: samples with the function anywhere on the stack, counted once per stack)
-  and by self (tottime: samples with the function on top). py-spy skips threads that are not
-  running on a CPU, so samples approximate CPU time. It returns the table's summary for the
-  JSON (samples, the paths, the top 5 by self).
+  and by self (tottime: samples with the function on top). It returns the table's summary for
+  the JSON (the py-spy flags, samples, the paths, the top 5 by self).
 * :func:`parse_collapsed` and :func:`top_table` are the pure parts.
 """
 
@@ -29,7 +33,8 @@ from pathlib import Path
 
 from bench.cronjob_skew_controllers import PhaseError
 
-__all__ = ["Profile", "finish_profiler", "parse_collapsed", "start_profiler", "top_table"]
+__all__ = ["Profile", "finish_profiler", "parse_collapsed", "profiler_flags", "start_profiler",
+           "top_table"]
 
 
 @dataclass(frozen=True)
@@ -80,19 +85,24 @@ def _py_spy() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
-def start_profiler(pid: int, duration: float, raw: Path, rate: int = 100) -> subprocess.Popen[str]:
+def profiler_flags(gil: bool = True) -> list[str]:
+    """py-spy record's sampling flags (see the module docstring)."""
+    return ["--function", "--nonblocking", *(["--gil"] if gil else [])]
+
+
+def start_profiler(pid: int, duration: float, raw: Path, rate: int = 100,
+                   gil: bool = True) -> subprocess.Popen[str]:
     """Attach py-spy to ``pid`` for ``duration`` seconds (see the module docstring)."""
     exe = _py_spy()
     if exe is None:
         raise PhaseError("--profile needs py-spy: pip install py-spy")
     argv = [exe, "record", "--pid", str(pid), "--duration", str(max(1, round(duration))),
-            "--rate", str(rate), "--format", "raw", "--function", "--nonblocking",
-            "--output", str(raw)]
+            "--rate", str(rate), "--format", "raw", *profiler_flags(gil), "--output", str(raw)]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def finish_profiler(proc: subprocess.Popen[str], raw: Path, table: Path, title: str,
-                    top: int = 40) -> dict[str, object]:
+                    top: int = 40, gil: bool = True) -> dict[str, object]:
     """Wait for py-spy, write the top table; a summary for the JSON."""
     try:
         output, _ = proc.communicate(timeout=120)
@@ -105,7 +115,7 @@ def finish_profiler(proc: subprocess.Popen[str], raw: Path, table: Path, title: 
     table.write_text(top_table(profile, top, title) + "\n")
     n = max(profile.samples, 1)
     return {
-        "tool": "py-spy record --nonblocking --function", "samples": profile.samples,
+        "tool": " ".join(["py-spy record", *profiler_flags(gil)]), "samples": profile.samples,
         "table": str(table), "raw": str(raw),
         "top_self": [{"function": f, "percent": round(100 * c / n, 1)}
                      for f, c in profile.self_counts.most_common(5)],
