@@ -137,17 +137,26 @@ class _Fetcher:
         self._name = name
         self._requests: SimpleQueue[str | None] = SimpleQueue()
         self._results: SimpleQueue[tuple[bytes | None, BaseException | None]] = SimpleQueue()
+        self._taken = threading.Semaphore(0)
         self._thread: threading.Thread | None = None
         self.pending = False  # a request was submitted and its result not taken yet
 
     def submit(self, cont: str) -> None:
-        """Request the page after ``cont`` (none may be pending)."""
+        """Request the page after ``cont`` (none may be pending); returns once the background
+        thread has taken the request.
+
+        That thread then holds the GIL and keeps it until the request's first blocking call
+        (the send), so the caller's next CPU-bound step (decoding the current page: orjson
+        never releases the GIL) overlaps the server's work on the next page instead of
+        delaying the request until it is done.
+        """
         assert not self.pending
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
             self._thread.start()
         self.pending = True
         self._requests.put(cont)
+        self._taken.acquire()
 
     def result(self) -> bytes:
         """Wait for the pending request's body; its error is raised here."""
@@ -173,6 +182,7 @@ class _Fetcher:
 
     def _run(self) -> None:
         while (cont := self._requests.get()) is not None:
+            self._taken.release()
             try:
                 self._results.put((self._fetch(cont), None))
             except BaseException as err:  # handed to the consumer by result()
