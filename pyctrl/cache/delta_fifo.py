@@ -12,8 +12,15 @@ Contract:
 * ``pop(process)`` blocks for the oldest key, removes it and calls ``process(deltas,
   is_in_initial_list)`` while holding the queue lock, so ``known_objects`` (updated by
   ``process``) and the queue never disagree during a ``replace``. ``process`` must not block.
+* ``stream_initial(page)`` lets the first list's pages be queued (as ``Replaced``) as they
+  arrive, so the consumer stores the first pages while later ones are still fetched; the
+  list's ``replace(objs, rv)`` must follow, and skips the objects already streamed (the same
+  objects), queues the rest and, as always, a tombstone for every known key not listed (so a
+  list that failed after streaming some pages is mended by the next list's ``replace``).
+  Only before the first ``replace``/add/update/delete, and the first page only into an empty
+  FIFO with an empty ``known_objects``: otherwise it returns False and queues nothing.
 * ``has_synced()`` is True once the first ``replace`` (or any add) happened and every key
-  queued by that first ``replace`` has been popped.
+  queued by that first ``replace`` (and its streamed pages) has been popped.
 * ``resync()`` queues ``Sync`` for every known object that has no pending deltas.
   ``on_synced`` (optional) is called once, with the queue lock held, at that moment.
 * ``close()`` makes blocked and future ``pop`` calls raise :class:`FIFOClosedError`.
@@ -97,6 +104,8 @@ class DeltaFIFO:
         self._queue: deque[str] = deque()
         self._populated = False
         self._initial_population_count = 0
+        # Key -> object of the first list's pages queued by stream_initial, until replace.
+        self._streamed: dict[str, Object] | None = None
         self._closed = False
         self._on_synced = on_synced
 
@@ -121,12 +130,37 @@ class DeltaFIFO:
                 return  # never heard of it: nothing to tell consumers
             self._queue_action(DELETED, obj)
 
+    def stream_initial(self, objs: Iterable[Object]) -> bool:
+        """Queue ``Replaced`` for one page of the first list, before that list ends.
+
+        Returns False, queuing nothing, once anything was replaced, added, updated or deleted,
+        or if the first page comes while anything is queued or ``known_objects`` holds keys
+        (see the module docstring).
+        """
+        with self._lock:
+            if self._populated:
+                return False
+            streamed = self._streamed
+            if streamed is None:  # the list's first page: the FIFO and its cache are empty
+                if self._items or self._queue or (
+                        self._known is not None and self._known.list_keys()):
+                    return False
+                streamed = self._streamed = {}
+            self._initial_population_count += self._append_replaced(objs, streamed)
+            self._cond.notify_all()
+            return True
+
     def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
         with self._lock:
-            if not self._items and not self._queue:
-                # Always taken for the initial list: nothing is queued, so nothing can have
-                # vanished from the queue and no dedup is needed.
-                listed = self._queue_replaced_fresh(objs)
+            streamed, self._streamed = self._streamed, None
+            if streamed is not None:
+                listed = self._queue_replaced_unstreamed(objs, streamed)
+                queued_deletions = self._queue_vanished(listed)
+            elif not self._items and not self._queue:
+                # Always taken for an initial list that was not streamed: nothing is queued,
+                # so nothing can have vanished from the queue and no dedup is needed.
+                self._append_replaced(objs)
+                listed = set(self._items)
                 queued_deletions = 0
             else:
                 listed = set()
@@ -144,28 +178,50 @@ class DeltaFIFO:
                     self._queue_action(DELETED, tombstone)
             if not self._populated:
                 self._populated = True
-                self._initial_population_count = len(listed) + queued_deletions
+                # Streamed keys popped meanwhile are done; every key queued now is initial.
+                self._initial_population_count = (
+                    len(self._queue) if streamed is not None else len(listed) + queued_deletions
+                )
                 if self._initial_population_count == 0:
                     self._synced()
             self._cond.notify_all()
 
-    def _queue_replaced_fresh(self, objs: Iterable[Object]) -> set[str]:
-        # Lock held, nothing queued: each key gets a fresh delta list. Returns the keys.
+    def _append_replaced(self, objs: Iterable[Object],
+                         streamed: dict[str, Object] | None = None) -> int:
+        # Lock held, and the queue holds only Replaced deltas of this list (nothing to
+        # dedup): queue Replaced for each object, remembering it in ``streamed`` (if given).
+        # Returns how many keys it queued.
         key_func = self._key_func
         transform = self._transformer
         rtype = self._replace_type
         items = self._items
         queue = self._queue
+        queued = len(queue)
         for raw in objs:
             obj = transform(raw) if transform is not None else raw
             key = key_func(obj)
+            if streamed is not None:
+                streamed[key] = raw
             deltas = items.get(key)
             if deltas is None:
                 queue.append(key)
                 items[key] = [Delta(rtype, obj)]
             else:
                 deltas.append(Delta(rtype, obj))
-        return set(items)
+        return len(queue) - queued
+
+    def _queue_replaced_unstreamed(self, objs: Iterable[Object],
+                                   streamed: dict[str, Object]) -> set[str]:
+        # Lock held, after stream_initial: queue what the pages did not already queue (the
+        # very same objects are skipped). Returns the listed keys.
+        keys_of = {id(obj): key for key, obj in streamed.items()}
+        listed: set[str] = set()
+        for obj in objs:
+            key = keys_of.get(id(obj))
+            if key is None:
+                key = self._queue_action(self._replace_type, obj)
+            listed.add(key)
+        return listed
 
     def _queue_vanished(self, listed: set[str]) -> int:
         # Lock held: a Deleted tombstone for each queued key the relist no longer has.

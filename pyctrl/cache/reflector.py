@@ -33,6 +33,11 @@ Contract:
   closed (its prefetch thread joined) when the list ends, fails or is stopped.
 * ``transform`` (optional) is applied to every listed object page by page, and to every
   watched object, before the store sees it (see :mod:`pyctrl.cache.mutation`).
+* A store with ``stream_initial`` (the DeltaFIFO) gets each page of the first list as soon as
+  it is transformed, so the informer stores the first pages while the next ones are
+  fetched; ``replace`` still follows with the whole list (see
+  :mod:`pyctrl.cache.delta_fifo`). Once ``stream_initial`` declines a page (any later list),
+  the rest of that list goes only to ``replace``.
 * Python's cyclic garbage collector is paused (:func:`pyctrl.kube.body.gc_paused`) while a
   listed page is transformed and while the store's ``replace`` runs: a list allocates many
   long-lived objects and no cycles, and collections in between only walk them again.
@@ -265,6 +270,9 @@ class Reflector:
             list_pages(limit=limit, resource_version=rv) if list_pages is not None
             else sequential_pages(self._lw, limit=limit, resource_version=rv))
         transform = self._transform
+        # The first list's pages go to the store as they arrive, when it takes them.
+        stream: Callable[[list[Object]], bool] | None = getattr(
+            self._store, "stream_initial", None)
         continued = False
         with contextlib.closing(pages):
             while True:
@@ -277,12 +285,14 @@ class Reflector:
                         raise
                     return self._unpaged_list()
                 with gc_paused():  # collections would only walk the new, cycle-free items
-                    page_items = page.get("items") or ()
+                    page_items = page.get("items") or []
                     if transform is not None:
                         # Per page, so the dropped parts of one page are freed (and their
                         # memory reused by the next page) before the next page is decoded.
                         page_items = [transform(o) for o in page_items]
                     items.extend(page_items)
+                    if stream is not None and not stream(page_items):
+                        stream = None
                     del page_items
                 md = page.get("metadata") or {}
                 del page

@@ -171,3 +171,79 @@ def test_pop_batch_preserves_order_and_initial_flags() -> None:
     assert n == 6
     assert out == [(f"o{i}", True) for i in range(5)] + [("late", False)]
     assert fifo.has_synced()
+
+
+def store_popped(fifo: DeltaFIFO, cache: Indexer, n: int) -> list[tuple[str, str, bool]]:
+    """Pop ``n`` keys into ``cache`` as the informer does; (name, delta type, initial)."""
+    out: list[tuple[str, str, bool]] = []
+
+    def process(deltas: list[Delta], initial: bool) -> None:
+        for d in deltas:
+            if isinstance(d.object, DeletedFinalStateUnknown):
+                cache.delete(d.object)
+                out.append((d.object.key.split("/")[-1], d.type, initial))
+            else:
+                cache.update(d.object)
+                out.append((d.object["metadata"]["name"], d.type, initial))
+
+    for _ in range(n):
+        fifo.pop(process)
+    return out
+
+
+def test_streamed_pages_are_popped_before_the_list_ends_and_replace_skips_them() -> None:
+    cache = Indexer()
+    synced: list[bool] = []
+    fifo = DeltaFIFO(known_objects=cache, on_synced=lambda: synced.append(True))
+    page1, page2 = [cm("a"), cm("b")], [cm("c")]
+    assert fifo.stream_initial(page1)
+    assert store_popped(fifo, cache, 2) == [("a", REPLACED, True), ("b", REPLACED, True)]
+    assert fifo.stream_initial(page2)  # the cache holds keys now: later pages still stream
+    assert not fifo.has_synced() and not synced
+    fifo.replace([*page1, *page2], "7")  # the same objects: nothing is queued again
+    assert fifo.list_keys() == ["default/c"]
+    assert not fifo.has_synced()
+    assert store_popped(fifo, cache, 1) == [("c", REPLACED, True)]
+    assert fifo.has_synced() and synced == [True]
+    assert not fifo.stream_initial([cm("d")])  # only the first list streams
+    assert len(fifo) == 0
+
+
+def test_streamed_pages_fully_popped_sync_at_replace() -> None:
+    synced: list[bool] = []
+    cache = Indexer()
+    fifo = DeltaFIFO(known_objects=cache, on_synced=lambda: synced.append(True))
+    page = [cm("a")]
+    assert fifo.stream_initial(page)
+    store_popped(fifo, cache, 1)
+    fifo.replace(page, "7")
+    assert fifo.has_synced() and synced == [True]
+
+
+def test_a_list_that_failed_after_streaming_is_mended_by_the_next_replace() -> None:
+    cache = Indexer()
+    fifo = DeltaFIFO(known_objects=cache)
+    assert fifo.stream_initial([cm("a"), cm("b"), cm("gone-popped")])
+    store_popped(fifo, cache, 3)
+    assert fifo.stream_initial([cm("gone-queued")])
+    # The list failed here; the retry lists anew (new objects), a, b and c.
+    fifo.replace([cm("a", "2"), cm("b"), cm("c")], "9")
+    popped = store_popped(fifo, cache, len(fifo))
+    assert popped == [("gone-queued", REPLACED, True), ("gone-queued", DELETED, True),
+                      ("a", REPLACED, True), ("b", REPLACED, True), ("c", REPLACED, True),
+                      ("gone-popped", DELETED, True)]
+    assert fifo.has_synced()
+    assert sorted(cache.list_keys()) == ["default/a", "default/b", "default/c"]
+
+
+def test_stream_initial_declines_unless_first_and_empty() -> None:
+    fifo = DeltaFIFO()
+    fifo.add(cm("a"))
+    assert not fifo.stream_initial([cm("b")])
+    cache = Indexer()
+    cache.add(cm("x"))
+    assert not DeltaFIFO(known_objects=cache).stream_initial([cm("b")])
+    replaced = DeltaFIFO()
+    replaced.replace([], "1")
+    assert not replaced.stream_initial([cm("b")])
+    assert len(replaced) == 0

@@ -6,6 +6,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 
+import pytest
+
 from pyctrl.cache.backoff import Backoff
 from pyctrl.cache.listwatch import sequential_pages
 from pyctrl.cache.reflector import Reflector
@@ -303,3 +305,30 @@ def test_stop_during_a_paged_list_closes_the_page_generator() -> None:
     assert len(lw.list_calls) == 1
     assert lw.closed == 1
     assert store.snapshot() == []
+
+
+class StreamingStore(RecordingStore):
+    """A RecordingStore that also takes the first list's pages as they come."""
+
+    def __init__(self, accept: bool) -> None:
+        super().__init__()
+        self.accept = accept
+
+    def stream_initial(self, objs: list[Object]) -> bool:
+        self.record("stream", [o["metadata"]["name"] for o in objs])
+        return self.accept
+
+
+@pytest.mark.parametrize("accept", [True, False])
+def test_first_list_pages_are_streamed_to_a_store_that_takes_them(accept: bool) -> None:
+    # Then replaced whole; a store that declines a page gets no more pages of that list.
+    lw = FakeListWatch()
+    lw.queue_list_pages([cm(f"o{i}") for i in range(5)], "100", page_size=2)
+    store = StreamingStore(accept=accept)
+    refl = Reflector(lw, store, name="refl", clock=FakeClock(), page_size=2)
+    with running(refl):
+        assert lw.wait_for_watch_calls(1)
+    streamed = [["o0", "o1"], ["o2", "o3"], ["o4"]] if accept else [["o0", "o1"]]
+    replaced = ("replace", [f"o{i}" for i in range(5)], "100")
+    assert store.snapshot()[:len(streamed) + 1] == [
+        *(("stream", names) for names in streamed), replaced]
