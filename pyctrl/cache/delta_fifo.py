@@ -14,9 +14,11 @@ Contract:
   ``process``) and the queue never disagree during a ``replace``. ``process`` must not block.
 * ``stream_initial(page)`` lets the first list's pages be queued (as ``Replaced``) as they
   arrive, so the consumer stores the first pages while later ones are still fetched; the
-  list's ``replace(objs, rv)`` must follow, and skips the objects already streamed (the same
-  objects), queues the rest and, as always, a tombstone for every known key not listed (so a
-  list that failed after streaming some pages is mended by the next list's ``replace``).
+  list's ``replace(objs, rv)`` must follow. When ``objs`` starts with the very objects
+  streamed, in order (the Reflector's case), it only queues the objects after them: nothing
+  can have vanished. Otherwise (a list failed after streaming some pages, and the next one's
+  pages were streamed too) it skips the objects still queued or stored as they are, queues the
+  rest and, as always, a tombstone for every known key not listed.
   Only before the first ``replace``/add/update/delete, and the first page only into an empty
   FIFO with an empty ``known_objects``: otherwise it returns False and queues nothing.
 * ``has_synced()`` is True once the first ``replace`` (or any add) happened and every key
@@ -104,8 +106,8 @@ class DeltaFIFO:
         self._queue: deque[str] = deque()
         self._populated = False
         self._initial_population_count = 0
-        # Key -> object of the first list's pages queued by stream_initial, until replace.
-        self._streamed: dict[str, Object] | None = None
+        # The objects stream_initial queued, in order, until the list's replace.
+        self._streamed: list[Object] | None = None
         self._closed = False
         self._on_synced = on_synced
 
@@ -145,30 +147,40 @@ class DeltaFIFO:
                 if self._items or self._queue or (
                         self._known is not None and self._known.list_keys()):
                     return False
-                streamed = self._streamed = {}
-            self._initial_population_count += self._append_replaced(objs, streamed)
+                streamed = self._streamed = []
+            objs = objs if isinstance(objs, list) else list(objs)
+            streamed.extend(objs)
+            self._initial_population_count += self._append_replaced(objs)
             self._cond.notify_all()
             return True
 
     def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
         with self._lock:
             streamed, self._streamed = self._streamed, None
+            listed: set[str] | None = None
+            queued_deletions = 0
             if streamed is not None:
-                listed = self._queue_replaced_unstreamed(objs, streamed)
-                queued_deletions = self._queue_vanished(listed)
+                objs = objs if isinstance(objs, list) else list(objs)
+                if _starts_with(objs, streamed):
+                    # Everything queued or known came from these very pages: nothing can have
+                    # vanished, and only the objects after them are left to queue.
+                    self._append_replaced(objs[len(streamed):])
+                else:
+                    # Another list's pages were streamed too (it failed): the long way.
+                    listed = self._queue_replaced_unstreamed(objs)
+                    queued_deletions = self._queue_vanished(listed)
             elif not self._items and not self._queue:
                 # Always taken for an initial list that was not streamed: nothing is queued,
                 # so nothing can have vanished from the queue and no dedup is needed.
                 self._append_replaced(objs)
                 listed = set(self._items)
-                queued_deletions = 0
             else:
                 listed = set()
                 for obj in objs:
                     listed.add(self._queue_action(self._replace_type, obj))
                 queued_deletions = self._queue_vanished(listed)
             known = self._known
-            if known is not None:
+            if known is not None and listed is not None:
                 items = self._items
                 for key in known.list_keys():
                     if key in listed or items.get(key):
@@ -178,19 +190,19 @@ class DeltaFIFO:
                     self._queue_action(DELETED, tombstone)
             if not self._populated:
                 self._populated = True
-                # Streamed keys popped meanwhile are done; every key queued now is initial.
-                self._initial_population_count = (
-                    len(self._queue) if streamed is not None else len(listed) + queued_deletions
-                )
+                if streamed is not None:
+                    # Streamed keys popped meanwhile are done; every key queued now is initial.
+                    self._initial_population_count = len(self._queue)
+                else:
+                    assert listed is not None
+                    self._initial_population_count = len(listed) + queued_deletions
                 if self._initial_population_count == 0:
                     self._synced()
             self._cond.notify_all()
 
-    def _append_replaced(self, objs: Iterable[Object],
-                         streamed: dict[str, Object] | None = None) -> int:
-        # Lock held, and the queue holds only Replaced deltas of this list (nothing to
-        # dedup): queue Replaced for each object, remembering it in ``streamed`` (if given).
-        # Returns how many keys it queued.
+    def _append_replaced(self, objs: Iterable[Object]) -> int:
+        # Lock held, and the queue holds only Replaced deltas of lists (nothing to dedup):
+        # queue Replaced for each object. Returns how many keys it queued.
         key_func = self._key_func
         transform = self._transformer
         rtype = self._replace_type
@@ -200,8 +212,6 @@ class DeltaFIFO:
         for raw in objs:
             obj = transform(raw) if transform is not None else raw
             key = key_func(obj)
-            if streamed is not None:
-                streamed[key] = raw
             deltas = items.get(key)
             if deltas is None:
                 queue.append(key)
@@ -210,16 +220,21 @@ class DeltaFIFO:
                 deltas.append(Delta(rtype, obj))
         return len(queue) - queued
 
-    def _queue_replaced_unstreamed(self, objs: Iterable[Object],
-                                   streamed: dict[str, Object]) -> set[str]:
-        # Lock held, after stream_initial: queue what the pages did not already queue (the
-        # very same objects are skipped). Returns the listed keys.
-        keys_of = {id(obj): key for key, obj in streamed.items()}
+    def _queue_replaced_unstreamed(self, objs: Iterable[Object]) -> set[str]:
+        # Lock held, after stream_initial: an object a page queued is still queued (its last
+        # delta) or was popped into known_objects; those very objects are skipped, the rest
+        # queued. No table of the streamed objects is kept (it would cost memory for the
+        # whole list). Returns the listed keys.
+        key_func = self._key_func
+        items = self._items
+        known = self._known
         listed: set[str] = set()
         for obj in objs:
-            key = keys_of.get(id(obj))
-            if key is None:
-                key = self._queue_action(self._replace_type, obj)
+            key = key_func(obj)
+            deltas = items.get(key)
+            if not ((deltas is not None and deltas[-1].object is obj)
+                    or (known is not None and known.get_by_key(key) is obj)):
+                self._queue_action(self._replace_type, obj)
             listed.add(key)
         return listed
 
@@ -338,6 +353,11 @@ class DeltaFIFO:
         deltas.append(delta)
         _dedup_deltas(deltas)
         return key
+
+
+def _starts_with(objs: list[Object], prefix: list[Object]) -> bool:
+    # The very same objects, in order.
+    return len(objs) >= len(prefix) and all(a is b for a, b in zip(objs, prefix, strict=False))
 
 
 def _dedup_deltas(deltas: list[Delta]) -> None:

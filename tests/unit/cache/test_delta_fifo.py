@@ -200,10 +200,10 @@ def test_streamed_pages_are_popped_before_the_list_ends_and_replace_skips_them()
     assert store_popped(fifo, cache, 2) == [("a", REPLACED, True), ("b", REPLACED, True)]
     assert fifo.stream_initial(page2)  # the cache holds keys now: later pages still stream
     assert not fifo.has_synced() and not synced
-    fifo.replace([*page1, *page2], "7")  # the same objects: nothing is queued again
-    assert fifo.list_keys() == ["default/c"]
+    fifo.replace([*page1, *page2, cm("d")], "7")  # the streamed objects are not queued again
+    assert fifo.list_keys() == ["default/c", "default/d"]
     assert not fifo.has_synced()
-    assert store_popped(fifo, cache, 1) == [("c", REPLACED, True)]
+    assert store_popped(fifo, cache, 2) == [("c", REPLACED, True), ("d", REPLACED, True)]
     assert fifo.has_synced() and synced == [True]
     assert not fifo.stream_initial([cm("d")])  # only the first list streams
     assert len(fifo) == 0
