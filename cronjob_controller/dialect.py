@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 __all__ = [
     "MIN_EVERY",
@@ -320,8 +321,13 @@ def croniter_expr(fields: CronFields) -> str:
     ))
 
 
+@lru_cache(maxsize=4096)
 def check(spec: str) -> CronFields | timedelta:
-    """Check ``spec`` against the dialect: five-field sets, or an ``@every`` interval."""
+    """Check ``spec`` against the dialect: five-field sets, or an ``@every`` interval.
+
+    Valid results are cached (both kinds are immutable): validation checks the schedule on
+    every sync. An error is raised anew each time (it is not cached).
+    """
     if not spec:
         raise ScheduleError("the schedule must not be empty")
     if "TZ=" in spec:

@@ -1,4 +1,5 @@
-"""Cron schedules: the Kubernetes dialect, checked by us, with croniter doing the arithmetic.
+"""Cron schedules: the Kubernetes dialect, checked by us, with :mod:`.cronmath` doing the
+arithmetic.
 
 Contract:
 
@@ -14,18 +15,19 @@ Contract:
 * Day-of-month and day-of-week combine with OR when both are restricted and with AND when
   either is a bare ``*``/``?`` (robfig's rule: ``*/2`` is restricted, ``*`` and ``*/1`` are not).
 * Times in and out are timezone-aware ``datetime``; every returned time is in **UTC**.
-  Cron fields are matched against wall-clock time in the schedule's zone. croniter only ever
-  sees naive wall-clock times (pure calendar arithmetic, no DST); we map each matching wall
-  time to one instant ourselves:
+  Cron fields are matched against wall-clock time in the schedule's zone. :mod:`.cronmath`
+  only ever sees naive wall-clock times (pure calendar arithmetic, no DST); we map each
+  matching wall time to one instant ourselves:
 
   - a wall time that exists once maps to that instant;
   - a wall time inside a repeated hour (DST ends) maps to its **first** occurrence only;
   - a wall time inside a skipped hour (DST starts) maps to the first instant after the gap;
     several skipped wall times collapse into that one instant (one run, like Vixie cron).
 
-  croniter 7 given an aware start time moves skipped times forward too, but for ambiguous
-  times it prefers whichever occurrence follows the start time, so a schedule like
-  ``30 1 * * *`` runs twice on the night clocks go back; our mapping runs it once.
+  (croniter 7, which did the arithmetic before, given an aware start time moves skipped
+  times forward too, but for ambiguous times it prefers whichever occurrence follows the
+  start time, so a schedule like ``30 1 * * *`` runs twice on the night clocks go back; our
+  mapping runs it once.)
 * ``@every D`` ignores time zones: its times are ``floor_to_second(anchor) + k*D`` (k >= 1), as
   upstream's ConstantDelaySchedule. D is truncated to whole seconds; :func:`parse` refuses
   D under one minute (``dialect.MIN_EVERY``), so consecutive runs fall in distinct minutes
@@ -38,25 +40,22 @@ Contract:
 * :meth:`Schedule.most_recent` is exact: it returns the latest scheduled time ``t`` with
   ``anchor < t <= now``. The count of times in that window is exact up to
   ``TOO_MANY_MISSED + 1`` and saturates there (we stop counting and jump straight to the
-  latest time), so a very old anchor costs at most ~100 croniter steps.
+  latest time), so a very old anchor costs at most ~100 calendar searches.
 
 Schedule objects are immutable and safe to share between threads.
 """
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
 
-from croniter import CroniterBadDateError, croniter
-
+from cronjob_controller.cronmath import last_match, next_match
 from cronjob_controller.dialect import (
     CronFields,
     ScheduleError,
     check,
-    croniter_expr,
     parse_go_duration,
     satisfiable,
 )
@@ -84,9 +83,9 @@ _MICROSECOND = timedelta(microseconds=1)
 # zone (offsets are under a day) cannot overflow.
 _EARLIEST = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
 _LATEST = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
-# Leaving datetime's range: croniter raises ValueError ("year 10000 is out of range"),
-# datetime arithmetic OverflowError.
-_OUT_OF_RANGE = (CroniterBadDateError, OverflowError, ValueError)
+# Leaving datetime's range: datetime arithmetic raises OverflowError, a constructor
+# ValueError ("year 10000 is out of range").
+_OUT_OF_RANGE = (OverflowError, ValueError)
 
 
 def _wall(t: datetime, zone: tzinfo) -> datetime:
@@ -184,37 +183,18 @@ class Schedule(ABC):
 class CronSchedule(Schedule):
     """A five-field schedule (descriptors other than ``@every`` are expanded to one)."""
 
-    __slots__ = ("_cron", "_lock", "_never", "fields")
+    __slots__ = ("_never", "fields")
 
     def __init__(self, spec: str, zone: tzinfo, fields: CronFields) -> None:
         super().__init__(spec, zone)
         self.fields = fields
         self._never = not satisfiable(fields)
-        # croniter objects are stateful, so one per schedule, used under a lock.
-        self._cron = None if self._never else croniter(
-            croniter_expr(fields), datetime(2000, 1, 1), day_or=True)
-        self._lock = threading.Lock()
 
     def _next_wall(self, wall: datetime) -> datetime | None:
-        if self._cron is None:
-            return None
-        with self._lock:
-            try:
-                result: datetime = self._cron.get_next(datetime, start_time=wall)
-            except _OUT_OF_RANGE:
-                return None
-        return result
+        return None if self._never else next_match(self.fields, wall)
 
     def _prev_wall_at_or_before(self, wall: datetime) -> datetime | None:
-        if self._cron is None:
-            return None
-        start = wall.replace(second=0, microsecond=0) + timedelta(seconds=1)
-        with self._lock:
-            try:
-                result: datetime = self._cron.get_prev(datetime, start_time=start)
-            except _OUT_OF_RANGE:
-                return None
-        return result
+        return None if self._never else last_match(self.fields, wall)
 
     def next_after(self, t: datetime, anchor: datetime | None = None) -> datetime | None:
         _require_aware(t)
