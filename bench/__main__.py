@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "soak": "bench.soak",
     "memprofile": "bench.memprofile",
     "restclient": "bench.restclient",
+    "watch-chunks": "bench.watch_chunks",
 }
 
 

@@ -57,6 +57,8 @@ from urllib3.exceptions import (
 from urllib3.util import parse_url
 from urllib3.util.ssl_match_hostname import CertificateError
 
+from pyctrl.kube.chunked import chunk_size
+
 __all__ = ["Response", "TransportClosed", "UnaryTransport"]
 
 _MAX_LINE = 65536
@@ -432,12 +434,7 @@ def _read_chunked(reader: BinaryIO) -> bytes:
         line = reader.readline(_MAX_LINE + 1)
         if not line.endswith(b"\n"):
             raise ProtocolError("the connection closed inside a chunked body")
-        try:
-            size = int(line.split(b";", 1)[0], 16)
-        except ValueError:
-            raise ProtocolError(f"invalid chunk size line {line[:80]!r}") from None
-        if size < 0:
-            raise ProtocolError(f"invalid chunk size line {line[:80]!r}")
+        size = chunk_size(line)
         if size == 0:
             break
         chunk = reader.read(size)

@@ -13,10 +13,19 @@ Contract:
   yielded like any other (their object is a Status). ``close()`` may be called from any thread:
   it shuts the socket down so a reader blocked in ``recv`` wakes at once, and the iterator then
   stops without raising. The connection is never returned to the pool after a close.
+* A chunked, identity-coded body is de-chunked here (:func:`pyctrl.kube.chunked.iter_chunks`
+  over ``read1`` of the buffered socket reader under urllib3's and http.client's responses,
+  the reader urllib3's own ``read_chunked`` uses, so bytes it already buffered come first):
+  each event is delivered as soon as its chunk arrived. A content-coded (gzip) body, or
+  response internals not as expected, go through urllib3's ``read_chunked``. Malformed
+  framing ends the stream like a dropped connection. The connection goes back to the pool
+  only when the body ended exactly (last chunk and trailers read, nothing beyond) and the
+  stream was not closed; otherwise it is closed.
 """
 
 from __future__ import annotations
 
+import http.client
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,6 +36,7 @@ import urllib3
 from urllib3.exceptions import HTTPError
 
 from pyctrl.errors import ApiError
+from pyctrl.kube.chunked import iter_chunks
 from pyctrl.kube.interface import WatchEvent
 
 __all__ = ["HTTPWatchStream", "WatchDecoder"]
@@ -71,6 +81,19 @@ class WatchDecoder:
         return len(self._buf)
 
 
+def _dechunkable(resp: urllib3.HTTPResponse) -> http.client.HTTPResponse | None:
+    """The untouched http.client response under ``resp`` if its body may be de-chunked here:
+    identity content coding, no chunk read yet by urllib3 or http.client, a buffered reader."""
+    coding = resp.headers.get("content-encoding", "").strip().lower()
+    if coding not in ("", "identity") or resp.chunk_left is not None:
+        return None
+    raw = getattr(resp, "_fp", None)
+    if (not isinstance(raw, http.client.HTTPResponse) or raw.chunk_left is not None
+            or not callable(getattr(raw.fp, "read1", None))):
+        return None
+    return raw
+
+
 def _decode(line: bytes) -> WatchEvent:
     try:
         event: Any = orjson.loads(line)
@@ -92,6 +115,9 @@ class HTTPWatchStream:
         self._closed = False
         self._finished = False
         self._iterating = False
+        # Set when iter_chunks read the body exactly: the http.client response to close
+        # before the connection may go back to the pool.
+        self._reusable: http.client.HTTPResponse | None = None
 
     @property
     def closed(self) -> bool:
@@ -102,8 +128,14 @@ class HTTPWatchStream:
         if resp.headers.get("transfer-encoding", "").lower() == "chunked" and isinstance(
             resp, urllib3.HTTPResponse
         ):
-            # Yields each HTTP chunk as soon as it arrives; the server flushes per event.
-            yield from resp.read_chunked(decode_content=True)
+            # The server flushes one chunk per event: each is yielded as soon as it arrived.
+            raw = _dechunkable(resp)
+            if raw is None:
+                yield from resp.read_chunked(decode_content=True)
+                return
+            assert raw.fp is not None  # checked by _dechunkable
+            if (yield from iter_chunks(raw.fp.read1, _READ_SIZE)):
+                self._reusable = raw
             return
         while True:
             data = resp.read1(_READ_SIZE)
@@ -137,8 +169,13 @@ class HTTPWatchStream:
             if self._finished:
                 return
             self._finished = True
+            # A close() that came first may have shut the socket down: never reuse it then.
+            reusable = None if self._closed else self._reusable
         try:
-            self._response.close()
+            if reusable is not None:
+                reusable.close()  # http.client lets the connection send again once closed
+                self._response.release_conn()
+            self._response.close()  # closes the connection unless released above
         finally:
             self._response.release_conn()
             if self._on_end is not None:
@@ -155,7 +192,8 @@ class HTTPWatchStream:
             return
         try:
             self._response.shutdown()
-        except (OSError, AttributeError) as exc:
+        except (OSError, AttributeError, RuntimeError) as exc:
+            # RuntimeError: urllib3's read_chunked released the connection at the body's end.
             log.debug("watch shutdown failed", error=str(exc))
         if not iterating:
             self._finish()

@@ -7,7 +7,10 @@ it reads requests one after the other (headers, then a Content-Length body) and 
 * ``bytes``: write them (a whole or broken answer) and wait for the next request;
 * :class:`Close`: write ``data`` (may be empty) then close the connection, with a reset
   (``SO_LINGER`` 0) when ``reset``;
-* :class:`Hang`: wait for ``release`` (at most 10 s) and then do ``then``.
+* :class:`Hang`: wait for ``release`` (at most 10 s) and then do ``then``;
+* :class:`Steps`: in order, write each ``bytes`` with its own ``sendall`` and wait for each
+  ``threading.Event`` (at most 10 s); a :class:`Close` among them ends the connection (a
+  streamed answer, written piece by piece).
 
 ``requests`` records every request as received; ``closed[conn_no]`` is set when the client
 closed that connection, ``ended[conn_no]`` when the server's side of it is closed. ``tls``
@@ -22,7 +25,7 @@ import socket
 import ssl
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 
@@ -48,7 +51,12 @@ class Hang:
     then: bytes | Close = field(default_factory=Close)
 
 
-Action = bytes | Close | Hang
+@dataclass
+class Steps:
+    steps: Sequence[bytes | threading.Event | Close]
+
+
+Action = bytes | Close | Hang | Steps
 Script = Callable[[int, int, RawRequest], Action]
 
 
@@ -138,6 +146,17 @@ class RawServer:
                 if isinstance(action, Hang):
                     action.release.wait(10.0)
                     action = action.then
+                if isinstance(action, Steps):
+                    for step in action.steps:
+                        if isinstance(step, threading.Event):
+                            step.wait(10.0)
+                        elif isinstance(step, Close):
+                            action = step
+                            break
+                        else:
+                            sock.sendall(step)
+                    else:
+                        continue
                 if isinstance(action, Close):
                     if action.data:
                         sock.sendall(action.data)
