@@ -33,8 +33,6 @@ Real time: about 3-4 minutes on 2 cores (up to a minute of it waiting for T).
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -47,11 +45,11 @@ import pytest
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.jobs import job_name
 from pyctrl import RESTClient
-from pyctrl.errors import NotFound
-from pyctrl.kube import JOBS, LEASES
+from pyctrl.kube import JOBS
 from pyctrl.sharding import HashRing
 from pyctrl.testing.envtest import ControlPlane
-from pyctrl.testing.envtest.process import Proc, spawn
+from pyctrl.testing.envtest.process import Proc
+from tests.integration.controller_procs import ControllerProcs
 from tests.integration.cronjob.env import cronjob_body
 from tests.integration.sharding_helpers import (
     DRAIN_LABEL,
@@ -77,32 +75,17 @@ FLAGS = ["--leader-elect-lease-duration", "8", "--leader-elect-renew-deadline", 
          "--graceful-shutdown-timeout", "5", "--log-format", "json", "--log-level", "debug"]
 
 
-class Replicas:
+class Replicas(ControllerProcs):
     """The replica processes of the test, by shard name (also their POD_NAME)."""
 
-    def __init__(self, plane: ControlPlane, client: RESTClient, namespace: str,
-                 log_dir: Path) -> None:
-        self.plane, self.client, self.namespace, self.log_dir = plane, client, namespace, log_dir
-        self.procs: dict[str, Proc] = {}
-
     def start(self, name: str) -> Proc:
-        argv = [sys.executable, "-m", "cronjob_controller", "--kubeconfig",
-                self.plane.kubeconfig_path, "--namespace", self.namespace, "--sharding",
-                "--shard-id", name, "--leader-elect-namespace", self.namespace, *FLAGS]
-        proc = spawn(name, argv, self.log_dir / f"{name}.log",
-                     env={**os.environ, "PYTHONPATH": str(ROOT), "POD_NAME": name,
-                          "PYTHONUNBUFFERED": "1"})  # a SIGKILL loses no log line
-        self.procs[name] = proc
-        return proc
+        return self.spawn(name, ["--sharding", "--shard-id", name,
+                                 "--leader-elect-namespace", self.namespace, *FLAGS],
+                          env={"POD_NAME": name})
 
     def leader(self) -> str | None:
         """The shard whose process holds the leader Lease (identity ``<POD_NAME>_<id>``)."""
-        try:
-            lease = self.client.get(LEASES, LEADER_LEASE, self.namespace)
-        except NotFound:
-            return None
-        holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
-        name = holder.rpartition("_")[0]
+        name = str(self.holder(LEADER_LEASE) or "").rpartition("_")[0]
         return name if name in self.procs and self.procs[name].running() else None
 
     def labels(self) -> dict[str, str | None]:
@@ -136,18 +119,6 @@ class Replicas:
                 out.append((name, str(entry["key"]), float(entry["start"]),
                             float(entry["end"])))
         return out
-
-    def stop_all(self) -> dict[str, int | None]:
-        codes: dict[str, int | None] = {}
-        for name, proc in self.procs.items():
-            was_running = proc.running()
-            proc.stop(timeout=20)
-            if was_running:
-                codes[name] = proc.popen.returncode
-        return codes
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {n}\n{p.log_tail(10)}" for n, p in self.procs.items())
 
 
 @pytest.fixture

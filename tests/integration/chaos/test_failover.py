@@ -20,8 +20,6 @@ Real time: this test takes 2.5-3.5 minutes (it waits for T1 to be at least 12 s 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,11 +27,11 @@ from pathlib import Path
 import pytest
 
 from cronjob_controller.api import CRONJOBS
-from pyctrl.errors import NotFound
-from pyctrl.kube import LEASES, RESTClient
+from pyctrl.kube import RESTClient
 from pyctrl.testing.envtest import ControlPlane
-from pyctrl.testing.envtest.process import Proc, spawn
-from tests.integration.chaos.helpers import ROOT, assert_exactly_once, list_jobs, run_ledger
+from pyctrl.testing.envtest.process import Proc
+from tests.integration.chaos.helpers import assert_exactly_once, list_jobs, run_ledger
+from tests.integration.controller_procs import ControllerProcs
 from tests.integration.cronjob.env import cronjob_body, minute_floor, wait_for
 from tests.waiting import pause_until
 
@@ -45,30 +43,16 @@ ELECTION_FLAGS = ["--leader-elect-lease-duration", "4", "--leader-elect-renew-de
                   "--leader-elect-retry-period", "0.5"]
 
 
-class Replicas:
+class Replicas(ControllerProcs):
     """The controller processes of one test, found by the identity each one logs."""
 
-    def __init__(self, plane: ControlPlane, client: RESTClient, namespace: str,
-                 log_dir: Path) -> None:
-        self.plane = plane
-        self.client = client
-        self.namespace = namespace
-        self.log_dir = log_dir
-        self.procs: list[Proc] = []
-        self.exit_codes: dict[str, int | None] = {}
-
     def start(self) -> Proc:
-        index = len(self.procs)
-        argv = [sys.executable, "-m", "cronjob_controller",
-                "--kubeconfig", self.plane.kubeconfig_path, "--namespace", self.namespace,
-                "--workers", "4", "--leader-elect", "--leader-elect-namespace", self.namespace,
-                *ELECTION_FLAGS, "--metrics-bind-address", "0",
-                "--health-probe-bind-address", "0", "--graceful-shutdown-timeout", "5",
-                "--log-format", "json", "--log-level", "info"]
-        proc = spawn(f"replica-{index}", argv, self.log_dir / f"replica-{index}.log",
-                     env={**os.environ, "PYTHONPATH": str(ROOT)})
-        self.procs.append(proc)
-        wait_for(lambda: self.identity(proc), timeout=30, what=f"replica-{index} to start")
+        name = f"replica-{len(self.procs)}"
+        proc = self.spawn(name, [
+            "--workers", "4", "--leader-elect", "--leader-elect-namespace", self.namespace,
+            *ELECTION_FLAGS, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+            "--graceful-shutdown-timeout", "5", "--log-format", "json", "--log-level", "info"])
+        wait_for(lambda: self.identity(proc), timeout=30, what=f"{name} to start")
         return proc
 
     def identity(self, proc: Proc) -> str | None:
@@ -86,31 +70,15 @@ class Replicas:
         assert proc.running(), f"{proc.name} exited:\n{proc.log_tail()}"
         return None
 
-    def holder(self) -> str | None:
-        try:
-            lease = self.client.get(LEASES, LEASE_NAME, self.namespace)
-        except NotFound:
-            return None
-        return (lease.get("spec") or {}).get("holderIdentity")
-
     def live_leader(self) -> Proc | None:
-        holder = self.holder()
-        return next((p for p in self.procs if p.running() and self.identity(p) == holder),
+        holder = self.holder(LEASE_NAME)
+        return next((p for p in self.procs.values()
+                     if p.running() and self.identity(p) == holder),
                     None)
 
     def wait_leader(self, timeout: float = 30.0) -> Proc:
         leader: Proc = wait_for(self.live_leader, timeout=timeout, what="a live leader")
         return leader
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            was_running = proc.running()
-            proc.stop(timeout=20)
-            if was_running:
-                self.exit_codes[proc.name] = proc.popen.returncode
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.log_tail(15)}" for p in self.procs)
 
 
 @pytest.fixture
