@@ -132,6 +132,28 @@ def test_nothing_due_writes_nothing_and_requeues_for_the_next_run() -> None:
     assert result is not None and result.requeue_after == requeue_for(at("12:05"))
 
 
+def test_early_wake_requeues_for_the_rest() -> None:
+    """A sync woken a hair before the due time (wall clock slewed against the monotonic one
+    the delaying queue waits on) creates nothing and asks to come back right after it; the
+    sync then runs the due run once."""
+    f = Fixture(at("12:04", second=59))
+    f.add_cronjob(new_cronjob(created=at("12:00", second=10)))
+    f.settle()
+    f.clock.set_time(at("12:05") - timedelta(milliseconds=3))
+
+    early = f.sync()
+
+    assert f.actions() == []
+    assert early is not None and early.requeue_after is not None
+    assert early.requeue_after == pytest.approx(0.003 + REQUEUE_SLACK_SECONDS)
+    assert early.requeue_after < 0.1
+    woken = at("12:05") - timedelta(milliseconds=3) + timedelta(seconds=early.requeue_after)
+    f.clock.set_time(woken)
+    on_time = f.sync()
+    assert f.actions() == [create(run_name("hello", at("12:05")))]
+    assert on_time is not None and on_time.requeue_after == requeue_for(at("12:10"), woken)
+
+
 def test_first_sync_of_new_cronjob_writes_ready_status_and_next_schedule() -> None:
     f = Fixture()
     f.add_cronjob(new_cronjob(created=at("12:00", second=10)))

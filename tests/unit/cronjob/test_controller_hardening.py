@@ -18,6 +18,7 @@ from cronjob_controller.controller import (
     CACHE_WAIT_SECONDS,
     MAX_MESSAGE_LENGTH,
     REASON_INVALID_JOB_TEMPLATE,
+    REQUEUE_SLACK_SECONDS,
     schedule_digest,
 )
 from cronjob_controller.expectations import RunRecord
@@ -292,7 +293,8 @@ def test_next_schedule_time_is_never_before_creation() -> None:
 
     assert f.created_jobs() == []
     assert f.status()["nextScheduleTime"] == fmt(at("11:00"))
-    assert result is not None and result.requeue_after == pytest.approx(90 * 60 + 0.1)
+    assert result is not None
+    assert result.requeue_after == pytest.approx(90 * 60 + REQUEUE_SLACK_SECONDS)
 
 
 def test_next_schedule_time_is_never_a_time_that_already_ran() -> None:
@@ -304,7 +306,8 @@ def test_next_schedule_time_is_never_a_time_that_already_ran() -> None:
 
     assert f.created_jobs() == []
     assert f.status()["nextScheduleTime"] == fmt(at("12:05"))
-    assert result is not None and result.requeue_after == pytest.approx(5 * 60 + 10.1)
+    assert result is not None
+    assert result.requeue_after == pytest.approx(5 * 60 + 10 + REQUEUE_SLACK_SECONDS)
 
 
 def test_next_schedule_time_is_after_a_recorded_run_whose_job_is_gone() -> None:
@@ -340,7 +343,8 @@ def test_create_in_a_terminating_namespace_is_logged_not_reported(err: ApiError)
     result = f.sync()  # no raise: no rate-limited requeue storm
 
     assert f.events() == []
-    assert result is not None and result.requeue_after == pytest.approx(270.1)
+    assert result is not None
+    assert result.requeue_after == pytest.approx(270 + REQUEUE_SLACK_SECONDS)
 
 
 # -- 11b. bounded status --------------------------------------------------------------------
@@ -389,7 +393,8 @@ def test_invalid_job_is_reported_on_ready_once_without_a_hot_loop() -> None:
     ready = f.ready()
     assert (ready["status"], ready["reason"]) == ("False", REASON_INVALID_JOB_TEMPLATE)
     assert rejected.message in ready["message"]
-    assert result is not None and result.requeue_after == pytest.approx(270.1)
+    assert result is not None
+    assert result.requeue_after == pytest.approx(270 + REQUEUE_SLACK_SECONDS)
 
     for _ in range(3):  # our own status write (and anything else) brings the key back
         resync(f)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cronjob_controller.api import CRONJOBS
-from cronjob_controller.controller import schedule_digest
+from cronjob_controller.controller import REQUEUE_SLACK_SECONDS, schedule_digest
 from pyctrl.errors import ApiError, Conflict, Forbidden, ServerError
 from pyctrl.kube import JOBS
 from pyctrl.testing import Action
@@ -51,7 +51,8 @@ def test_already_exists_for_our_own_job_counts_as_success() -> None:
 
     assert f.actions() == [CREATE_NOON, GET_NOON]
     assert f.events() == []  # neither FailedCreate nor a second SuccessfulCreate
-    assert result is not None and result.requeue_after == pytest.approx(270.1)
+    assert result is not None
+    assert result.requeue_after == pytest.approx(270 + REQUEUE_SLACK_SECONDS)
     assert f.job_names() == [NOON_JOB]
 
 
@@ -226,7 +227,8 @@ def test_fixing_an_invalid_schedule_makes_it_ready_and_scheduled() -> None:
     result = f.sync()
 
     assert f.events() == []
-    assert result is not None and result.requeue_after == pytest.approx(270.1)
+    assert result is not None
+    assert result.requeue_after == pytest.approx(270 + REQUEUE_SLACK_SECONDS)
     ready = f.ready()
     assert (ready["status"], ready["reason"], ready["message"]) == ("True", "Scheduled", "")
     assert f.created_jobs() == []  # 12:00 was before the fix (the edit rule)
@@ -278,7 +280,8 @@ def test_schedule_edit_never_starts_a_run_for_a_time_before_the_edit() -> None:
     assert f.actions() == [STATUS_PATCH]
     assert f.status()["observedSchedule"] == {
         "digest": schedule_digest("30 * * * *", ""), "since": fmt(at("11:40"))}
-    assert result is not None and result.requeue_after == pytest.approx(50 * 60 + 0.1)
+    assert result is not None
+    assert result.requeue_after == pytest.approx(50 * 60 + REQUEUE_SLACK_SECONDS)
 
     f.refresh()
     f.clear()
