@@ -58,7 +58,12 @@ highest VmRSS polled every 100 ms in that window (``hwm_rss_mib``: VmHWM, since 
 ``prior_jobs`` counts Jobs that existed before the window apart from the ``history_jobs``
 made at setup (a warm-up tick happened). ``duplicates`` counts Jobs scheduled at ``T`` (by
 their annotation, whatever their name) beyond one per CronJob: two replicas acting on one
-CronJob would show here.
+CronJob would show here. ``burst`` (every phase, the limit's too) is where the CPU went while
+the Jobs were being created: from ``T`` to the last Job seen, the CPU seconds and cores of
+the kube-apiserver, etcd and the controller (``controller-<i>`` per sharded replica; the Go
+client in the limit phase), read every 50 ms, and the API server's CPU milliseconds per Job.
+On a small machine the controller and the API server share the cores: a controller that
+uses more CPU per Job leaves the API server less (see :class:`bench.cronjob_skew_probe.CpuTrace`).
 
 The sharded phase measures the same way per replica, after two waits: first until every
 CronJob carries the shard label the replicas' hash ring of all ``S`` shards gives it (none
@@ -117,7 +122,13 @@ from bench.cronjob_skew_objects import (
     history_job,
     job_template,
 )
-from bench.cronjob_skew_probe import JobWatch, ProcessSampler
+from bench.cronjob_skew_probe import (
+    CpuTrace,
+    JobWatch,
+    ProcessSampler,
+    burst_fields,
+    plane_pids,
+)
 from bench.cronjob_skew_profile import finish_profiler, start_profiler
 from bench.cronjob_skew_report import duplicates, skew_fields, verdict
 from bench.cronjob_skew_shards import (
@@ -265,6 +276,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
     watch = JobWatch(client, namespace)
     watch.start()
     samplers: list[ProcessSampler] = []
+    trace: CpuTrace | None = None
     profiler = None
     labels: dict[str, object] = {}
     at_window = after_window = Census()
@@ -304,6 +316,9 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         samplers = [ProcessSampler(pid) for pid in pids]
         for sampler in samplers:
             sampler.start()
+        trace = CpuTrace(plane_pids(cp) | {f"controller-{i}" if sharded else "controller": pid
+                                          for i, pid in enumerate(pids)})
+        trace.start()
         sleep_until(tick + WINDOW_AFTER, check)
         usages = [sampler.stop() for sampler in samplers]
         if sharded:
@@ -317,6 +332,8 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
     finally:
         for sampler in samplers:
             sampler.stop()  # idempotent; ends the polling thread if the window was cut short
+        if trace is not None:
+            trace.stop()
         logs = stop_all(controllers)
         watch.close()
     profile = (None if profiler is None or profile_prefix is None else finish_profiler(
@@ -335,6 +352,8 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         "schedule": "tick" if planned is not None else "minute",
         **skew_fields(jobs, tick, n, ANNOTATIONS[phase]),
         "duplicates": duplicates(seen, tick, ANNOTATIONS[phase]),
+        "burst": (None if trace is None
+                  else burst_fields(trace, tick, [j.seen_at for j in jobs])),
     }
     if sharded:
         runs = [ReplicaRun(shard, pid, usage, sync, str(log), controller.exit_code)

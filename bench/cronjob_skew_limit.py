@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.cronjob_skew_controllers import PhaseError
-from bench.cronjob_skew_probe import JobWatch
+from bench.cronjob_skew_probe import CpuTrace, JobWatch, burst_fields, plane_pids
 from bench.cronjob_skew_report import skew_fields
 from bench.gobuild import build_anchor
 from cronjob_controller.api import SCHEDULED_TIMESTAMP_ANNOTATION
@@ -63,6 +63,7 @@ def run_limit_phase(cp: ControlPlane, client: RESTClient, args: argparse.Namespa
         client.create(NAMESPACES, {"metadata": {"name": LIMIT_NAMESPACE}})
     watch = JobWatch(client, LIMIT_NAMESPACE)
     watch.start()
+    trace: CpuTrace | None = None
     try:
         tick = math.ceil(time.time()) + START_DELAY
         minute = int(tick) // 60
@@ -72,20 +73,29 @@ def run_limit_phase(cp: ControlPlane, client: RESTClient, args: argparse.Namespa
                 "--template", str(template), "--count", str(n),
                 "--workers", str(args.limit_workers), "--start", f"{tick:.3f}",
                 "--minute", str(minute)]
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False,
-                              timeout=START_DELAY + args.collect_timeout + 60)
-        (log_dir / "jobcreate.log").write_text(proc.stderr)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        trace = CpuTrace(plane_pids(cp) | {"client": proc.pid})
+        trace.start()
+        try:
+            stdout, stderr = proc.communicate(timeout=START_DELAY + args.collect_timeout + 60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        (log_dir / "jobcreate.log").write_text(stderr)
+        lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
         client_view: dict[str, object] = json.loads(lines[-1]) if lines else {}
         if proc.returncode != 0 or not lines:
             raise PhaseError(f"jobcreate exited {proc.returncode}: "
-                             f"{client_view.get('error') or proc.stderr[-2000:]}")
+                             f"{client_view.get('error') or stderr[-2000:]}")
         suffix = f"-{minute}"
         deadline = tick + args.collect_timeout
         while watch.count_suffix(suffix) < n and time.time() < deadline:
             time.sleep(0.2)
         jobs = [j for j in watch.snapshot() if j.name.endswith(suffix)]
     finally:
+        if trace is not None:
+            trace.stop()
         watch.close()
     series["limit"] = {"watch": [j.seen_at - tick for j in jobs],
                        "created": [j.created - tick for j in jobs]}
@@ -96,6 +106,8 @@ def run_limit_phase(cp: ControlPlane, client: RESTClient, args: argparse.Namespa
         "tick": datetime.fromtimestamp(tick, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         **skew_fields(jobs, tick, n, SCHEDULED_TIMESTAMP_ANNOTATION),
         "client": client_view,
+        "burst": (None if trace is None
+                  else burst_fields(trace, tick, [j.seen_at for j in jobs])),
         "watch_errors": len(watch.errors),
     }
     return result

@@ -14,6 +14,14 @@ Contract:
   wall-clock time (``time.time()``) at which this process decoded its ADDED event, plus the
   Job's creationTimestamp, annotations and owner (its controller ownerReference's name).
   ``close()`` ends it and joins the thread.
+* :class:`CpuTrace` reads the CPU seconds of several named processes every ``interval``
+  seconds on a thread between ``start()`` and ``stop()``; ``between(t0, t1)`` is each one's
+  CPU seconds over that wall-clock span, interpolated linearly between the readings around
+  each end (so the error is at most one interval's CPU per end). A process that has exited
+  keeps its last reading.
+* :func:`burst_fields` turns a trace into the ``burst`` result of a phase: the CPU each traced
+  process used from ``T`` until the last of the phase's Jobs was seen, as seconds, as cores
+  (over that span) and, for the API server, as milliseconds per Job created.
 * :func:`summary` gives count/min/p50/p90/p99/max/mean with nearest-rank percentiles.
 
 This is benchmark code: it uses real time on purpose (it measures real time).
@@ -21,6 +29,7 @@ This is benchmark code: it uses real time on purpose (it measures real time).
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import threading
@@ -31,17 +40,21 @@ from datetime import datetime
 
 from pyctrl.errors import ApiError
 from pyctrl.kube import JOBS, RESTClient
+from pyctrl.testing.envtest import ControlPlane
 
 __all__ = [
     "CLK_TCK",
+    "CpuTrace",
     "JobSeen",
     "JobWatch",
     "ProcessSampler",
     "alive",
+    "burst_fields",
     "cpu_busy_since",
     "cpu_seconds",
     "parse_rfc3339",
     "percentile",
+    "plane_pids",
     "stat_fields",
     "summary",
 ]
@@ -142,6 +155,84 @@ class ProcessSampler:
             "rss_samples": self.samples,
         }
         return self._result
+
+
+class CpuTrace:
+    """CPU seconds of named processes read every ``interval`` s (see module docstring)."""
+
+    def __init__(self, pids: dict[str, int], interval: float = 0.05) -> None:
+        self.pids = dict(pids)
+        self.interval = interval
+        self.readings: list[tuple[float, dict[str, float]]] = []
+        self._last: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _read(self) -> None:
+        now = time.time()
+        for name, pid in self.pids.items():
+            cpu = cpu_seconds(pid)
+            if cpu is not None:
+                self._last[name] = cpu
+        self.readings.append((now, dict(self._last)))
+
+    def start(self) -> None:
+        self._read()
+        self._thread = threading.Thread(target=self._poll, name="cpu-trace", daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._read()
+
+    def stop(self) -> None:
+        """End the trace (idempotent)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            self._read()
+
+    def _at(self, t: float, name: str) -> float | None:
+        points = [(when, cpu[name]) for when, cpu in self.readings if name in cpu]
+        if not points or t < points[0][0] or t > points[-1][0]:
+            return None
+        for (t0, c0), (t1, c1) in itertools.pairwise(points):
+            if t0 <= t <= t1:
+                return c0 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+        return points[-1][1]
+
+    def between(self, t0: float, t1: float) -> dict[str, float | None]:
+        """Each process's CPU seconds from ``t0`` to ``t1`` (None: not traced over the span)."""
+        out: dict[str, float | None] = {}
+        for name in self.pids:
+            a, b = self._at(t0, name), self._at(t1, name)
+            out[name] = None if a is None or b is None else round(b - a, 3)
+        return out
+
+
+def plane_pids(cp: ControlPlane) -> dict[str, int]:
+    """The control plane's own processes to trace (none for an external cluster)."""
+    pids = {"apiserver": cp.apiserver_pid, "etcd": cp.etcd_pid}
+    return {name: pid for name, pid in pids.items() if pid is not None}
+
+
+def burst_fields(trace: CpuTrace, tick: float, seen_at: Sequence[float]) -> dict[str, object]:
+    """CPU from ``tick`` to the last ``seen_at`` per traced process (see module docstring)."""
+    if not seen_at:
+        return {"seconds": None}
+    span = max(seen_at) - tick
+    cpu = trace.between(tick, tick + span)
+    cores = {name: None if v is None or span <= 0 else round(v / span, 3)
+             for name, v in cpu.items()}
+    known = [v for v in cores.values() if v is not None]
+    per_job = cpu.get("apiserver")
+    return {
+        "seconds": round(span, 3), "cpu_seconds": cpu, "cores": cores,
+        "cores_total": round(sum(known), 3) if known else None,
+        "apiserver_cpu_ms_per_job": (None if per_job is None
+                                     else round(per_job * 1000 / len(seen_at), 3)),
+    }
 
 
 @dataclass(frozen=True)

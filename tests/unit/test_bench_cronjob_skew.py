@@ -23,7 +23,7 @@ from bench.cronjob_skew import (
     planned_tick,
 )
 from bench.cronjob_skew_limit import limit_job
-from bench.cronjob_skew_probe import JobSeen, percentile, summary
+from bench.cronjob_skew_probe import CpuTrace, JobSeen, burst_fields, percentile, summary
 from bench.cronjob_skew_profile import parse_collapsed, top_table
 from bench.cronjob_skew_report import GOALS, goals, ratio, ratios, skew_fields
 from bench.cronjob_skew_sync import (
@@ -263,3 +263,39 @@ def test_planned_tick_is_the_first_minute_boundary_after_the_lead() -> None:
     assert planned_tick(_args(cronjobs=10000), True, now) == TICK + 240
     assert planned_tick(_args(tick_lead=59.0), False, now) == TICK + 60
     assert planned_tick(_args(tick_lead=59.5), False, now) == TICK + 120
+
+
+def _trace(readings: list[tuple[float, dict[str, float]]]) -> CpuTrace:
+    trace = CpuTrace({"apiserver": 1, "controller": 2})
+    trace.readings = readings
+    return trace
+
+
+def test_cpu_trace_interpolates_between_readings_and_refuses_untraced_spans() -> None:
+    trace = _trace([(100.0, {"apiserver": 10.0, "controller": 1.0}),
+                    (101.0, {"apiserver": 11.0, "controller": 1.0}),
+                    (102.0, {"apiserver": 11.5, "controller": 3.0})])
+    assert trace.between(100.5, 101.5) == {"apiserver": 0.75, "controller": 1.0}
+    assert trace.between(100.0, 102.0) == {"apiserver": 1.5, "controller": 2.0}
+    assert trace.between(99.0, 101.0) == {"apiserver": None, "controller": None}
+    assert trace.between(101.0, 103.0)["apiserver"] is None
+
+
+def test_burst_is_the_cpu_from_the_tick_to_the_last_job_seen() -> None:
+    trace = _trace([(100.0, {"apiserver": 10.0, "controller": 1.0}),
+                    (104.0, {"apiserver": 16.0, "controller": 3.0})])
+    burst = burst_fields(trace, 100.0, [101.0, 102.0, 100.5, 102.0])
+    assert burst["seconds"] == 2.0
+    assert burst["cpu_seconds"] == {"apiserver": 3.0, "controller": 1.0}
+    assert burst["cores"] == {"apiserver": 1.5, "controller": 0.5}
+    assert burst["cores_total"] == 2.0
+    assert burst["apiserver_cpu_ms_per_job"] == 750.0
+    assert burst_fields(trace, 100.0, []) == {"seconds": None}
+
+
+def test_cpu_trace_reads_this_process() -> None:
+    trace = CpuTrace({"self": os.getpid()}, interval=3600)
+    trace.start()
+    trace.stop()
+    assert len(trace.readings) == 2
+    assert all(reading["self"] > 0 for _, reading in trace.readings)

@@ -361,6 +361,16 @@ class ControlPlane:
     def controller_manager_pid(self) -> int | None:
         return self._kcm.pid if self._kcm is not None else None
 
+    @property
+    def apiserver_pid(self) -> int | None:
+        """The kube-apiserver's pid; None when not started or external."""
+        return self._apiserver.pid if self._apiserver is not None else None
+
+    @property
+    def etcd_pid(self) -> int | None:
+        """etcd's pid; None when not started or external."""
+        return self._etcd.pid if self._etcd is not None else None
+
     # -- CRDs and manifests ---------------------------------------------------------------
     def install_crds(self, crds: Iterable[dict[str, Any]], timeout: float = 30.0) -> None:
         """Create or update CRDs and wait until Established and served by discovery."""
