@@ -84,7 +84,8 @@ them (:mod:`bench.cronjob_skew_report`). With ``--shards`` also sharded / single
 ``shard_cpu_max_vs_single`` (the busiest replica's CPU seconds / the single replica's),
 ``shard_cpu_sum_vs_single``, ``shard_rss_max_vs_single``, ``shard_p99_vs_single``, and the
 goal ``shard_cpu`` (issue 16: ``shard_cpu_max_vs_single <= 0.4``). ``--profile`` samples the
-single pyctrl replica with py-spy over its CPU window and writes a top-40 table
+single pyctrl replica with py-spy over its CPU window (``--profile-burst S``: from ``T`` for
+``S`` seconds, the creates only) and writes a top-40 table
 (:mod:`bench.cronjob_skew_profile`). The JSON result, a PNG of the skew CDFs and the profile
 go to ``bench/results/cronjob-skew-<UTC timestamp>*``; the controllers' logs to a temp dir
 (``logs``). The objects and their cleanup are :mod:`bench.cronjob_skew_objects`.
@@ -195,6 +196,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile-wall", action="store_true",
                         help="--profile every thread py-spy does not judge idle, not only the "
                              "GIL holder: where the workers wait")
+    parser.add_argument("--profile-burst", type=float, default=None, metavar="SECONDS",
+                        help="--profile only from T for SECONDS (the creates at the tick), "
+                             "not the whole window T-5 s .. T+60 s")
     parser.add_argument("--warmup", type=float, default=15.0,
                         help="minimum seconds between controller start and the window")
     parser.add_argument("--settle-cores", type=float, default=0.10,
@@ -245,6 +249,13 @@ def planned_tick(args: argparse.Namespace, sharded: bool, now: float) -> float:
     if lead is None:
         lead = args.cronjobs / 150 + args.warmup + 60.0 + (args.cronjobs / 200 if sharded else 0)
     return math.ceil((now + float(lead)) / 60) * 60.0
+
+
+def profile_window(args: argparse.Namespace, tick: float) -> tuple[float, float]:
+    """(start, seconds) of the py-spy window: T-5 s .. T+60 s, or T .. T+``--profile-burst``."""
+    if args.profile_burst is not None:
+        return tick, max(1.0, float(args.profile_burst))
+    return tick - WINDOW_BEFORE, WINDOW_BEFORE + WINDOW_AFTER
 
 
 def iso(t: float) -> str:
@@ -309,8 +320,9 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         suffix = f"-{int(tick) // 60}"
         sleep_until(tick - WINDOW_BEFORE, check)
         prior_jobs = len(watch.snapshot()) - history
-        if profile_prefix is not None:
-            profiler = start_profiler(pids[0], WINDOW_BEFORE + WINDOW_AFTER,
+        profile_from, profile_for = profile_window(args, tick)
+        if profile_prefix is not None and profile_from < tick:
+            profiler = start_profiler(pids[0], profile_for,
                                       profile_prefix.with_suffix(".collapsed"),
                                       gil=not args.profile_wall)
         samplers = [ProcessSampler(pid) for pid in pids]
@@ -319,6 +331,11 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         trace = CpuTrace(plane_pids(cp) | {f"controller-{i}" if sharded else "controller": pid
                                           for i, pid in enumerate(pids)})
         trace.start()
+        if profile_prefix is not None and profiler is None:
+            sleep_until(profile_from, check)
+            profiler = start_profiler(pids[0], profile_for,
+                                      profile_prefix.with_suffix(".collapsed"),
+                                      gil=not args.profile_wall)
         sleep_until(tick + WINDOW_AFTER, check)
         usages = [sampler.stop() for sampler in samplers]
         if sharded:
@@ -338,8 +355,8 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         watch.close()
     profile = (None if profiler is None or profile_prefix is None else finish_profiler(
         profiler, profile_prefix.with_suffix(".collapsed"), profile_prefix.with_suffix(".txt"),
-        f"py-spy: python -m cronjob_controller, {n} CronJobs, window {iso(tick - WINDOW_BEFORE)}"
-        f" .. {iso(tick + WINDOW_AFTER)}", gil=not args.profile_wall))
+        f"py-spy: python -m cronjob_controller, {n} CronJobs, window {iso(profile_from)}"
+        f" .. {iso(profile_from + profile_for)}", gil=not args.profile_wall))
     delete_all(cp, namespace)
     series[phase] = {"watch": [j.seen_at - tick for j in jobs],
                      "created": [j.created - tick for j in jobs]}

@@ -299,3 +299,9 @@ def test_cpu_trace_reads_this_process() -> None:
     trace.stop()
     assert len(trace.readings) == 2
     assert all(reading["self"] > 0 for _, reading in trace.readings)
+
+
+def test_profile_window_is_the_whole_cpu_window_or_the_burst_from_the_tick() -> None:
+    assert profile_window(argparse.Namespace(profile_burst=None), 600.0) == (595.0, 65.0)
+    assert profile_window(argparse.Namespace(profile_burst=3.0), 600.0) == (600.0, 3.0)
+    assert profile_window(argparse.Namespace(profile_burst=0.2), 600.0) == (600.0, 1.0)
