@@ -21,6 +21,7 @@ from bench.cronjob_skew import (
     job_template,
     one_tick,
     planned_tick,
+    profile_window,
 )
 from bench.cronjob_skew_limit import limit_job
 from bench.cronjob_skew_probe import CpuTrace, JobSeen, burst_fields, percentile, summary
