@@ -18,8 +18,9 @@ Contract (controller-runtime's manager, in threads):
   (:meth:`LeaderElector.check`); ``/readyz`` has ``ping`` and ``informers-synced``; more via
   :meth:`add_healthz_check`/:meth:`add_readyz_check`. ``/metrics`` serves ``registry``.
 * Metrics: ``registry`` also gets the ``process_*``, ``python_gc_*`` and ``python_info``
-  collectors (``runtime_metrics=False`` skips them). With ``metrics_secure`` the metrics server
-  speaks HTTPS (``metrics_cert_dir`` holding tls.crt/tls.key, else a self-signed certificate
+  collectors and ``python_gc_duration_seconds`` (GC pauses, :mod:`pyctrl.gcmetrics`)
+  (``runtime_metrics=False`` skips them). With ``metrics_secure`` the metrics server speaks
+  HTTPS (``metrics_cert_dir`` holding tls.crt/tls.key, else a self-signed certificate
   made in memory) and every request passes ``metrics_auth`` (default: a
   :class:`pyctrl.metrics_auth.MetricsAuth` on ``client``: TokenReview, then a
   SubjectAccessReview for ``get`` on the path). Probes stay plain HTTP on their own address.
@@ -70,6 +71,7 @@ from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller
+from pyctrl.gcmetrics import gc_pause_histogram
 from pyctrl.healthz import (
     Authorizer,
     Check,
@@ -113,10 +115,12 @@ class _RunnableEntry:
 
 
 def _register_runtime_collectors(registry: CollectorRegistry) -> None:
-    """process_*, python_gc_* and python_info on ``registry`` (each once per registry)."""
+    """process_*, python_gc_* (with pyctrl's python_gc_duration_seconds) and python_info on
+    ``registry`` (each once per registry)."""
     from prometheus_client import REGISTRY
 
-    if registry is REGISTRY:  # the default registry has them already
+    gc_pause_histogram(registry)
+    if registry is REGISTRY:  # the default registry has the others already
         return
     for make in (lambda: ProcessCollector(registry=registry),
                  lambda: GCCollector(registry=registry),
