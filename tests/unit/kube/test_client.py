@@ -31,6 +31,7 @@ from pyctrl.kube.interface import WatchEvent
 from pyctrl.kube.resource import CONFIGMAPS, JOBS, NAMESPACES, Resource
 from pyctrl.testing.fake_clock import FakeClock
 from tests.unit.kube.http_stub import Reply, Request, StubServer
+from tests.unit.kube.threads import run_in_thread
 
 CRONJOBS = Resource("batch.pyctrl.io", "v1", "cronjobs", "CronJob")
 
@@ -231,20 +232,6 @@ def test_connection_refused_is_connection_error(stub: StubServer) -> None:
 
 
 # -- 429 -----------------------------------------------------------------------------------
-def run_in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
-    out: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            out["value"] = fn()
-        except Exception as exc:
-            out["error"] = exc
-
-    t = threading.Thread(target=target, name="client-call")
-    t.start()
-    return t, out
-
-
 def test_429_waits_retry_after_on_the_clock_then_succeeds(
         client: RESTClient, stub: StubServer, clock: FakeClock) -> None:
     replies = iter([Reply(429, status(429, "TooManyRequests"), {"Retry-After": "3"}),

@@ -9,7 +9,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.kube.transport import TransportClosed, UnaryTransport
 from tests.unit.kube.http_stub import Reply, StubServer
 from tests.unit.kube.raw_server import Close, Hang, RawRequest, RawServer, answer, ok
+from tests.unit.kube.threads import run_in_thread
 
 CM = {"metadata": {"name": "a", "namespace": "ns"}, "data": {"x": "1"}}
 
@@ -68,20 +69,6 @@ def wait_peer_gone(c: RESTClient, timeout: float = 5.0) -> None:
     assert slot is not None and slot.conn is not None
     readable, _, _ = select.select([slot.conn.sock], [], [], timeout)
     assert readable, f"no FIN or reset from the server within {timeout} s"
-
-
-def start_thread(fn: Callable[[], Any], out: dict[str, Any]) -> threading.Thread:
-    """Start ``fn`` in a thread that stores what it returns in ``out["value"]``, or what it
-    raises in ``out["error"]``."""
-    def run() -> None:
-        try:
-            out["value"] = fn()
-        except BaseException as exc:
-            out["error"] = exc
-
-    t = threading.Thread(target=run)
-    t.start()
-    return t
 
 
 # -- keep-alive ------------------------------------------------------------------------------
@@ -279,7 +266,6 @@ def test_close_from_another_thread_closes_idle_connections(servers: list[RawServ
     server = serve(servers, ok)
     c = client_for(server.url)
     done, go_on = threading.Event(), threading.Event()
-    out: dict[str, Any] = {}
 
     def worker() -> Any:
         c.get(CONFIGMAPS, "a", "ns")
@@ -287,7 +273,7 @@ def test_close_from_another_thread_closes_idle_connections(servers: list[RawServ
         go_on.wait(5.0)
         return c.get(CONFIGMAPS, "a", "ns")
 
-    t = start_thread(worker, out)
+    t, out = run_in_thread(worker)
     try:
         assert done.wait(5.0)
         c.close()
@@ -307,8 +293,7 @@ def test_close_lets_a_request_in_flight_finish_then_closes_its_connection(
     release = threading.Event()
     server = serve(servers, lambda c, r, req: Hang(release, answer(body=b'{"kind":"X"}')))
     c = client_for(server.url)
-    out: dict[str, Any] = {}
-    t = start_thread(lambda: c.get(CONFIGMAPS, "a", "ns"), out)
+    t, out = run_in_thread(lambda: c.get(CONFIGMAPS, "a", "ns"))
     try:
         assert server.wait_requests(1)
         c.close()
