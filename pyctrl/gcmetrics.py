@@ -10,25 +10,26 @@ stall a controller has (105 ms with 2000 CronJobs and their Jobs cached; see
 bench/results/cronjob-skew-burst-20261126.txt).
 
 Mechanics: one module-level callback in ``gc.callbacks``, installed on first use, times the
-"start"/"stop" pair with ``time.perf_counter`` (collections never nest: the collector is not
-re-entrant) and observes into the histograms held, weakly, in a tuple that writers replace
-whole under a lock (copy on write). The callback takes no lock: a collection can start inside
-any allocation, including one made while that lock is held. A dropped registry stops being
-fed, and ``gc.callbacks`` never grows with the number of registries. Cost: two perf_counter
-calls and one observe per live registry per collection (young collections run every ~700
-allocations of container objects).
+"start"/"stop" pair on the process's real monotonic clock (:class:`pyctrl.clock.RealClock`:
+a pause is real time whatever clock the components were given; collections never nest, the
+collector is not re-entrant) and observes into the histograms held, weakly, in a tuple that
+writers replace whole under a lock (copy on write). The callback takes no lock: a collection
+can start inside any allocation, including one made while that lock is held. A dropped
+registry stops being fed, and ``gc.callbacks`` never grows with the number of registries.
+Cost: two clock reads and one observe per live registry per collection (young collections
+run every ~700 allocations of container objects).
 """
 
 from __future__ import annotations
 
 import gc
 import threading
-import time
 import weakref
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram
 
+from pyctrl.clock import RealClock
 from pyctrl.metrics import per_registry
 
 __all__ = ["GC_PAUSE_BUCKETS", "gc_pause_histogram", "live_sinks"]
@@ -42,14 +43,15 @@ _lock = threading.Lock()
 _sinks: tuple[weakref.ref[Histogram], ...] = ()  # replaced whole, never mutated
 _installed = False
 _started = 0.0
+_CLOCK = RealClock()
 
 
 def _on_gc(phase: str, info: dict[str, Any]) -> None:
     global _started
     if phase == "start":
-        _started = time.perf_counter()
+        _started = _CLOCK.monotonic()
         return
-    elapsed = time.perf_counter() - _started
+    elapsed = _CLOCK.monotonic() - _started
     generation = str(info.get("generation", ""))
     for ref in _sinks:
         histogram = ref()
