@@ -14,8 +14,10 @@ Cost: checking is linear in the schedule's length (messages that quote a field a
 when raising; numbers longer than a few digits are refused before ``int()``), so the caller's
 length limit (``api.MAX_SCHEDULE_LENGTH``) bounds it.
 :func:`croniter_expr` renders fields as an explicit expression croniter evaluates exactly as
-robfig would (croniter treats a full range such as ``1-31`` as ``*``; robfig does not).
-The arithmetic on top lives in :mod:`cronjob_controller.schedule`.
+robfig would (croniter treats a full range such as ``1-31`` as ``*``; robfig does not): the
+controller no longer runs croniter, which is the oracle of the differential unit test of
+:mod:`cronjob_controller.cronmath` through it. The arithmetic on top lives in
+:mod:`cronjob_controller.cronmath` (calendar) and :mod:`cronjob_controller.schedule` (zones).
 """
 
 from __future__ import annotations
