@@ -320,19 +320,15 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         suffix = f"-{int(tick) // 60}"
         sleep_until(tick - WINDOW_BEFORE, check)
         prior_jobs = len(watch.snapshot()) - history
-        profile_from, profile_for = profile_window(args, tick)
-        if profile_prefix is not None and profile_from < tick:
-            profiler = start_profiler(pids[0], profile_for,
-                                      profile_prefix.with_suffix(".collapsed"),
-                                      gil=not args.profile_wall)
         samplers = [ProcessSampler(pid) for pid in pids]
         for sampler in samplers:
             sampler.start()
         trace = CpuTrace(plane_pids(cp) | {f"controller-{i}" if sharded else "controller": pid
                                           for i, pid in enumerate(pids)})
         trace.start()
-        if profile_prefix is not None and profiler is None:
-            sleep_until(profile_from, check)
+        profile_from, profile_for = profile_window(args, tick)
+        if profile_prefix is not None:
+            sleep_until(profile_from, check)  # now for the whole window, T for the burst
             profiler = start_profiler(pids[0], profile_for,
                                       profile_prefix.with_suffix(".collapsed"),
                                       gil=not args.profile_wall)
