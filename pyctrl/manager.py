@@ -323,26 +323,36 @@ class Manager:
 
     # -- running ------------------------------------------------------------------------
     def _start_servers(self) -> None:
-        if self._metrics_bind is not None:
-            ctx, auth = None, None
-            if self._metrics_secure:
-                ctx = serving_context(self._metrics_cert_dir)
-                auth = self._metrics_auth or MetricsAuth(self.client, clock=self.clock)
-            self._servers["metrics"] = HTTPServerThread(
-                "metrics", self._metrics_bind, metrics_handler(self.registry),
-                ssl_context=ctx, authorize=auth,
-            )
-        if self._probe_bind is not None:
-            def probes(path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-                for checks in (self._healthz, self._readyz):
-                    prefix = "/" + checks.endpoint
-                    if path == prefix or path.startswith(prefix + "/"):
-                        return checks.serve(path, query)
-                return 404, "text/plain; charset=utf-8", b"not found\n"
+        servers: dict[str, HTTPServerThread] = {}
+        try:
+            if self._metrics_bind is not None:
+                ctx, auth = None, None
+                if self._metrics_secure:
+                    ctx = serving_context(self._metrics_cert_dir)
+                    auth = self._metrics_auth or MetricsAuth(self.client, clock=self.clock)
+                servers["metrics"] = HTTPServerThread(
+                    "metrics", self._metrics_bind, metrics_handler(self.registry),
+                    ssl_context=ctx, authorize=auth,
+                )
+            if self._probe_bind is not None:
+                def probes(path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+                    for checks in (self._healthz, self._readyz):
+                        prefix = "/" + checks.endpoint
+                        if path == prefix or path.startswith(prefix + "/"):
+                            return checks.serve(path, query)
+                    return 404, "text/plain; charset=utf-8", b"not found\n"
 
-            self._servers["probes"] = HTTPServerThread("probes", self._probe_bind, probes)
-        for server in self._servers.values():
-            server.start()
+                servers["probes"] = HTTPServerThread("probes", self._probe_bind, probes)
+            for server in servers.values():
+                server.start()
+        except BaseException:
+            for server in servers.values():
+                server.shutdown()
+            raise
+        # Published together, once every server listens: a caller that sees one address
+        # sees them all (a test that waited for /metrics then read the probe address raced
+        # the second assignment, ~1 run in 15 with the cores busy).
+        self._servers = servers
 
     def _runnables_check(self) -> str | None:
         failures = [e.failure for e in self._runnables if e.failure is not None]

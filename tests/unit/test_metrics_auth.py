@@ -153,7 +153,8 @@ def secure_manager(api: ApiServer) -> Iterator[Manager]:
     thread = threading.Thread(target=mgr.run, args=(stop,), name="manager-run")
     thread.start()
     try:
-        eventually(lambda: mgr.metrics_address is not None, what="servers up")
+        eventually(lambda: mgr.metrics_address is not None
+                   and mgr.health_probe_address is not None, what="servers up")
         yield mgr
     finally:
         stop.set()
