@@ -14,7 +14,8 @@ Contract:
   - ``Result(requeue_after=d)``, d > 0 -> ``forget(key)`` + ``add_after(key, d)`` requeue_after
   - ``Result(requeue=True)``           -> ``add_rate_limited(key)``           result=requeue
   - raises :class:`TerminalError`      -> logged, counted, ``forget(key)``, not retried
-  - raises anything else               -> logged with the key, ``add_rate_limited(key)``
+  - raises anything else               -> logged with the key (:mod:`pyctrl._errorlog`: API
+    errors as one line, tracebacks rate-limited), ``add_rate_limited(key)``
   - returns anything else (``return 30``, a ``Result`` whose ``requeue_after`` is not a
     finite number)                     -> logged with the key, ``add_rate_limited(key)``
     (all three are errors: result=error, ``controller_runtime_reconcile_errors_total``)
@@ -49,6 +50,7 @@ from typing import Protocol
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import TerminalError
 from pyctrl.metrics import per_registry
@@ -160,6 +162,7 @@ class Controller:
             name=name, clock=self._clock, registry=registry, rate_limiter=rate_limiter
         )
         self._wait_for = list(wait_for)
+        self._errors = ErrorLog(log, self._clock)  # one line per API error, few tracebacks
         fam = _metrics_for(registry)
         self._m_success = fam.total.labels(name, "success")
         self._m_error = fam.total.labels(name, "error")
@@ -275,9 +278,9 @@ class Controller:
                 self._count_error()
                 self.queue.add_rate_limited(key)
                 raise
-            except BaseException:  # nothing a reconciler raises kills a worker
-                log.exception("reconcile failed; requeueing with backoff",
-                              requeues=self.queue.num_requeues(key))
+            except BaseException as err:  # nothing a reconciler raises kills a worker
+                self._errors.failure("reconcile failed; requeueing with backoff", err,
+                                     requeues=self.queue.num_requeues(key))
                 self._count_error()
                 self.queue.add_rate_limited(key)
             else:

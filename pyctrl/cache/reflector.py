@@ -21,7 +21,8 @@ Contract:
   was compacted: LIST again. 429/5xx/transport errors back off (0.8 s doubling to 30 s,
   jittered, reset after 2 healthy minutes) and re-WATCH from the last version; other API
   errors (403, 404, ...) back off and LIST again.
-* A failed list-and-watch is logged once per backoff step, with the delay before the retry.
+* A failed list-and-watch is logged (at most a few lines per error per 10 s, see
+  :mod:`pyctrl._errorlog`), with the delay before the retry.
   404 (NotFound) on LIST means the resource itself is not served (a CRD not installed, a
   misspelled group/version/resource): the warning names the resource's ``group``,
   ``version`` and ``resource`` (when the lister knows its ``resource``) and says to install
@@ -61,6 +62,7 @@ from typing import Protocol
 
 import structlog
 
+from pyctrl._errorlog import ErrorLog
 from pyctrl.cache.backoff import Backoff
 from pyctrl.cache.keys import DeletedFinalStateUnknown
 from pyctrl.cache.listwatch import ListerWatcher, sequential_pages
@@ -142,6 +144,7 @@ class Reflector:
         self._lw = lw
         self._store = store
         self._clock: Clock = clock or RealClock()
+        self._errors = ErrorLog(log, self._clock)  # an outage: a few lines, not one per retry
         self._page_size = page_size
         self._min_watch = min_watch_timeout
         self._max_watch = max_watch_timeout
@@ -201,8 +204,8 @@ class Reflector:
                         reflector=self.name, **what, retry_in=round(delay, 3),
                         error=str(err))
             return
-        log.warning("list and watch failed", reflector=self.name, error=str(err),
-                    retry_in=round(delay, 3))
+        self._errors.failure("list and watch failed", err, level="warning",
+                             reflector=self.name, retry_in=round(delay, 3))
 
     def list_and_watch(self, stop: threading.Event) -> None:
         """One LIST, then WATCHes until a relist is needed (returns) or a hard error."""
@@ -228,8 +231,8 @@ class Reflector:
                 delay = self._backoff.next()
                 if isinstance(err, TooManyRequests) and err.retry_after:
                     delay = max(delay, err.retry_after)
-                log.info("watch failed, backing off", reflector=self.name, error=str(err),
-                         delay=round(delay, 3))
+                self._errors.failure("watch failed, backing off", err, level="info",
+                                     reflector=self.name, delay=round(delay, 3))
                 if self._clock.sleep(delay, stop):
                     raise _Stopped from None
 

@@ -42,6 +42,7 @@ from dataclasses import replace
 import structlog
 from prometheus_client import CollectorRegistry, Gauge
 
+from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.leaderelection.config import LeaderCallbacks, LeaderElectionConfig
@@ -85,6 +86,7 @@ class LeaderElector:
         self.config = config
         self._callbacks = callbacks
         self._clock: Clock = clock or RealClock()
+        self._errors = ErrorLog(log, self._clock)  # an outage: a few lines per error kind
         self._lock = config.lock
         self._identity = config.lock.identity()
         self._rng = rng or random.Random()
@@ -334,12 +336,14 @@ class LeaderElector:
             try:
                 self._lock.create(desired)
             except ApiError as err:
-                log.info("failed to create leader lock", error=str(err))
+                self._errors.failure("failed to create leader lock", err, level="info",
+                                     lock=self._lock.describe())
                 return False
             self._set_observed(desired, sent, renewed=True)
             return True
         except ApiError as err:
-            log.info("failed to read leader lock", lock=self._lock.describe(), error=str(err))
+            self._errors.failure("failed to read leader lock", err, level="info",
+                                 lock=self._lock.describe())
             return False
         seen = self._clock.monotonic()
         with self._cond:
@@ -364,7 +368,8 @@ class LeaderElector:
         try:
             self._lock.update(desired)
         except ApiError as err:
-            log.info("failed to update leader lock", lock=self._lock.describe(), error=str(err))
+            self._errors.failure("failed to update leader lock", err, level="info",
+                                 lock=self._lock.describe())
             return False
         self._set_observed(desired, sent, renewed=True)
         return True

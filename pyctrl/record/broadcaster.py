@@ -48,6 +48,7 @@ from typing import Any, Literal, Protocol
 import structlog
 from prometheus_client import CollectorRegistry, Counter
 
+from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import (
     AlreadyExists,
@@ -152,6 +153,7 @@ class EventBroadcaster:
         self._component = component
         self._host = host or ""
         self._clock: Clock = clock or RealClock()
+        self._errors = ErrorLog(log, self._clock)  # an outage: a few lines per error kind
         self._queue_size = queue_size
         self._max_retries = max_retries
         self._retry_backoff = retry_backoff
@@ -294,8 +296,8 @@ class EventBroadcaster:
                     self._dropped.labels(reason="shutdown").inc()
                 else:
                     self._handle(event)
-            except Exception:
-                log.exception("event sink failed; event dropped")
+            except Exception as err:
+                self._errors.failure("event sink failed; event dropped", err)
                 self._dropped.labels(reason="error").inc()
             finally:
                 with self._cond:
@@ -343,7 +345,8 @@ class EventBroadcaster:
             try:
                 written = self._write(result)
             except _RETRYABLE as err:
-                log.info("event write failed; retrying", error=str(err), attempt=attempt)
+                self._errors.failure("event write failed; retrying", err, level="info",
+                                     attempt=attempt)
                 if attempt == self._max_retries or self._clock.sleep(
                     self._retry_backoff * (attempt + 1), self._abort
                 ):
@@ -355,8 +358,8 @@ class EventBroadcaster:
                 self._dropped.labels(reason="not_leader").inc()
                 return
             except ApiError as err:
-                log.info("event rejected; dropped", error=str(err),
-                         reason=event.get("reason"))
+                self._errors.failure("event rejected; dropped", err, level="info",
+                                     event_reason=event.get("reason"))
                 self._dropped.labels(reason="rejected").inc()
                 return
             self._correlator.update_state(written, result.key)
