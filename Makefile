@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	@bash hack/prereqs.sh python $(PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(VENV)/bin/pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
 	touch $@
 
 # Builds etcd, kube-apiserver, kube-controller-manager and kubectl from the Go module proxy

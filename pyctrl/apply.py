@@ -1,23 +1,7 @@
 """Writing desired state: ``create_or_update`` and server-side ``apply``.
 
-Contract:
-
-* :func:`create_or_update` (controller-runtime's ``controllerutil.CreateOrUpdate``): ``obj``
-  names the object (``metadata.name``, ``metadata.namespace``). It GETs the object; if it
-  exists, ``obj``'s content is replaced by the server's copy. Then ``mutate(obj)`` sets the
-  desired state in place (it must not change the name or namespace: ValueError). A missing
-  object is created; an existing one is updated only if ``mutate`` changed it (with its
-  resourceVersion, so a concurrent write raises :class:`pyctrl.errors.Conflict`). Returns
-  ``"created"``, ``"updated"`` or ``"unchanged"``; afterwards ``obj`` holds what the server
-  stored. Reads go to the server, not the cache (as controller-runtime's do through its
-  client); use it for objects you write rarely, or prefer :func:`apply`.
-* :func:`apply` sends ``obj`` as a server-side apply patch (``application/apply-patch+yaml``)
-  owned by ``field_manager``: the server creates the object or merges the fields this manager
-  sets and drops those it no longer sets. ``force=True`` takes over fields other managers own
-  (controllers usually want this), otherwise conflicts raise :class:`pyctrl.errors.Conflict`.
-  ``apiVersion``/``kind`` are filled from ``resource`` when missing; ``managedFields`` and
-  ``resourceVersion`` are not sent (an apply is not a read-modify-write). ``obj`` is not
-  modified; the stored object is returned.
+The contracts are in the two functions' docstrings, so ``help(pyctrl.apply)`` shows them:
+the facade binds ``pyctrl.apply`` to the function, which hides this module's docstring.
 """
 
 from __future__ import annotations
@@ -50,7 +34,17 @@ def _replace(obj: Object, content: Object) -> None:
 
 def create_or_update(client: Client, resource: Resource, obj: Object,
                      mutate: Callable[[Object], None]) -> OperationResult:
-    """Create ``obj`` or update it if ``mutate`` changed it (see module docstring)."""
+    """Create ``obj`` or update it if ``mutate`` changed it (controllerutil.CreateOrUpdate).
+
+    ``obj`` names the object (``metadata.name``, ``metadata.namespace``). It GETs the object;
+    if it exists, ``obj``'s content is replaced by the server's copy. Then ``mutate(obj)`` sets
+    the desired state in place (it must not change the name or namespace: ValueError). A
+    missing object is created; an existing one is updated only if ``mutate`` changed it (with
+    its resourceVersion, so a concurrent write raises :class:`pyctrl.errors.Conflict`).
+    Returns ``"created"``, ``"updated"`` or ``"unchanged"``; afterwards ``obj`` holds what the
+    server stored. Reads go to the server, not the cache (as controller-runtime's do through
+    its client); use it for objects you write rarely, or prefer :func:`apply`.
+    """
     name, namespace = _name_ns(obj)
     try:
         existing = client.get(resource, name, namespace)
@@ -72,7 +66,16 @@ def create_or_update(client: Client, resource: Resource, obj: Object,
 
 def apply(client: Client, resource: Resource, obj: Object, field_manager: str, *,
           force: bool = False, subresource: str | None = None) -> Object:
-    """Server-side apply ``obj`` as ``field_manager`` (see module docstring)."""
+    """Server-side apply ``obj`` as ``field_manager``; returns the stored object.
+
+    ``obj`` is sent as an ``application/apply-patch+yaml`` patch owned by ``field_manager``:
+    the server creates the object or merges the fields this manager sets and drops those it
+    no longer sets. ``force=True`` takes over fields other managers own (controllers usually
+    want this), otherwise conflicts raise :class:`pyctrl.errors.Conflict`. ``apiVersion`` and
+    ``kind`` are filled from ``resource`` when missing; ``managedFields`` and
+    ``resourceVersion`` are not sent (an apply is not a read-modify-write). ``subresource``
+    (e.g. ``"status"``) applies to that subresource. ``obj`` is not modified.
+    """
     if not field_manager:
         raise ValueError("server-side apply needs a field_manager")
     name, namespace = _name_ns(obj)

@@ -10,16 +10,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "CLUSTER_ROLES",
+    "CLUSTER_ROLE_BINDINGS",
     "CONFIGMAPS",
     "CUSTOM_RESOURCE_DEFINITIONS",
+    "DAEMON_SETS",
     "DEPLOYMENTS",
+    "ENDPOINTS",
+    "ENDPOINT_SLICES",
     "EVENTS",
+    "INGRESSES",
     "JOBS",
     "LEASES",
     "NAMESPACES",
+    "NETWORK_POLICIES",
+    "NODES",
+    "PERSISTENT_VOLUMES",
+    "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
+    "REPLICA_SETS",
+    "ROLES",
+    "ROLE_BINDINGS",
     "SECRETS",
+    "SERVICES",
     "SERVICE_ACCOUNTS",
+    "STATEFUL_SETS",
     "Resource",
 ]
 
@@ -63,14 +78,35 @@ class Resource:
         )
 
 
+# Common built-in kinds (the names are the plurals; multi-word kinds split at word
+# boundaries, as SERVICE_ACCOUNTS always did).
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SECRETS = Resource("", "v1", "secrets", "Secret")
 PODS = Resource("", "v1", "pods", "Pod")
+SERVICES = Resource("", "v1", "services", "Service")
+ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints")
 EVENTS = Resource("", "v1", "events", "Event")
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume",
+                              namespaced=False)
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims",
+                                    "PersistentVolumeClaim")
 JOBS = Resource("batch", "v1", "jobs", "Job")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet")
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
+DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet")
+INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress")
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
+ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
+                         namespaced=False)
+CLUSTER_ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+                                 "ClusterRoleBinding", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",

@@ -41,3 +41,49 @@ def test_facade_covers_the_builder_and_helpers() -> None:
     assert pyctrl.Request("ns", "a").key == "ns/a"
     assert {"PriorityQueue", "LOW_PRIORITY", "NORMAL_PRIORITY"} <= set(pyctrl.__all__)
     assert pyctrl.CONFIGMAPS.kind == "ConfigMap"
+
+
+def test_common_kinds_have_resource_constants() -> None:
+    """A user owning a Deployment and a Service finds both constants (issue 26, item 8)."""
+    import pyctrl.kube.resource as resource_module
+
+    expected = {
+        "SERVICES": ("", "services", "Service", True),
+        "DEPLOYMENTS": ("apps", "deployments", "Deployment", True),
+        "REPLICA_SETS": ("apps", "replicasets", "ReplicaSet", True),
+        "STATEFUL_SETS": ("apps", "statefulsets", "StatefulSet", True),
+        "DAEMON_SETS": ("apps", "daemonsets", "DaemonSet", True),
+        "NAMESPACES": ("", "namespaces", "Namespace", False),
+        "NODES": ("", "nodes", "Node", False),
+        "SERVICE_ACCOUNTS": ("", "serviceaccounts", "ServiceAccount", True),
+        "PERSISTENT_VOLUME_CLAIMS": ("", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+        "PERSISTENT_VOLUMES": ("", "persistentvolumes", "PersistentVolume", False),
+        "ROLES": ("rbac.authorization.k8s.io", "roles", "Role", True),
+        "ROLE_BINDINGS": ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", True),
+        "CLUSTER_ROLES": ("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False),
+        "INGRESSES": ("networking.k8s.io", "ingresses", "Ingress", True),
+        "LEASES": ("coordination.k8s.io", "leases", "Lease", True),
+        "CUSTOM_RESOURCE_DEFINITIONS": ("apiextensions.k8s.io", "customresourcedefinitions",
+                                        "CustomResourceDefinition", False),
+    }
+    for name, (group, plural, kind, namespaced) in expected.items():
+        res = getattr(pyctrl, name)
+        assert (res.group, res.plural, res.kind, res.namespaced) == (
+            group, plural, kind, namespaced), name
+        assert name in pyctrl.__all__ and name in pyctrl.kube.__all__
+    # Every constant of pyctrl.kube.resource is on both facades, and none is listed twice.
+    constants = [n for n in resource_module.__all__ if n.isupper()]
+    assert set(constants) <= set(pyctrl.__all__)
+    assert len({getattr(resource_module, n) for n in constants}) == len(constants)
+
+
+def test_help_on_the_apply_helpers_shows_their_contracts() -> None:
+    """``pyctrl.apply`` is the function (the facade hides the module of the same name), so its
+    own docstring must carry the contract, not point to the module's."""
+    import pydoc
+
+    text = pydoc.render_doc(pyctrl.apply, renderer=pydoc.TextDoc())
+    assert "apply-patch+yaml" in text and "force=True" in text
+    assert "module docstring" not in text
+    text = pydoc.render_doc(pyctrl.create_or_update, renderer=pydoc.TextDoc())
+    assert '"unchanged"' in text and "Conflict" in text
