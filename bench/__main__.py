@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "memprofile": "bench.memprofile",
     "restclient": "bench.restclient",
     "watch-chunks": "bench.watch_chunks",
+    "metadata": "bench.metadata",
 }
 
 

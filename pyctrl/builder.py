@@ -17,6 +17,12 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   owner whose group/kind is the ``for_`` resource's. ``watches(resource, mapper)`` enqueues
   every Request ``mapper(obj)`` returns (for an update, of both the old and the new object; a
   deleted object's last known state). A mapper that raises drops that event (logged).
+* ``metadata_only=True`` (on ``for_``, ``owns`` or ``watches``; controller-runtime's
+  ``OnlyMetadata``) watches that resource through a metadata-only informer (see
+  :mod:`pyctrl.cache.factory`): handlers, and ``lister_for``/``informers_for`` when that
+  watch is the one they follow, see objects with only ``apiVersion``, ``kind`` and
+  ``metadata``. Owner references, labels and names are all ``owns`` and the usual mappers
+  need; a reconciler that reads the spec or status of that resource needs a full watch.
 * ``with_event_filter(*predicates)`` applies to every watch; ``predicates=`` on one watch only.
   All predicates must pass (see :mod:`pyctrl.handlers`).
 * ``on_delete=observer`` (on ``for_``, ``owns`` or ``watches``) sees every delete
@@ -206,6 +212,7 @@ class _Watch:
     predicates: tuple[Predicate, ...]
     label_selector: str | None
     on_delete: DeleteObserver | None
+    metadata_only: bool = False
 
 
 class Builder:
@@ -225,32 +232,37 @@ class Builder:
         self._rate_limiter: RateLimiter | None = None
         self._priority_queue = False
         self._namespaces: tuple[str, ...] | None = None
-        self._read: dict[Resource, str | None] = {}  # resource -> selector handed out
+        # resource -> (selector, metadata_only) of the readers handed out
+        self._read: dict[Resource, tuple[str | None, bool]] = {}
         self._completed = False
 
     def for_(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
-             on_delete: DeleteObserver | None = None) -> Builder:
+             on_delete: DeleteObserver | None = None, metadata_only: bool = False) -> Builder:
         """Reconcile ``resource``: each object's own key is enqueued."""
         if self._for is not None:
             raise ValueError(f"for_ already set to {self._for}")
-        self._add(_Watch(resource, "for", None, tuple(predicates), label_selector, on_delete))
+        self._add(_Watch(resource, "for", None, tuple(predicates), label_selector, on_delete,
+                         metadata_only))
         self._for = resource
         return self
 
     def owns(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
-             on_delete: DeleteObserver | None = None) -> Builder:
+             on_delete: DeleteObserver | None = None, metadata_only: bool = False) -> Builder:
         """Enqueue the ``for_`` owner (controller reference) of each ``resource`` object."""
-        self._add(_Watch(resource, "owns", None, tuple(predicates), label_selector, on_delete))
+        self._add(_Watch(resource, "owns", None, tuple(predicates), label_selector, on_delete,
+                         metadata_only))
         return self
 
     def watches(self, resource: Resource, mapper: MapFunc, *,
                 predicates: Sequence[Predicate] = (),
                 label_selector: str | None = None,
-                on_delete: DeleteObserver | None = None) -> Builder:
+                on_delete: DeleteObserver | None = None,
+                metadata_only: bool = False) -> Builder:
         """Enqueue every Request ``mapper(obj)`` returns for each ``resource`` event."""
-        self._add(_Watch(resource, "map", mapper, tuple(predicates), label_selector, on_delete))
+        self._add(_Watch(resource, "map", mapper, tuple(predicates), label_selector, on_delete,
+                         metadata_only))
         return self
 
     def with_event_filter(self, *predicates: Predicate) -> Builder:
@@ -279,29 +291,29 @@ class Builder:
 
     def lister_for(self, resource: Resource) -> MultiNamespaceLister:
         """One lister over the informers this controller watches ``resource`` with."""
-        selector = self._selector_of(resource)
-        self._read[resource] = selector
+        selector, metadata = self._read[resource] = self._reader_of(resource)
         return self._manager.informers.lister_for(
             resource, namespaces=self._scopes(resource), label_selector=selector,
-            indexers=self._indexers(resource))
+            indexers=self._indexers(resource), metadata_only=metadata)
 
     def informers_for(self, resource: Resource) -> list[SharedIndexInformer]:
         """The shared informers (one per namespace) this controller watches ``resource``
         with, as :meth:`lister_for` reads them."""
-        selector = self._selector_of(resource)
-        self._read[resource] = selector
+        selector, metadata = self._read[resource] = self._reader_of(resource)
         return [self._manager.informers.informer_for(
             resource, namespace=ns, label_selector=selector,
-            indexers=self._indexers(resource)) for ns in self._scopes(resource)]
+            indexers=self._indexers(resource), metadata_only=metadata)
+            for ns in self._scopes(resource)]
 
     # -- resolution: which informers a watch (or a reader) uses ------------------------
     def _add(self, watch: _Watch) -> None:
         self._watches.append(watch)
-        moved = [r for r, sel in self._read.items() if self._selector_of(r) != sel]
+        moved = [r for r, read in self._read.items() if self._reader_of(r) != read]
         if moved:
             self._watches.pop()
             raise ValueError(f"declare {moved[0]} before lister_for/informers_for: its "
-                             "readers were handed out for another label selector")
+                             "readers were handed out for another label selector or "
+                             "metadata_only")
 
     def _scopes(self, resource: Resource) -> tuple[str, ...]:
         # "" is every namespace (cluster-scoped resources, or a manager watching all).
@@ -316,10 +328,13 @@ class Builder:
             selector = f"{selector},{sharding.selector}" if selector else sharding.selector
         return selector
 
-    def _selector_of(self, resource: Resource) -> str | None:
+    def _reader_of(self, resource: Resource) -> tuple[str | None, bool]:
+        """The label selector and metadata_only of the watch readers of ``resource`` follow."""
         watches = [w for w in self._watches if w.resource == resource]
         watches.sort(key=lambda w: w.kind != "for")  # stable: the for_, else the first
-        return self._watch_selector(watches[0]) if watches else None
+        if not watches:
+            return None, False
+        return self._watch_selector(watches[0]), watches[0].metadata_only
 
     def _indexers(self, resource: Resource) -> Indexers | None:
         owned = any(w.kind == "owns" and w.resource == resource for w in self._watches)
@@ -330,7 +345,8 @@ class Builder:
         indexers = self._indexers(watch.resource) if watch.kind == "owns" else None
         return [self._manager.informers.informer_for(
             watch.resource, namespace=ns, label_selector=selector,
-            indexers=indexers) for ns in self._scopes(watch.resource)]
+            indexers=indexers, metadata_only=watch.metadata_only)
+            for ns in self._scopes(watch.resource)]
 
     def _handler(self, watch: _Watch, queue: Queue) -> ResourceEventHandler:
         predicates = (*self._filters, *watch.predicates)

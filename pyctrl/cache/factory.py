@@ -8,6 +8,16 @@ Contract (client-go ``SharedInformerFactory``):
 * Cached objects carry ``apiVersion`` and ``kind``: LIST items from the apiserver omit them, so
   the factory sets the resource's on every object lacking them, before the transform. Owner
   references and events (``involvedObject``) can then be built from any cached object.
+* Metadata-only informers (client-go's ``metadatainformer``, controller-runtime's
+  ``OnlyMetadata``): ``informer_for(..., metadata_only=True)`` (and ``lister_for``) list and
+  watch ``PartialObjectMetadata`` (see :class:`pyctrl.kube.ListOptions`): the server sends
+  only each object's metadata, so bytes on the wire, decoding and the cache hold no spec or
+  status. Such an informer is shared apart from the full one of the same resource and scope.
+  Its cached objects are ``{"apiVersion", "kind", "metadata"}`` with the *resource's*
+  apiVersion and kind (not ``meta.k8s.io/v1`` ``PartialObjectMetadata``, as
+  controller-runtime sets the GVK), so keys, owner references, indexers, label selection and
+  events work on them as on full objects; a server that cannot convert sends full objects,
+  which are reduced to the same three fields. The factory's transform still follows.
 * ``lister_for`` reads one informer's cache through a :class:`Lister`; with
   ``namespaces=[...]`` it reads one informer per namespace (each shared as above) as one
   :class:`MultiNamespaceLister` (``""`` among them: all namespaces, then the only scope;
@@ -44,6 +54,7 @@ class _Key:
     namespace: str | None
     label_selector: str | None
     field_selector: str | None
+    metadata_only: bool = False
 
 
 class SharedInformerFactory:
@@ -68,22 +79,25 @@ class SharedInformerFactory:
     def informer_for(self, resource: Resource, *, namespace: str | None = None,
                      label_selector: str | None = None, field_selector: str | None = None,
                      resync: float | None = None, indexers: Indexers | None = None,
-                     ) -> SharedIndexInformer:
-        """The shared informer for this resource/scope/selectors (created on first use)."""
+                     metadata_only: bool = False) -> SharedIndexInformer:
+        """The shared informer for this resource/scope/selectors (created on first use);
+        ``metadata_only``: one caching only the objects' metadata (see module docstring)."""
         ns = namespace if namespace is not None else self._namespace
         if not resource.namespaced:
             ns = None
-        key = _Key(resource, ns or None, label_selector or None, field_selector or None)
+        key = _Key(resource, ns or None, label_selector or None, field_selector or None,
+                   metadata_only)
         with self._lock:
             informer = self._informers.get(key)
             if informer is None:
                 lw = ListWatch(self._client, resource, key.namespace, key.label_selector,
-                               key.field_selector)
+                               key.field_selector, metadata_only=metadata_only)
+                typed = _as_metadata if metadata_only else _with_type
                 informer = SharedIndexInformer(
                     lw,
                     resync_period=self._default_resync if resync is None else resync,
                     indexers={NAMESPACE_INDEX: meta_namespace_index_func},
-                    transform=_with_type(resource, self._transform), clock=self._clock,
+                    transform=typed(resource, self._transform), clock=self._clock,
                     name=_informer_name(key), page_size=self._page_size,
                 )
                 self._informers[key] = informer
@@ -102,23 +116,26 @@ class SharedInformerFactory:
     @overload
     def lister_for(self, resource: Resource, *, namespace: str | None = None,
                    label_selector: str | None = None, field_selector: str | None = None,
-                   indexers: Indexers | None = None) -> Lister: ...
+                   indexers: Indexers | None = None, metadata_only: bool = False) -> Lister: ...
 
     @overload
     def lister_for(self, resource: Resource, *, namespaces: Iterable[str],
                    label_selector: str | None = None, field_selector: str | None = None,
-                   indexers: Indexers | None = None) -> MultiNamespaceLister: ...
+                   indexers: Indexers | None = None,
+                   metadata_only: bool = False) -> MultiNamespaceLister: ...
 
     def lister_for(self, resource: Resource, *, namespace: str | None = None,
                    namespaces: Iterable[str] | None = None,
                    label_selector: str | None = None, field_selector: str | None = None,
-                   indexers: Indexers | None = None) -> Lister | MultiNamespaceLister:
+                   indexers: Indexers | None = None,
+                   metadata_only: bool = False) -> Lister | MultiNamespaceLister:
         """A Lister over the shared informer for these arguments; with ``namespaces``, one
         MultiNamespaceLister over the shared informer of each (see module docstring)."""
         if namespaces is None:
             informer = self.informer_for(resource, namespace=namespace,
                                          label_selector=label_selector,
-                                         field_selector=field_selector, indexers=indexers)
+                                         field_selector=field_selector, indexers=indexers,
+                                         metadata_only=metadata_only)
             return Lister(informer.get_indexer(), resource)
         if namespace is not None:
             raise ValueError("pass namespace or namespaces, not both")
@@ -129,7 +146,8 @@ class SharedInformerFactory:
             scopes = [""]
         return MultiNamespaceLister({ns: self.lister_for(
             resource, namespace=ns, label_selector=label_selector,
-            field_selector=field_selector, indexers=indexers) for ns in scopes}, resource)
+            field_selector=field_selector, indexers=indexers, metadata_only=metadata_only)
+            for ns in scopes}, resource)
 
     def start(self, stop: threading.Event) -> None:
         """Start every informer not started yet, each in a named thread."""
@@ -198,6 +216,18 @@ def _with_type(resource: Resource, transform: TransformFunc | None) -> Transform
     return typed
 
 
+def _as_metadata(resource: Resource, transform: TransformFunc | None) -> TransformFunc:
+    """``transform`` preceded by retyping a metadata-only object as ``resource``'s (a full
+    object from a server that could not convert is reduced to its metadata)."""
+    api_version, kind = resource.api_version, resource.kind
+
+    def typed(obj: Object) -> Object:
+        meta = {"apiVersion": api_version, "kind": kind, "metadata": obj.get("metadata") or {}}
+        return transform(meta) if transform is not None else meta
+
+    return typed
+
+
 def _any_of(a: threading.Event, b: threading.Event, out: threading.Event) -> None:
     # Event has no select(); poll both at a coarse real-time interval (stop latency only).
     while not out.is_set():
@@ -211,4 +241,6 @@ def _informer_name(key: _Key) -> str:
         name += f"@{key.namespace}"
     if key.label_selector:
         name += f"[{key.label_selector}]"
+    if key.metadata_only:
+        name += ":metadata"
     return name

@@ -23,6 +23,11 @@ the consumer with Python's cyclic garbage collector paused
 (:func:`pyctrl.kube.body.gc_paused`), so the consumer's transform runs before a collection
 walks the fresh objects; the collector resumes when the consumer asks for the next page,
 before that page is awaited.
+
+With ``metadata_only=True`` every LIST and WATCH asks for ``PartialObjectMetadata`` (see
+:class:`pyctrl.kube.ListOptions`): pages and events carry only each object's metadata, typed
+``meta.k8s.io/v1`` ``PartialObjectMetadata`` (or the full objects, from a server that cannot
+convert); the informer factory retypes and reduces them.
 """
 
 from __future__ import annotations
@@ -88,11 +93,13 @@ class ListWatch:
     namespace: str | None = None
     label_selector: str | None = None
     field_selector: str | None = None
+    metadata_only: bool = False
 
     @property
     def _selectors(self) -> ListOptions:
         return ListOptions(label_selector=self.label_selector,
-                           field_selector=self.field_selector)
+                           field_selector=self.field_selector,
+                           metadata_only=self.metadata_only)
 
     def list(
         self, *, limit: int | None, continue_: str | None, resource_version: str | None

@@ -29,6 +29,9 @@ Contract:
   ``max_retries`` (10, as client-go) times; then :class:`TooManyRequests` is raised. Connect
   and read timeouts raise :class:`pyctrl.errors.Timeout`; other transport failures raise a
   :class:`pyctrl.errors.Unreachable` (``reason="ConnectionError"``, ``code=0``).
+* ``metadata_only`` lists and watches (:class:`pyctrl.kube.ListOptions`) send the
+  ``PartialObjectMetadata`` Accept header it names; everything else asks for
+  ``application/json``.
 * Credentials come from :class:`KubeConfig` on every request, so rotated tokens and exec
   plugins keep working. With a ``registry``, request counts and latencies are recorded (see
   :mod:`pyctrl.kube.metrics`).
@@ -57,7 +60,7 @@ from pyctrl.kube.config import KubeConfig, load_config
 from pyctrl.kube.guard import check_write
 from pyctrl.kube.interface import Object, PatchBody
 from pyctrl.kube.metrics import RequestMetrics, request_metrics
-from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
+from pyctrl.kube.options import JSON, ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.transport import TransportClosed, UnaryTransport
@@ -156,7 +159,7 @@ class RESTClient:
         # The lean transport sends request targets: the server URL's own path prefix (if
         # any) then the resource path, exactly what urllib3 sends for self.url(...).
         self._prefix = (urllib3.util.parse_url(self._host).path or "").rstrip("/")
-        self._fixed_headers = f"Accept: application/json\r\nUser-Agent: {user_agent}\r\n"
+        self._fixed_headers = f"Accept: {JSON}\r\nUser-Agent: {user_agent}\r\n"
         # Only connect errors are retried by urllib3: the request never reached the server.
         self._retries = urllib3.Retry(
             total=2, connect=2, read=0, redirect=0, status=0, other=0, raise_on_status=False
@@ -243,13 +246,15 @@ class RESTClient:
         return not self._clock.sleep(wait, self._closed)
 
     def _request(self, method: str, path: str, body: bytes | None = None,
-                 content_type: str | None = None) -> bytes:
+                 content_type: str | None = None, accept: str = JSON) -> bytes:
         """One non-watch request (``path`` as from :meth:`_path`); the 2xx answer's body."""
         lean = self._lean
         if lean is None:
-            return self._request_pool(method, path, body, content_type).data
+            return self._request_pool(method, path, body, content_type, accept=accept).data
         target = self._prefix + path
         fixed = self._fixed_headers
+        if accept != JSON:  # one of pyctrl.kube.options' constants
+            fixed = f"Accept: {accept}\r\nUser-Agent: {self._user_agent}\r\n"
         if content_type is not None:
             fixed = f"{fixed}Content-Type: {content_type}\r\n"
         guard = None if method in _READ_METHODS else check_write
@@ -284,11 +289,12 @@ class RESTClient:
 
     def _request_pool(self, method: str, path: str, body: bytes | None = None,
                       content_type: str | None = None, *, stream: bool = False,
-                      timeout: urllib3.Timeout | None = None) -> urllib3.BaseHTTPResponse:
+                      timeout: urllib3.Timeout | None = None,
+                      accept: str = JSON) -> urllib3.BaseHTTPResponse:
         """A request through the urllib3 pool (watches; everything with ``transport="urllib3"``
         or a proxy); returns the 2xx response, unread when ``stream``."""
         url = self._host + path
-        headers = {"Accept": "application/json", "User-Agent": self._user_agent}
+        headers = {"Accept": accept, "User-Agent": self._user_agent}
         if content_type is not None:
             headers["Content-Type"] = content_type
         attempt = 0
@@ -343,9 +349,10 @@ class RESTClient:
 
         Lets a paged lister read the next ``continue`` token before decoding a whole page.
         """
-        query = ListOptions.of(options, kwargs).list_query()
+        opts = ListOptions.of(options, kwargs)
         ns = self._scope(resource, namespace, required=False)
-        return self._request("GET", self._path(resource, ns, query=query))
+        return self._request("GET", self._path(resource, ns, query=opts.list_query()),
+                             accept=opts.accept(watch=False))
 
     def watch(self, resource: Resource, namespace: str | None = None, *,
               options: ListOptions | None = None,
@@ -362,6 +369,7 @@ class RESTClient:
         resp = self._request_pool(
             "GET", self._path(resource, ns, query=query), stream=True,
             timeout=urllib3.Timeout(connect=self._connect_timeout, read=read),
+            accept=opts.accept(watch=True),
         )
         stream: HTTPWatchStream
 

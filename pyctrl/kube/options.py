@@ -14,6 +14,15 @@ Contract:
   bookmarks unless ``allow_watch_bookmarks`` is False; ``send_initial_events`` (a streaming
   list: the current objects as ADDED events, then a BOOKMARK annotated
   ``k8s.io/initial-events-end``) implies bookmarks and ``resourceVersionMatch=NotOlderThan``.
+* ``metadata_only`` is no query parameter: it asks for each object's metadata only (the
+  server's ``PartialObjectMetadata`` form, client-go's metadata client), and
+  :meth:`ListOptions.accept` is the ``Accept`` header that spells it. A LIST must ask for
+  ``as=PartialObjectMetadataList`` (the API server answers 406 to the object form), a WATCH
+  for ``as=PartialObjectMetadata`` (each event carries one object); both fall back to plain
+  ``application/json`` for a server that cannot convert (an aggregated API server may not),
+  which then sends the full objects: callers that cache metadata reduce those themselves
+  (the informer factory does). Converted objects carry ``apiVersion: meta.k8s.io/v1`` and
+  ``kind: PartialObjectMetadata`` (``PartialObjectMetadataList`` for the list).
 * A test asserts that :class:`ListArgs` and :class:`WatchArgs` name only fields of
   :class:`ListOptions` and together name all of them, so the three cannot drift apart.
   (The options of ``patch`` and ``delete`` are written once too, in
@@ -26,9 +35,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
-__all__ = ["INITIAL_EVENTS_END_ANNOTATION", "ListArgs", "ListOptions", "WatchArgs"]
+__all__ = ["INITIAL_EVENTS_END_ANNOTATION", "JSON", "METADATA_LIST_ACCEPT",
+           "METADATA_WATCH_ACCEPT", "ListArgs", "ListOptions", "WatchArgs"]
 
 INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
+
+JSON = "application/json"
+METADATA_LIST_ACCEPT = f"{JSON};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,{JSON}"
+METADATA_WATCH_ACCEPT = f"{JSON};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,{JSON}"
 
 
 class ListArgs(TypedDict, total=False):
@@ -40,6 +54,7 @@ class ListArgs(TypedDict, total=False):
     continue_: str | None
     resource_version: str | None
     resource_version_match: str | None
+    metadata_only: bool
 
 
 class WatchArgs(TypedDict, total=False):
@@ -51,6 +66,7 @@ class WatchArgs(TypedDict, total=False):
     timeout_seconds: int | None
     allow_watch_bookmarks: bool
     send_initial_events: bool
+    metadata_only: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +82,7 @@ class ListOptions:
     timeout_seconds: int | None = None
     allow_watch_bookmarks: bool = True
     send_initial_events: bool = False
+    metadata_only: bool = False
 
     @classmethod
     def of(cls, options: ListOptions | None = None,
@@ -101,6 +118,12 @@ class ListOptions:
             query["timeoutSeconds"] = str(self.timeout_seconds)
         query.update(self._selectors())
         return query
+
+    def accept(self, *, watch: bool) -> str:
+        """The ``Accept`` header of a LIST (``watch=False``) or a WATCH with these options."""
+        if not self.metadata_only:
+            return JSON
+        return METADATA_WATCH_ACCEPT if watch else METADATA_LIST_ACCEPT
 
     def _selectors(self) -> dict[str, str]:
         query: dict[str, str] = {}

@@ -17,9 +17,12 @@ Contract:
     to ``elector.observe`` when an elector is given: a candidate then knows within a watch's
     latency when the leader last renewed, and its retry lands on the leader's expiry instead
     of up to a retry period after it (see :meth:`pyctrl.leaderelection.LeaderElector.observe`);
-  - every object of ``resource`` in ``namespaces`` (or all), keeping only the metadata the
-    sharder plans with (name, namespace, labels, resourceVersion, uid, deletionTimestamp):
-    each replica's memory for this is O(objects' metadata), not O(objects).
+  - every object of ``resource`` in ``namespaces`` (or all), listed and watched metadata-only
+    (``PartialObjectMetadata``: the server sends no spec or status, so a status write at a
+    tick costs every replica a small event to decode, not a whole object), keeping only the
+    metadata the sharder plans with (name, namespace, labels, resourceVersion, uid,
+    deletionTimestamp), typed as ``resource``: each replica's memory for this is
+    O(objects' metadata), not O(objects).
 
 * :meth:`subscribe` registers a callback run (on an informer thread, so it must be quick) for
   every Lease change and every object added, deleted or relabelled (its shard or drain label
@@ -42,7 +45,7 @@ from collections.abc import Callable
 from pyctrl.cache import DeletedFinalStateUnknown, ListWatch, SharedIndexInformer
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
-from pyctrl.kube.resource import LEASES
+from pyctrl.kube.resource import LEASES, Resource
 from pyctrl.leaderelection import LeaderElector, LeaseLock
 from pyctrl.leaderelection.lease_lock import record_from_lease
 from pyctrl.sharding.lease import ShardMembership
@@ -53,11 +56,17 @@ __all__ = ["ShardWatch"]
 _KEPT = ("name", "namespace", "labels", "resourceVersion", "uid", "deletionTimestamp")
 
 
-def metadata_only(obj: Object) -> Object:
-    """``obj`` reduced to what the sharder plans with (an informer transform)."""
-    meta = obj.get("metadata") or {}
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-            "metadata": {k: meta[k] for k in _KEPT if k in meta}}
+def planned_metadata(resource: Resource) -> Callable[[Object], Object]:
+    """An informer transform: an object (full or ``PartialObjectMetadata``) reduced to what
+    the sharder plans with, typed as ``resource``."""
+    api_version, kind = resource.api_version, resource.kind
+
+    def reduce(obj: Object) -> Object:
+        meta = obj.get("metadata") or {}
+        return {"apiVersion": api_version, "kind": kind,
+                "metadata": {k: meta[k] for k in _KEPT if k in meta}}
+
+    return reduce
 
 
 class _Handler:
@@ -118,8 +127,10 @@ class ShardWatch:
             self._leader.add_event_handler(
                 _Handler(self, lambda lease: feed(record_from_lease(lease))))
         scopes: list[str | None] = list(o.namespaces) or [None]
-        self._objects = [SharedIndexInformer(ListWatch(client, o.resource, ns),
-                                             transform=metadata_only, clock=self._clock,
+        reduce = planned_metadata(o.resource)
+        self._objects = [SharedIndexInformer(ListWatch(client, o.resource, ns,
+                                                       metadata_only=True),
+                                             transform=reduce, clock=self._clock,
                                              name=f"shard-{o.resource.plural}@{ns or 'all'}")
                          for ns in scopes]
         for informer in self._objects:
@@ -145,7 +156,7 @@ class ShardWatch:
             fn()
 
     def objects(self) -> list[Object]:
-        """The cached objects' metadata (see :func:`metadata_only`)."""
+        """The cached objects' metadata (see :func:`planned_metadata`)."""
         return [obj for informer in self._objects for obj in informer.get_store().list()]
 
     def has_synced(self) -> bool:

@@ -30,6 +30,9 @@ Contract (what the API server does, and so does this):
   events; an object moving out of a label selector arrives as DELETED. A resourceVersion
   older than the retained history (``history_size`` events, or :meth:`compact`) yields one
   ERROR event (410 Expired) and ends.
+* ``metadata_only`` lists and watches answer as the API server does: a
+  ``PartialObjectMetadataList`` of ``PartialObjectMetadata`` items (``meta.k8s.io/v1``), and
+  events whose objects are ``PartialObjectMetadata`` (ERROR Statuses unchanged).
   BOOKMARKs are sent by :meth:`send_bookmarks`; :meth:`end_watches` ends every open stream as a
   server would. Streams end after ``timeout_seconds`` of the Clock's time.
 * Reactors: :meth:`prepend_reactor` / :meth:`add_reactor` register ``fn(action)`` that may return
@@ -58,9 +61,16 @@ from pyctrl.kube.selectors import parse_field_selector, parse_label_selector
 from pyctrl.kube.status import new_bad_request
 from pyctrl.kube.write_options import DeleteArgs, DeleteOptions, PatchArgs, PatchOptions
 from pyctrl.testing.fake_actions import Action, Reactions, Reactor, WatchReactor
-from pyctrl.testing.fake_objects import copy_any, copy_object, meta_of, name_of, scope
+from pyctrl.testing.fake_objects import (
+    copy_any,
+    copy_object,
+    meta_of,
+    name_of,
+    partial_metadata,
+    scope,
+)
 from pyctrl.testing.fake_tracker import ObjectTracker
-from pyctrl.testing.fake_watch import FakeWatch, WatchFanOut
+from pyctrl.testing.fake_watch import FakeWatch, MetadataWatch, WatchFanOut
 
 __all__ = ["Action", "FakeClient", "FakeWatch", "Reactor", "WatchReactor"]
 
@@ -157,24 +167,36 @@ class FakeClient:
             "label_selector": opts.label_selector, "field_selector": opts.field_selector,
             "limit": opts.limit, "continue_": opts.continue_,
             "resource_version": opts.resource_version,
-            "resource_version_match": opts.resource_version_match})
+            "resource_version_match": opts.resource_version_match,
+            "metadata_only": opts.metadata_only})
         result: Object = self._reactions.invoke(action, lambda: self._tracker.list_page(
             resource, ns, label_selector=opts.label_selector,
             field_selector=opts.field_selector, limit=opts.limit, continue_=opts.continue_))
+        if opts.metadata_only and result.get("kind") != "PartialObjectMetadataList":
+            result = {**result, "apiVersion": "meta.k8s.io/v1",
+                      "kind": "PartialObjectMetadataList",
+                      "items": [partial_metadata(o) for o in result.get("items") or []]}
         return result
 
     def watch(self, resource: Resource, namespace: str | None = None, *,
               options: ListOptions | None = None, **kwargs: Unpack[WatchArgs]) -> WatchStream:
         opts = ListOptions.of(options, kwargs)
+        ns = scope(resource, namespace, required=False)
+        action = Action("watch", resource, ns or None, options={
+            "resource_version": opts.resource_version, "timeout_seconds": opts.timeout_seconds,
+            "allow_watch_bookmarks": opts.allow_watch_bookmarks or opts.send_initial_events,
+            "label_selector": opts.label_selector, "field_selector": opts.field_selector,
+            "send_initial_events": opts.send_initial_events,
+            "metadata_only": opts.metadata_only})
+        stream = self._watch(action, resource, ns, opts)
+        return MetadataWatch(stream) if opts.metadata_only else stream
+
+    def _watch(self, action: Action, resource: Resource, ns: str,
+               opts: ListOptions) -> WatchStream:
         resource_version, timeout_seconds = opts.resource_version, opts.timeout_seconds
         label_selector, field_selector = opts.label_selector, opts.field_selector
         initial_events = opts.send_initial_events
         allow_watch_bookmarks = opts.allow_watch_bookmarks or initial_events
-        ns = scope(resource, namespace, required=False)
-        action = Action("watch", resource, ns or None, options={
-            "resource_version": resource_version, "timeout_seconds": timeout_seconds,
-            "allow_watch_bookmarks": allow_watch_bookmarks, "label_selector": label_selector,
-            "field_selector": field_selector, "send_initial_events": initial_events})
         found = self._reactions.watch(action)
         if found is not None:
             return found

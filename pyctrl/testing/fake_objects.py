@@ -31,6 +31,15 @@ def copy_any(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
+def partial_metadata(obj: Object) -> Object:
+    """``obj`` as the API server sends it to a metadata-only client: ``PartialObjectMetadata``
+    with a copy of the metadata (a Status, as in an ERROR event, is left alone)."""
+    if obj.get("kind") == "Status":
+        return obj
+    return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": copy_any(obj.get("metadata") or {})}
+
+
 def meta_of(obj: Object) -> dict[str, Any]:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyctrl.clock import Clock
-from pyctrl.kube.interface import Object, WatchEvent
+from pyctrl.kube.interface import Object, WatchEvent, WatchStream
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.status import status_body
-from pyctrl.testing.fake_objects import copy_object, meta_of, resource_key
+from pyctrl.testing.fake_objects import copy_object, meta_of, partial_metadata, resource_key
 
-__all__ = ["FakeWatch", "WatchFanOut", "Watcher"]
+__all__ = ["FakeWatch", "MetadataWatch", "WatchFanOut", "Watcher"]
 
 
 class FakeWatch:
@@ -87,6 +87,20 @@ class FakeWatch:
             yield event
         if self._on_close is not None:
             self._on_close(self)
+
+
+class MetadataWatch:
+    """A stream whose events carry ``PartialObjectMetadata`` (a metadata-only watch)."""
+
+    def __init__(self, inner: WatchStream) -> None:
+        self._inner = inner
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        for event in self._inner:
+            yield {**event, "object": partial_metadata(event.get("object") or {})}
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 @dataclass

@@ -153,3 +153,17 @@ def test_an_object_update_wakes_only_when_its_shard_or_drain_label_changed() -> 
     handler.on_update(old, configmap("cm", {SHARD: "a", DRAIN: "true", "app": "x"}))
     handler.on_update(old, configmap("cm", {"app": "x"}))
     assert wakes == [1, 1, 1]
+
+
+def test_objects_are_listed_and_watched_metadata_only_and_typed_as_the_resource() -> None:
+    clock = FakeClock()
+    client, owners = two_shards(clock)
+    watch = ShardWatch(client, options("leader"), clock=clock)
+    with _watching(watch):
+        objects = watch.objects()
+    assert {o["metadata"]["name"] for o in objects} == set(owners)
+    assert {(o["apiVersion"], o["kind"]) for o in objects} == {("v1", "ConfigMap")}
+    assert all(set(o) == {"apiVersion", "kind", "metadata"} for o in objects)
+    reads = [a for a in client.actions
+             if a.resource == CONFIGMAPS and a.verb in ("list", "watch")]
+    assert reads and all(a.options["metadata_only"] for a in reads)
