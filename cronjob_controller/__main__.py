@@ -46,7 +46,7 @@ from pyctrl import (
 from pyctrl.duration import duration_arg
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.kube import JOBS, ConfigError, RESTClient
-from pyctrl.metrics_auth import serving_context
+from pyctrl.serving import serving_context
 from pyctrl.sharding import ShardingOptions
 from pyctrl.webhook import WebhookServer, WebhookServerConfig
 
@@ -173,7 +173,7 @@ def _webhook(args: argparse.Namespace) -> WebhookServer | None:
     Raises ValueError (a CertificateError naming the path for a missing or unreadable
     certificate directory) so ``run`` exits with status 2 before anything starts.
     """
-    from pyctrl.healthz import parse_bind_address
+    from pyctrl.serving import parse_bind_address
 
     bind = parse_bind_address(args.webhook_bind_address)
     if bind is None:

@@ -58,8 +58,8 @@ from pyctrl import Clock, RealClock, Result, controller_of
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, split_meta_namespace_key
 from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
 from pyctrl.kube import JOBS, Client, Object
-from pyctrl.metrics import per_registry
 from pyctrl.record import EventRecorder
+from pyctrl.serving import per_registry
 
 __all__ = [
     "EAGER_STATUS_TTL_SECONDS",

@@ -53,7 +53,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import TerminalError
-from pyctrl.metrics import per_registry
+from pyctrl.serving.metrics import per_registry
 from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
 
 __all__ = ["Controller", "HasSynced", "Reconciler", "Result", "TerminalError"]

@@ -18,11 +18,11 @@ Contract (controller-runtime's manager, in threads):
   (:meth:`LeaderElector.check`); ``/readyz`` has ``ping`` and ``informers-synced``; more via
   :meth:`add_healthz_check`/:meth:`add_readyz_check`. ``/metrics`` serves ``registry``.
 * Metrics: ``registry`` also gets the ``process_*``, ``python_gc_*`` and ``python_info``
-  collectors and ``python_gc_duration_seconds`` (GC pauses, :mod:`pyctrl.gcmetrics`)
+  collectors and ``python_gc_duration_seconds`` (GC pauses, :mod:`pyctrl.serving.gcmetrics`)
   (``runtime_metrics=False`` skips them). With ``metrics_secure`` the metrics server speaks
   HTTPS (``metrics_cert_dir`` holding tls.crt/tls.key, else a self-signed certificate
   made in memory) and every request passes ``metrics_auth`` (default: a
-  :class:`pyctrl.metrics_auth.MetricsAuth` on ``client``: TokenReview, then a
+  :class:`pyctrl.serving.MetricsAuth` on ``client``: TokenReview, then a
   SubjectAccessReview for ``get`` on the path). Probes stay plain HTTP on their own address.
 * Runnables (controller-runtime's ``Runnable``): :meth:`add` takes anything with
   ``run(stop)``. ``needs_leader=False`` ones start with the probe servers, before the
@@ -71,21 +71,22 @@ from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller
-from pyctrl.gcmetrics import gc_pause_histogram
-from pyctrl.healthz import (
-    Authorizer,
-    Check,
-    Checks,
-    HTTPServerThread,
-    metrics_handler,
-    parse_bind_address,
-)
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
-from pyctrl.metrics_auth import MetricsAuth, serving_context
 from pyctrl.record import EventBroadcaster, EventRecorder
+from pyctrl.serving import (
+    Authorizer,
+    Check,
+    Checks,
+    HTTPServerThread,
+    MetricsAuth,
+    gc_pause_histogram,
+    metrics_handler,
+    parse_bind_address,
+    serving_context,
+)
 from pyctrl.sharding import Sharder, ShardingOptions, ShardLeaseLock, ShardWatch
 
 __all__ = ["LeaderElectionLost", "Manager", "Runnable", "install_signal_handlers"]

@@ -36,7 +36,7 @@ from pyctrl.kube.interface import Client, Object, PatchBody, WatchStream
 from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.write_options import DeleteArgs, PatchArgs
-from pyctrl.metrics import per_registry
+from pyctrl.serving.metrics import per_registry
 
 __all__ = ["FencedClient", "LeaseHolder"]
 

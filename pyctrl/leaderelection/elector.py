@@ -47,7 +47,7 @@ from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.leaderelection.config import LeaderCallbacks, LeaderElectionConfig
 from pyctrl.leaderelection.lock import LeaderElectionRecord
-from pyctrl.metrics import per_registry
+from pyctrl.serving.metrics import per_registry
 
 __all__ = ["LeaderElector"]
 

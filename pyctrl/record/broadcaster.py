@@ -62,8 +62,8 @@ from pyctrl.errors import (
 )
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import EVENTS
-from pyctrl.metrics import per_registry
 from pyctrl.record.correlator import CorrelateResult, EventCorrelator
+from pyctrl.serving.metrics import per_registry
 
 __all__ = ["EventBroadcaster", "EventRecorder", "EventType"]
 

@@ -8,6 +8,7 @@ deadlines, a connection cap and a bounded stop, and is added to a Manager with
 :func:`generate_certs` makes a self-signed CA and serving certificate (tests, local runs).
 """
 
+from pyctrl.serving.certs import CertificatePaths, generate_certs
 from pyctrl.webhook.admission import (
     REVIEW_API_VERSION,
     AdmissionResponse,
@@ -20,7 +21,6 @@ from pyctrl.webhook.admission import (
     review_request,
     review_response,
 )
-from pyctrl.webhook.certs import CertificatePaths, generate_certs
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
 from pyctrl.webhook.server import WebhookServer, WebhookServerConfig
 

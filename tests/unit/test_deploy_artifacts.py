@@ -31,7 +31,7 @@ import yaml
 
 from cronjob_controller.__main__ import build_parser
 from cronjob_controller.webhook import MUTATE_PATH, VALIDATE_PATH
-from pyctrl.healthz import parse_bind_address
+from pyctrl.serving import parse_bind_address
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

@@ -1,4 +1,4 @@
-"""pyctrl.gcmetrics: every collection is observed, by generation, into each live registry."""
+"""pyctrl.serving.gcmetrics: every collection is observed, by generation, in each live registry."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import gc
 from prometheus_client import CollectorRegistry
 
 from pyctrl import Manager
-from pyctrl.gcmetrics import gc_pause_histogram, live_sinks
+from pyctrl.serving.gcmetrics import gc_pause_histogram, live_sinks
 from pyctrl.testing import FakeClient
 
 

@@ -1,4 +1,4 @@
-"""pyctrl.metrics.per_registry: one set of collectors per registry, private ones for None."""
+"""pyctrl.serving.per_registry: one set of collectors per registry, private ones for None."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import weakref
 
 from prometheus_client import CollectorRegistry, Counter
 
-from pyctrl.metrics import PerRegistry, per_registry
+from pyctrl.serving.metrics import PerRegistry, per_registry
 
 
 def _counting_factory() -> tuple[list[CollectorRegistry | None], PerRegistry[Counter]]:

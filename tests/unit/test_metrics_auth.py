@@ -18,11 +18,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from pyctrl.errors import ServerError
 from pyctrl.manager import Manager
-from pyctrl.metrics_auth import (
+from pyctrl.serving import (
     SUBJECT_ACCESS_REVIEWS,
     TOKEN_REVIEWS,
     MetricsAuth,
-    _self_signed,
+    self_signed_cert,
     serving_context,
 )
 from pyctrl.testing.fake_client import Action, FakeClient
@@ -187,14 +187,14 @@ def test_manager_serves_metrics_over_https_with_auth_and_probes_over_http(
 def test_serving_context_loads_a_cert_dir_and_names_missing_files(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "tls.crt")):
         serving_context(str(tmp_path))
-    cert, key = _self_signed(["metrics.example"])
+    cert, key = self_signed_cert(["metrics.example"])
     (tmp_path / "tls.crt").write_bytes(cert)
     (tmp_path / "tls.key").write_bytes(key)
     assert serving_context(str(tmp_path)).minimum_version == ssl.TLSVersion.TLSv1_2
 
 
 def test_generated_certificate_comes_from_the_shared_helper() -> None:
-    cert_pem, key_pem = _self_signed(["metrics.example", "10.0.0.7", "localhost"])
+    cert_pem, key_pem = self_signed_cert(["metrics.example", "10.0.0.7", "localhost"])
     cert = x509.load_pem_x509_certificate(cert_pem)
     sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert sans.get_values_for_type(x509.DNSName) == ["localhost", "metrics.example"]

@@ -10,7 +10,7 @@ import pyctrl
 
 FACADES = ["pyctrl", "pyctrl.cache", "pyctrl.workqueue", "pyctrl.kube", "pyctrl.record",
            "pyctrl.leaderelection", "pyctrl.errors", "pyctrl.testing", "pyctrl.testing.envtest",
-           "pyctrl.webhook", "pyctrl.sharding"]
+           "pyctrl.webhook", "pyctrl.sharding", "pyctrl.serving"]
 
 
 @pytest.mark.parametrize("name", FACADES)

@@ -12,8 +12,8 @@ from pyctrl.testing.envtest.controlplane import (
     ControlPlane,
     ControlPlaneError,
     Unsupported,
-    load_manifests,
 )
+from pyctrl.testing.envtest.manifests import load_manifests
 from pyctrl.testing.envtest.webhooks import (
     InstalledWebhooks,
     LocalWebhookServer,

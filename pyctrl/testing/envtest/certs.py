@@ -6,7 +6,7 @@ certificate in group ``system:masters`` for the admin kubeconfig, and an RSA key
 service-account token signing. Keys are EC P-256 (fast to generate) except the
 service-account key, which is RSA because kube-apiserver's default token algorithm is RS256.
 Nothing is reused across ControlPlanes, so tests never depend on leftovers. The CA and leaf
-certificates come from :mod:`pyctrl.webhook.certs` (one certificate helper in the project).
+certificates come from :mod:`pyctrl.serving.certs` (one certificate helper in the project).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from pyctrl.webhook.certs import issue_cert, new_ca
+from pyctrl.serving.certs import issue_cert, new_ca
 
 __all__ = ["Pki", "generate_pki", "issue_cert"]
 

@@ -38,13 +38,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pyctrl.clock import RealClock
 from pyctrl.testing.envtest.binaries import Binaries, find_binaries
 from pyctrl.testing.envtest.certs import Pki, generate_pki
 from pyctrl.testing.envtest.http import AdminHttp, plain_post
 from pyctrl.testing.envtest.kubeconfig import write_kubeconfig
+from pyctrl.testing.envtest.manifests import load_manifests
 from pyctrl.testing.envtest.ports import free_port
 from pyctrl.testing.envtest.process import Proc, reap_stale_dirs, spawn
 from pyctrl.testing.envtest.webhooks import InstalledWebhooks, install_webhooks
@@ -83,27 +82,6 @@ def _wait(predicate: Any, timeout: float, what: str, proc: Proc | None = None) -
             raise ControlPlaneError(f"timed out after {timeout:.0f}s {what}{tail}")
         threading.Event().wait(delay)
         delay = min(delay * 1.5, 0.5)
-
-
-def load_manifests(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
-    """All YAML/JSON documents in the given files and directories (sorted by file name)."""
-    docs: list[dict[str, Any]] = []
-    for raw in paths:
-        path = Path(raw)
-        files = sorted(
-            p for p in (path.iterdir() if path.is_dir() else [path])
-            if p.suffix in (".yaml", ".yml", ".json")
-        )
-        for file in files:
-            # The C loader when libyaml is there: the CRD embeds the batch/v1 Job schema
-            # (~190 KB), which the pure-Python loader takes seconds to parse.
-            for doc in yaml.load_all(file.read_text(), Loader=_YAML_LOADER):
-                if isinstance(doc, dict) and doc:
-                    docs.append(doc)
-    return docs
-
-
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ControlPlane:

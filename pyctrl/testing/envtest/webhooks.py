@@ -50,6 +50,7 @@ from typing import Any
 
 from pyctrl.clock import RealClock
 from pyctrl.testing.envtest.http import AdminHttp
+from pyctrl.testing.envtest.manifests import load_manifests
 from pyctrl.webhook import CertificatePaths, Handler, WebhookServer, WebhookServerConfig
 from pyctrl.webhook import generate_certs as _generate_certs
 
@@ -198,8 +199,6 @@ def webhook_calls(metrics_text: str, names: Iterable[str], *,
 
 # -- talking to the apiserver ---------------------------------------------------------------
 def _load(sources: Iterable[Path | str | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    from pyctrl.testing.envtest.controlplane import load_manifests
-
     docs: list[dict[str, Any]] = []
     for source in sources:
         if isinstance(source, Mapping):

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from pyctrl.healthz import Checks, parse_bind_address
 from pyctrl.log import configure_logging
 from pyctrl.manager import install_signal_handlers
+from pyctrl.serving import Checks, parse_bind_address
 
 
 @pytest.fixture

@@ -1,0 +1,55 @@
+"""pyctrl.serving: what a controller serves besides its work, in one place.
+
+* :mod:`~pyctrl.serving.http`: :class:`HTTPServerThread`, one small HTTP(S) server per thread
+  (probes, /metrics), and :func:`parse_bind_address`.
+* :mod:`~pyctrl.serving.healthz`: :class:`Checks`, the ``/healthz`` and ``/readyz`` endpoints.
+* :mod:`~pyctrl.serving.metrics`: :func:`per_registry` (metric families once per Prometheus
+  registry, used by every layer) and :func:`metrics_handler` (``/metrics``).
+* :mod:`~pyctrl.serving.auth`: :class:`MetricsAuth`, TokenReview + SubjectAccessReview in
+  front of /metrics.
+* :mod:`~pyctrl.serving.gcmetrics`: :func:`gc_pause_histogram`, the GC pause histogram.
+* :mod:`~pyctrl.serving.certs`: the one certificate helper (CA, leaf certificates, a
+  self-signed serving certificate, :func:`serving_context` for TLS servers).
+
+Layering: ``http``, ``healthz`` and ``metrics`` import no other pyctrl module, so
+``pyctrl.kube`` may use :func:`per_registry`; ``auth`` uses ``pyctrl.kube``'s client
+protocol. The webhook server (:mod:`pyctrl.webhook`) takes its certificates from here.
+"""
+
+from pyctrl.serving.auth import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, MetricsAuth
+from pyctrl.serving.certs import (
+    CertificatePaths,
+    generate_certs,
+    issue_cert,
+    new_ca,
+    self_signed_cert,
+    serving_context,
+)
+from pyctrl.serving.gcmetrics import GC_PAUSE_BUCKETS, gc_pause_histogram
+from pyctrl.serving.healthz import Check, Checks
+from pyctrl.serving.http import Authorizer, Handler, HTTPServerThread, Response, parse_bind_address
+from pyctrl.serving.metrics import PerRegistry, metrics_handler, per_registry
+
+__all__ = [
+    "GC_PAUSE_BUCKETS",
+    "SUBJECT_ACCESS_REVIEWS",
+    "TOKEN_REVIEWS",
+    "Authorizer",
+    "CertificatePaths",
+    "Check",
+    "Checks",
+    "HTTPServerThread",
+    "Handler",
+    "MetricsAuth",
+    "PerRegistry",
+    "Response",
+    "gc_pause_histogram",
+    "generate_certs",
+    "issue_cert",
+    "metrics_handler",
+    "new_ca",
+    "parse_bind_address",
+    "per_registry",
+    "self_signed_cert",
+    "serving_context",
+]
