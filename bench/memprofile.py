@@ -99,8 +99,8 @@ def containers(wired: CronJobController, manager: Manager, clock: FakeClock) -> 
                 if isinstance(value, dict | set | list):
                     sizes[f"{kind}_informer.{i}.{attr}"] = len(value)
     reconciler = wired.reconciler
-    sizes["reconciler._reported"] = len(reconciler._reported)
-    sizes["reconciler._rejected"] = len(reconciler._rejected)
+    sizes["reconciler.reporter"] = len(reconciler.reporter)
+    sizes["reconciler.rejected"] = len(reconciler.rejected)
     sizes["reconciler.runs"] = len(reconciler.runs)
     sizes["reconciler.runs._uids_of"] = _len(reconciler.runs, "_uids_of")
     broadcaster = manager.event_broadcaster()

@@ -255,14 +255,13 @@ def run(args: argparse.Namespace) -> int:
         metrics_cert_dir=args.metrics_cert_dir,
         sharding=sharding,
     )
-    wired = build(manager, namespaces=args.namespace, workers=args.workers)
+    build(manager, namespaces=args.namespace, workers=args.workers)
     _check_crd(client, args.namespace)
     if webhook is not None:
         manager.add(webhook)
         manager.add_readyz_check("webhook", webhook.check)
     stop = threading.Event()
     restore = install_signal_handlers(stop)
-    clock_thread = wired.start_clock_watch(stop)
     log.info("starting cronjob controller", identity=identity, workers=args.workers,
              namespaces=args.namespace or "all", leader_elect=args.leader_elect,
              shard=sharding.shard_id if sharding else None)
@@ -276,7 +275,6 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     finally:
         stop.set()
-        clock_thread.join(5.0)
         client.close()
         restore()
     return 0

@@ -38,15 +38,19 @@ CronJob can not hot-loop. Likewise a Job the API server rejects as invalid (422)
 ``InvalidJobTemplate``, FailedCreate once, retried only after a spec edit or at the next
 scheduled time. A create refused because the namespace is terminating is only logged.
 The next scheduled time (status and requeue) is always after the anchor.
+
+Parts, each in its own module: :mod:`~cronjob_controller.status` (steps 2 and 5: the status
+rebuilt, decided and compared), :mod:`~cronjob_controller.reporting` (events, once per
+problem), :mod:`~cronjob_controller.rejections` (refused creates),
+:mod:`~cronjob_controller.expectations` (the run record) and
+:mod:`~cronjob_controller.clockwatch` (a wall-clock jump re-evaluates every CronJob).
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from typing import Any, Protocol, cast
 
 import structlog
@@ -54,6 +58,18 @@ from prometheus_client import CollectorRegistry, Histogram
 
 from cronjob_controller import api, jobs, schedule
 from cronjob_controller.expectations import RunRecord
+from cronjob_controller.rejections import RejectedCreate, RejectedCreates
+from cronjob_controller.reporting import MAX_MESSAGE_LENGTH, Reporter, truncate
+from cronjob_controller.status import (
+    Plan,
+    Readiness,
+    desired_status,
+    latest,
+    meta,
+    observe_schedule,
+    rebuild,
+    status_equal,
+)
 from pyctrl import Clock, RealClock, Result, controller_of
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, split_meta_namespace_key
 from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
@@ -62,6 +78,7 @@ from pyctrl.record import EventRecorder
 from pyctrl.serving import per_registry
 
 __all__ = [
+    "CACHE_WAIT_SECONDS",
     "EAGER_STATUS_TTL_SECONDS",
     "MAX_MESSAGE_LENGTH",
     "REASON_INVALID_JOB_TEMPLATE",
@@ -84,32 +101,31 @@ REQUEUE_SLACK_SECONDS = 0.005
 CACHE_WAIT_SECONDS = 1.0
 # Upstream kube-controller-manager's buckets (ExponentialBuckets(1, 2, 10)), so alerts match.
 _SKEW_BUCKETS = tuple(float(2**i) for i in range(10))  # 1, 2, 4, ..., 512 s
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# Condition and event messages are cut to this many characters (the CRD allows 32768 for a
-# condition message; an apiserver error or a schedule echoed in a message can be longer).
-MAX_MESSAGE_LENGTH = 1024
 # Ready=False reason when the API server rejects the Job built from the template (422).
 REASON_INVALID_JOB_TEMPLATE = "InvalidJobTemplate"
 # A Forbidden create whose cause is this: the namespace is being deleted (NamespaceLifecycle).
 _NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
-
-
-def truncate(message: str, limit: int = MAX_MESSAGE_LENGTH) -> str:
-    """``message`` cut to ``limit`` characters, the cut marked with an ellipsis."""
-    return message if len(message) <= limit else message[:limit - 1] + "\u2026"
-
-
-def schedule_digest(schedule_text: str, time_zone: str) -> str:
-    """A fixed-size fingerprint of the (schedule, timeZone) pair for status.observedSchedule."""
-    data = schedule_text.encode("utf-8", "surrogatepass") + b"\0" + time_zone.encode(
-        "utf-8", "surrogatepass")
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 # Jobs whose template deletes them this soon after they finish get the status write in the
 # same sync as their create: such a Job may be gone before a deferred write, and the in-memory
 # run record does not survive a controller restart (CRONJOB.md, "No run twice").
 EAGER_STATUS_TTL_SECONDS = 60
+# Reports kept while a CronJob is valid: each names one run or one Job, not the spec.
+_RUN_REPORTS = ("MissSchedule", "TooManyMissedTimes", "UnexpectedJob", "JobAlreadyActive",
+                "SawCompletedJob", "FailedCreate")
+# Names that moved to their own modules; importing them from here still works, with a warning.
+_MOVED = {"schedule_digest": "cronjob_controller.status",
+          "truncate": "cronjob_controller.reporting",
+          "clock_jump_watch": "cronjob_controller.clockwatch"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _MOVED:
+        import importlib
+
+        warnings.warn(f"cronjob_controller.controller.{name} moved to {_MOVED[name]}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _vanishes_fast(raw: Object) -> bool:
@@ -154,37 +170,6 @@ def skew_histogram(registry: CollectorRegistry | None) -> Histogram | None:
     return None if registry is None else _skew_histograms(registry)
 
 
-@dataclass
-class _Plan:
-    """What one sync decided, built up step by step and written at the end."""
-
-    active: list[Object]
-    last_schedule: datetime | None
-    last_successful: datetime | None
-    next_schedule: datetime | None = None
-    ready: tuple[str, str, str] = ("True", api.REASON_SCHEDULED, "")
-    observed_schedule: dict[str, str | None] | None = None
-    created: bool = False
-    notes: list[str] = field(default_factory=list)
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return cast(Mapping[str, Any], obj.get("metadata") or {})
-
-
-def _latest(*times: datetime | None) -> datetime | None:
-    present = [t for t in times if t is not None]
-    return max(present) if present else None
-
-
-def _age_key(job: Object) -> tuple[datetime, datetime]:
-    """Oldest first: by start time (1 s resolution), ties broken by the scheduled time."""
-    status = job.get("status") or {}
-    created = api.parse_time(_meta(job).get("creationTimestamp")) or _EPOCH
-    started = api.parse_time(status.get("startTime")) or created
-    return started, jobs.scheduled_time_of(job) or created
-
-
 class CronJobReconciler:
     """Reconciles CronJob keys into Jobs (see module docstring)."""
 
@@ -206,27 +191,13 @@ class CronJobReconciler:
         self.clock: Clock = clock or RealClock()
         self.defer_status_after_create = defer_status_after_create
         self._skew = skew_histogram(registry)
-        # (key, reason) -> the last message reported, so each distinct problem is reported
-        # once instead of on every sync; cleared when the CronJob goes away.
-        self._reported: dict[tuple[str, str], str] = {}
-        self._reported_lock = threading.Lock()
+        # Each distinct problem reported once instead of on every sync.
+        self.reporter = Reporter(recorder)
         # Runs created or seen that the cached status may not record yet (no run twice).
         self.runs = RunRecord()
-        # key -> (uid, generation, scheduled time, message) of a create the API server
-        # rejected as invalid (422): not retried until a spec edit or the next scheduled time.
-        self._rejected: dict[str, tuple[str, object, datetime, str]] = {}
-
-    # -- reporting helpers ------------------------------------------------------------------
-    def _event(self, obj: Object, kind: str, reason: str, message: str) -> None:
-        self.recorder.event(obj, kind, reason, truncate(message))  # type: ignore[arg-type]
-
-    def _report_once(self, key: str, obj: Object, kind: str, reason: str, message: str) -> None:
-        message = truncate(message)
-        with self._reported_lock:
-            if self._reported.get((key, reason)) == message:
-                return
-            self._reported[(key, reason)] = message
-        self.recorder.event(obj, kind, reason, message)  # type: ignore[arg-type]
+        # Creates the API server refused as invalid (422): not retried until a spec edit
+        # or the next scheduled time.
+        self.rejected = RejectedCreates()
 
     def observe_deleted_job(self, obj: Object | DeletedFinalStateUnknown) -> None:
         """Record the scheduled time of a deleted Job controlled by one of our CronJobs.
@@ -238,73 +209,91 @@ class CronJobReconciler:
         job = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if not isinstance(job, Mapping):
             return
-        meta = _meta(job)
+        job_meta = meta(job)
         ref = controller_of(job)
         if (ref is None or ref.get("kind") != api.KIND
                 or str(ref.get("apiVersion", "")).rpartition("/")[0] != api.GROUP):
             return
-        owner = str(ref.get("name", ""))
-        self.runs.seen(f"{meta.get('namespace')}/{owner}", str(meta.get("name", "")))
-        scheduled = jobs.scheduled_time_of(job, owner)
+        owner_key = f"{job_meta.get('namespace')}/{ref.get('name', '')}"
+        self.runs.seen(owner_key, str(job_meta.get("name", "")))
+        scheduled = jobs.scheduled_time_of(job, str(ref.get("name", "")))
         if scheduled is not None:
-            self.runs.observe(f"{meta.get('namespace')}/{owner}", str(ref.get("uid", "")),
-                              scheduled)
+            self.runs.observe(owner_key, str(ref.get("uid", "")), scheduled)
 
-    def _forget_reports(self, key: str, keep: Sequence[str] = ()) -> None:
-        with self._reported_lock:
-            for k in [k for k in self._reported if k[0] == key and k[1] not in keep]:
-                del self._reported[k]
-
-    # -- the sync ---------------------------------------------------------------------------
+    # -- the sync, top to bottom ------------------------------------------------------------
     def reconcile(self, key: str) -> Result | None:
         namespace, name = split_meta_namespace_key(key)
         try:
             raw = self.cronjobs.get(namespace, name)
         except NotFound:
-            self._forget_reports(key)
-            self.runs.forget(key)
-            with self._reported_lock:
-                self._rejected.pop(key, None)
+            self._forget(key)
             return None
-        now = self.clock.now()
-        meta = _meta(raw)
-        uid = str(meta.get("uid", ""))
+        # 1. What the caches say: the CronJob's status and the Jobs it controls.
         status = cast(Mapping[str, Any], raw.get("status") or {})
+        uid = str(meta(raw).get("uid", ""))
         owned = [j for j in self.jobs.by_index(CONTROLLER_UID_INDEX, uid)
                  if jobs.is_controlled_by(j, uid)]
-        policy = (raw.get("spec") or {}).get("concurrencyPolicy") or "Allow"
-        waiting = None if policy == "Allow" else self.runs.unseen(
-            key, {str(_meta(j).get("name")) for j in owned})
-        if waiting is not None:
-            # The Job cache predates our own last create: acting on it, a Forbid could start
-            # a second run and a Replace miss the Job it must delete (Allow cannot go wrong:
-            # the run record keeps a time from running twice). The Job's ADDED event brings
-            # the key back.
-            log.debug("waiting for the job cache to show a created job", key=key, job=waiting)
+        if self._job_cache_behind(key, raw, owned):
             return Result(requeue_after=CACHE_WAIT_SECONDS)
-        plan = self._rebuild_status(key, raw, status, owned)
-
+        # 2. Status rebuilt from the world.
+        plan = rebuild(key, raw, status, owned, self.runs)
+        self._report_completed(key, raw, plan)
+        # 3. History cleanup (even when suspended); stop if deleting or invalid.
         errors = api.validate(raw)
-        limits_ok = not any(e.field.endswith("HistoryLimit") for e in errors)
-        if limits_ok:
+        if not any(e.field.endswith("HistoryLimit") for e in errors):
             self._cleanup_history(raw, owned, plan)
-        if meta.get("deletionTimestamp"):
+        if meta(raw).get("deletionTimestamp"):
             return self._finish(raw, status, plan, None)
         # Observed before the validity check: an invalid schedule is a schedule too, so
         # fixing it counts as an edit and never starts a run for a time before the fix.
-        edited = self._observe_schedule(raw, status, plan, now)
+        now = self.clock.now()
+        plan.observed_schedule, edited = observe_schedule(raw, status, now)
         if errors:
             return self._invalid(key, raw, status, plan, errors)
-        self._forget_reports(key, keep=("MissSchedule", "TooManyMissedTimes", "UnexpectedJob",
-                                        "JobAlreadyActive", "SawCompletedJob", "FailedCreate"))
+        self.reporter.forget(key, keep=_RUN_REPORTS)
+        # 4. The run that is due, if any, and the next one.
+        return self._schedule(key, raw, status, plan, now, edited)
+
+    def _forget(self, key: str) -> None:
+        """The CronJob is gone: drop everything remembered about it."""
+        self.reporter.forget(key)
+        self.runs.forget(key)
+        self.rejected.forget(key)
+
+    def _job_cache_behind(self, key: str, raw: Object, owned: list[Object]) -> bool:
+        """Whether the Job cache predates our own last create (Forbid and Replace only).
+
+        Acting on it, a Forbid could start a second run and a Replace miss the Job it must
+        delete (Allow cannot go wrong: the run record keeps a time from running twice). The
+        Job's ADDED event brings the key back.
+        """
+        policy = (raw.get("spec") or {}).get("concurrencyPolicy") or "Allow"
+        if policy == "Allow":
+            return False
+        waiting = self.runs.unseen(key, {str(meta(j).get("name")) for j in owned})
+        if waiting is None:
+            return False
+        log.debug("waiting for the job cache to show a created job", key=key, job=waiting)
+        return True
+
+    def _report_completed(self, key: str, raw: Object, plan: Plan) -> None:
+        for job in plan.completed:
+            # Once per Job: a deferred status write can leave it listed active for one
+            # more sync.
+            self.reporter.once(key, raw, "Normal", "SawCompletedJob",
+                               f"Saw completed job: {job.name}, condition: {job.condition}")
+
+    def _schedule(self, key: str, raw: Object, status: Mapping[str, Any], plan: Plan,
+                  now: datetime, edited: datetime | None) -> Result | None:
         cronjob = api.CronJob.from_dict(raw)
         zone = api.load_zone(cronjob.spec.time_zone)
         sched = schedule.parse(cronjob.spec.schedule, zone)
         if cronjob.spec.suspend:
-            plan.ready = ("True", api.REASON_SUSPENDED, "the CronJob is suspended")
+            plan.ready = Readiness("True", api.REASON_SUSPENDED, "the CronJob is suspended")
             return self._finish(raw, status, plan, None)
-        anchor = self._anchor(cronjob, plan, now, edited)
-
+        # The anchor: lastScheduleTime, else creation; never before the last edit.
+        anchor = plan.last_schedule or cronjob.creation_timestamp or now
+        anchor = max(anchor, edited) if edited is not None else anchor
         due, missed = sched.most_recent(anchor, now)
         deadline = cronjob.spec.starting_deadline_seconds
         if missed > schedule.TOO_MANY_MISSED and deadline is not None:
@@ -320,41 +309,9 @@ class CronJobReconciler:
             self._run(key, raw, cronjob, zone, due, missed, now, plan)
             if plan.created:
                 plan.next_schedule = sched.next_after(max(now, due), anchor=due)
-        requeue = self._requeue_after(plan.next_schedule)
-        return self._finish(raw, status, plan, requeue)
+        return self._finish(raw, status, plan, self._requeue_after(plan.next_schedule))
 
-    def _rebuild_status(self, key: str, raw: Object, status: Mapping[str, Any],
-                        owned: list[Object]) -> _Plan:
-        previously_active = {ref.get("uid") for ref in status.get("active") or []}
-        active: list[Object] = []
-        meta = _meta(raw)
-        name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
-        last_successful = api.parse_time(status.get("lastSuccessfulTime"))
-        recorded = api.parse_time(status.get("lastScheduleTime"))
-        # A run this process created or saw, whose Job may be gone already, counts until the
-        # cached status records it (deferred status write; Job deleted in between).
-        last_schedule = _latest(recorded, self.runs.floor(key, uid, recorded))
-        newest_job: datetime | None = None
-        for job in owned:
-            finished, how = jobs.is_job_finished(job)
-            newest_job = _latest(newest_job, jobs.scheduled_time_of(job, name))
-            if not finished:
-                active.append(job)
-                continue
-            if how == "Complete":
-                last_successful = _latest(last_successful, jobs.completion_time_of(job))
-            if _meta(job).get("uid") in previously_active:
-                # Once per Job: a deferred status write can leave it listed active for one
-                # more sync.
-                self._report_once(key, raw, "Normal", "SawCompletedJob",
-                                  f"Saw completed job: {_meta(job).get('name')}, "
-                                  f"condition: {how}")
-        if newest_job is not None and (recorded is None or newest_job > recorded):
-            self.runs.observe(key, uid, newest_job)
-        return _Plan(active=active, last_schedule=_latest(last_schedule, newest_job),
-                     last_successful=last_successful)
-
-    def _cleanup_history(self, raw: Object, owned: list[Object], plan: _Plan) -> None:
+    def _cleanup_history(self, raw: Object, owned: list[Object], plan: Plan) -> None:
         spec = cast(Mapping[str, Any], raw.get("spec") or {})
         for how, limit_key in (("Complete", "successfulJobsHistoryLimit"),
                                ("Failed", "failedJobsHistoryLimit")):
@@ -363,14 +320,14 @@ class CronJobReconciler:
             done = sorted(
                 (j for j in owned
                  if jobs.is_job_finished(j) == (True, how)
-                 and not _meta(j).get("deletionTimestamp")),
-                key=_age_key,
+                 and not meta(j).get("deletionTimestamp")),
+                key=jobs.age_key,
             )
             for job in done[:max(0, len(done) - int(cast(int, limit)))]:
                 self._delete_job(raw, job, plan, active=False)
 
-    def _delete_job(self, raw: Object, job: Object, plan: _Plan, *, active: bool) -> None:
-        job_meta = _meta(job)
+    def _delete_job(self, raw: Object, job: Object, plan: Plan, *, active: bool) -> None:
+        job_meta = meta(job)
         name = str(job_meta.get("name"))
         try:
             self.client.delete(JOBS, name, str(job_meta.get("namespace")),
@@ -379,84 +336,40 @@ class CronJobReconciler:
         except NotFound:
             # Already gone (TTL controller, a user): nothing was deleted by us.
             if active:
-                self._event(raw, "Normal", "MissingJob", f"Active job went missing: {name}")
+                self.reporter.event(raw, "Normal", "MissingJob",
+                                    f"Active job went missing: {name}")
             log.info("job already gone", job=name, active=active)
         except ApiError as err:
-            self._event(raw, "Warning", "FailedDelete",
-                        f"Error deleting job {name}: {err.message}")
+            self.reporter.event(raw, "Warning", "FailedDelete",
+                                f"Error deleting job {name}: {err.message}")
             raise
         else:
-            self._event(raw, "Normal", "SuccessfulDelete", f"Deleted job {name}")
-        plan.active = [j for j in plan.active if _meta(j).get("uid") != job_meta.get("uid")]
+            self.reporter.event(raw, "Normal", "SuccessfulDelete", f"Deleted job {name}")
+        plan.active = [j for j in plan.active if meta(j).get("uid") != job_meta.get("uid")]
 
-    def _invalid(self, key: str, raw: Object, status: Mapping[str, Any], plan: _Plan,
+    def _invalid(self, key: str, raw: Object, status: Mapping[str, Any], plan: Plan,
                  errors: Sequence[api.FieldError]) -> Result | None:
         reason = api.condition_reason(errors)
         message = truncate("; ".join(str(e) for e in errors))
-        plan.ready = ("False", reason, message)
+        plan.ready = Readiness("False", reason, message)
         event_reason = reason if reason in (api.REASON_INVALID_SCHEDULE,
                                             api.REASON_UNKNOWN_TIME_ZONE) else "InvalidSpec"
-        self._report_once(key, raw, "Warning", event_reason, message)
+        self.reporter.once(key, raw, "Warning", event_reason, message)
         log.info("invalid cronjob", key=key, reason=reason, problem=message)
         return self._finish(raw, status, plan, None)
 
-    def _observe_schedule(self, raw: Object, status: Mapping[str, Any], plan: _Plan,
-                          now: datetime) -> datetime | None:
-        """Record in ``plan`` which schedule/timeZone is in force and since which edit.
-
-        ``status.observedSchedule`` holds a fixed-size ``digest`` of the pair (never the
-        unbounded spec text) and ``since``, set only when a sync saw the pair change. Returns
-        that edit time (now, when this sync is the first to see the change), or None when no
-        edit is known: a pair seen for the first time (a new or restored CronJob) is not an
-        edit, so an unedited schedule anchors on lastScheduleTime.
-
-        The previous version stored ``schedule``/``timeZone`` verbatim and ``since`` =
-        creationTimestamp for an unedited pair; that form is still read (``since`` at or
-        before creation is no edit), and rewritten in the new form (old keys nulled).
-        """
-        raw_spec = raw.get("spec")
-        spec = cast(Mapping[str, Any], raw_spec if isinstance(raw_spec, Mapping) else {})
-        schedule_text = str(spec.get("schedule") or "")
-        zone = str(spec.get("timeZone") or "")
-        digest = schedule_digest(schedule_text, zone)
-        observed = status.get("observedSchedule")
-        since: datetime | None = None
-        desired: dict[str, str | None] = {"digest": digest}
-        if isinstance(observed, Mapping):
-            if "digest" in observed:
-                same = observed.get("digest") == digest
-            else:
-                same = (observed.get("schedule") == schedule_text
-                        and (observed.get("timeZone") or "") == zone)
-            since = api.parse_time(observed.get("since")) if same else now
-            created = api.parse_time(_meta(raw).get("creationTimestamp"))
-            if same and since is not None and created is not None and since <= created:
-                since = None  # the old form's "since creation": not an edit
-            for old_key in ("schedule", "timeZone", "since"):
-                if old_key in observed:
-                    desired[old_key] = None  # merge patch: remove what is not desired
-        if since is not None:
-            desired["since"] = api.format_time(since)
-        plan.observed_schedule = desired
-        return since
-
-    @staticmethod
-    def _anchor(cronjob: api.CronJob, plan: _Plan, now: datetime,
-                edited: datetime | None) -> datetime:
-        """lastScheduleTime, else creation; never before the last schedule/timeZone edit."""
-        base = plan.last_schedule or cronjob.creation_timestamp or now
-        return max(base, edited) if edited is not None else base
-
+    # -- one run ----------------------------------------------------------------------------
     def _run(self, key: str, raw: Object, cronjob: api.CronJob, zone: tzinfo, due: datetime,
-             missed: int, now: datetime, plan: _Plan) -> None:
+             missed: int, now: datetime, plan: Plan) -> None:
+        """Start the run at ``due`` unless its deadline, a Job or the policy says not to."""
         if missed > schedule.TOO_MANY_MISSED:
-            self._report_once(key, raw, "Warning", "TooManyMissedTimes",
-                              f"too many missed start times (> {schedule.TOO_MANY_MISSED}); "
-                              f"starting only the most recent, {api.format_time(due)}")
+            self.reporter.once(key, raw, "Warning", "TooManyMissedTimes",
+                               f"too many missed start times (> {schedule.TOO_MANY_MISSED}); "
+                               f"starting only the most recent, {api.format_time(due)}")
         if not schedule.within_starting_deadline(due, now,
                                                  cronjob.spec.starting_deadline_seconds):
-            self._report_once(key, raw, "Warning", "MissSchedule",
-                              f"Missed scheduled time to start a job: {api.format_time(due)}")
+            self.reporter.once(key, raw, "Warning", "MissSchedule",
+                               f"Missed scheduled time to start a job: {api.format_time(due)}")
             return
         name = jobs.job_name(cronjob.name, due)
         try:
@@ -467,22 +380,17 @@ class CronJobReconciler:
             if not jobs.is_controlled_by(existing, cronjob.uid):
                 self._report_unexpected(key, raw, name, due)
             return
-        generation = _meta(raw).get("generation")
-        with self._reported_lock:
-            rejected = self._rejected.get(key)
-            if rejected is not None and rejected[:3] != (cronjob.uid, generation, due):
-                rejected = None
-                del self._rejected[key]
-        if rejected is not None:
+        refused = self.rejected.lookup(key, cronjob.uid, meta(raw).get("generation"), due)
+        if refused is not None:
             # The API server refused this run's Job as invalid; asking again with the same
             # template gets the same answer. Retried after a spec edit or at the next time.
-            plan.ready = ("False", REASON_INVALID_JOB_TEMPLATE, rejected[3])
+            plan.ready = Readiness("False", REASON_INVALID_JOB_TEMPLATE, refused)
             return
         if plan.active and cronjob.spec.concurrency_policy == "Forbid":
-            self._report_once(key, raw, "Normal", "JobAlreadyActive",
-                              f"Not starting job for {api.format_time(due)} because a "
-                              "prior execution is still running and concurrency policy "
-                              "is Forbid")
+            self.reporter.once(key, raw, "Normal", "JobAlreadyActive",
+                               f"Not starting job for {api.format_time(due)} because a "
+                               "prior execution is still running and concurrency policy "
+                               "is Forbid")
             return
         if plan.active and cronjob.spec.concurrency_policy == "Replace":
             for job in list(plan.active):
@@ -490,12 +398,12 @@ class CronJobReconciler:
         self._create(key, raw, cronjob, zone, due, plan)
 
     def _report_unexpected(self, key: str, raw: Object, name: str, due: datetime) -> None:
-        self._report_once(key, raw, "Warning", "UnexpectedJob",
-                          f"job {name} for the run at {api.format_time(due)} exists but is "
-                          "not controlled by this CronJob; leaving it alone")
+        self.reporter.once(key, raw, "Warning", "UnexpectedJob",
+                           f"job {name} for the run at {api.format_time(due)} exists but is "
+                           "not controlled by this CronJob; leaving it alone")
 
     def _create(self, key: str, raw: Object, cronjob: api.CronJob, zone: tzinfo,
-                due: datetime, plan: _Plan) -> None:
+                due: datetime, plan: Plan) -> None:
         body = jobs.build_job(raw, due, zone)
         name = str(cast(Mapping[str, Any], body["metadata"])["name"])
         try:
@@ -513,10 +421,10 @@ class CronJobReconciler:
             # A template that got past validation but not the Job's: say so on the CronJob,
             # once, and do not hot-loop (see _run); a raise would requeue with backoff.
             message = truncate(f"Error creating job {name}: {err.message}")
-            self._report_once(key, raw, "Warning", "FailedCreate", message)
-            plan.ready = ("False", REASON_INVALID_JOB_TEMPLATE, message)
-            with self._reported_lock:
-                self._rejected[key] = (cronjob.uid, _meta(raw).get("generation"), due, message)
+            self.reporter.once(key, raw, "Warning", "FailedCreate", message)
+            plan.ready = Readiness("False", REASON_INVALID_JOB_TEMPLATE, message)
+            self.rejected.remember(key, RejectedCreate(
+                cronjob.uid, meta(raw).get("generation"), due, message))
             log.info("job rejected as invalid", key=key, job=name, problem=message)
             return
         except ApiError as err:
@@ -525,18 +433,18 @@ class CronJobReconciler:
                 # and no retry (the next scheduled time or the deletion brings the key back).
                 log.info("namespace is terminating; job not created", key=key, job=name)
                 return
-            self._event(raw, "Warning", "FailedCreate",
-                        f"Error creating job {name}: {err.message}")
+            self.reporter.event(raw, "Warning", "FailedCreate",
+                                f"Error creating job {name}: {err.message}")
             raise
         else:
             if self._skew is not None:
                 self._skew.observe(max(0.0, (self.clock.now() - due).total_seconds()))
-            self._event(raw, "Normal", "SuccessfulCreate", f"Created job {name}")
+            self.reporter.event(raw, "Normal", "SuccessfulCreate", f"Created job {name}")
             log.info("created job", key=key, job=name, scheduled=api.format_time(due))
         self.runs.observe(key, cronjob.uid, due)
         self.runs.created(key, name)
         plan.active.append(created)
-        plan.last_schedule = _latest(plan.last_schedule, due)
+        plan.last_schedule = latest(plan.last_schedule, due)
         plan.created = True
 
     def _requeue_after(self, next_time: datetime | None) -> float | None:
@@ -545,93 +453,18 @@ class CronJobReconciler:
         delta = (next_time - self.clock.now()).total_seconds()
         return max(0.0, delta) + REQUEUE_SLACK_SECONDS
 
-    # -- status -----------------------------------------------------------------------------
-    def _finish(self, raw: Object, status: Mapping[str, Any], plan: _Plan,
+    # -- 5. the status write ----------------------------------------------------------------
+    def _finish(self, raw: Object, status: Mapping[str, Any], plan: Plan,
                 requeue_after: float | None) -> Result | None:
         result = Result(requeue_after=requeue_after) if requeue_after is not None else None
         if plan.created and self.defer_status_after_create and not _vanishes_fast(raw):
             # Off the critical path: the new Job's informer event brings this key back.
             return result
-        desired = self._desired_status(raw, status, plan)
-        if _status_equal(status, desired):
+        desired = desired_status(raw, status, plan, self.clock)
+        if status_equal(status, desired):
             return result
-        meta = _meta(raw)
         self.client.patch(
-            api.CRONJOBS, str(meta.get("name")), {"status": desired},
-            str(meta.get("namespace")), patch_type="merge", subresource="status",
+            api.CRONJOBS, str(meta(raw).get("name")), {"status": desired},
+            str(meta(raw).get("namespace")), patch_type="merge", subresource="status",
         )
         return result
-
-    def _desired_status(self, raw: Object, status: Mapping[str, Any],
-                        plan: _Plan) -> dict[str, Any]:
-        active = sorted(
-            (api.ObjectReference.for_job(j).to_dict() for j in plan.active),
-            key=lambda r: str(r["name"]),
-        )
-        for ref in active:
-            ref.pop("resourceVersion", None)  # changes on every Job write; not worth a patch
-        desired: dict[str, Any] = {
-            "active": active,
-            "activeCount": len(active),
-            "lastScheduleTime": _fmt(plan.last_schedule),
-            "lastSuccessfulTime": _fmt(plan.last_successful),
-            "nextScheduleTime": _fmt(plan.next_schedule),
-            "observedGeneration": _meta(raw).get("generation"),
-            "conditions": [self._ready_condition(status, plan)],
-        }
-        if plan.observed_schedule is not None:
-            desired["observedSchedule"] = plan.observed_schedule
-        return desired
-
-    def _ready_condition(self, status: Mapping[str, Any], plan: _Plan) -> dict[str, Any]:
-        state, reason, message = plan.ready
-        message = truncate(message)
-        previous = next((c for c in status.get("conditions") or []
-                         if c.get("type") == api.CONDITION_READY), None)
-        since = self.clock.now()
-        if previous is not None and previous.get("status") == state:
-            since = api.parse_time(previous.get("lastTransitionTime")) or since
-        return {"type": api.CONDITION_READY, "status": state, "reason": reason,
-                "message": message, "lastTransitionTime": api.format_time(since)}
-
-
-def _fmt(t: datetime | None) -> str | None:
-    return api.format_time(t) if t is not None else None
-
-
-def _status_equal(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    for key, wanted in desired.items():
-        have, value = current.get(key), wanted
-        if key == "active":
-            have = sorted(
-                ({k: v for k, v in ref.items() if k != "resourceVersion"} for ref in have or []),
-                key=lambda r: str(r.get("name")),
-            )
-        if key == "conditions":
-            have = [{k: c.get(k) for k in ("type", "status", "reason", "message",
-                                            "lastTransitionTime")} for c in have or []]
-        if key == "observedSchedule" and isinstance(value, Mapping):
-            value = {k: v for k, v in value.items() if v is not None}  # None = remove
-        if have != value and not (have is None and value in (None, [], 0)):
-            return False
-    return True
-
-
-def clock_jump_watch(clock: Clock, stop: threading.Event, on_jump: Any,
-                     period: float = 1.0, threshold: float = 2.0) -> None:
-    """Call ``on_jump()`` when wall time moves against monotonic time by ``threshold`` s.
-
-    Requeues computed from wall time (the next scheduled run) assume the wall clock moves
-    like the monotonic one; after a jump (NTP step, VM resume) every CronJob must be
-    re-evaluated at once instead of sleeping out a stale delay.
-    """
-    offset = clock.time() - clock.monotonic()
-    while not clock.sleep(period, stop):
-        current = clock.time() - clock.monotonic()
-        if abs(current - offset) >= threshold:
-            log.warning("wall clock jumped; re-evaluating all CronJobs",
-                        jump_seconds=round(current - offset, 3))
-            on_jump()
-        offset = current
-
-

@@ -15,6 +15,7 @@ Contract:
   active (it still counts for Forbid/Replace) until the terminal condition arrives.
 * Ownership is by UID only (:func:`is_controlled_by`): a Job of a deleted-and-recreated
   CronJob of the same name is not ours.
+* :func:`age_key` orders finished Jobs for history cleanup: oldest start time first.
 * :func:`scheduled_time_of` reads the scheduled-timestamp annotation; given the CronJob's
   name it falls back to the ``<name>-<unix minutes>`` suffix (upstream's
   getTimeHashInMinutes), so a Job created by an older version or by hand with our name still
@@ -39,6 +40,7 @@ from pyctrl import controller_of
 
 __all__ = [
     "JobFinishedType",
+    "age_key",
     "build_job",
     "completion_time_of",
     "controller_uid_of",
@@ -116,6 +118,16 @@ def is_job_finished(job: Mapping[str, object]) -> tuple[bool, JobFinishedType | 
         if condition.get("type") == "Failed":
             return True, "Failed"
     return False, None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def age_key(job: Mapping[str, object]) -> tuple[datetime, datetime]:
+    """Sort key, oldest first: start time (1 s resolution), ties broken by scheduled time."""
+    created = parse_time(_mapping(job.get("metadata")).get("creationTimestamp")) or _EPOCH
+    started = parse_time(_mapping(job.get("status")).get("startTime")) or created
+    return started, scheduled_time_of(job) or created
 
 
 def completion_time_of(job: Mapping[str, object]) -> datetime | None:

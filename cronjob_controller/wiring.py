@@ -12,7 +12,9 @@ its final state to :meth:`CronJobReconciler.observe_deleted_job` (so a run whose
 before the status recorded it is never created twice), then enqueues the owner. The
 reconciler reads the Builder's listers (one per kind, merged over the namespaces) and writes
 through ``manager.client_for_leader()``; the event broadcaster defers events while the
-queue holds work. It is used
+queue holds work. With ``watch_clock`` (the default) a
+:class:`cronjob_controller.clockwatch.ClockJumpWatch` runnable on the manager re-enqueues every
+CronJob after a wall-clock jump. It is used
 by ``__main__`` and by the integration tests, so tests run the same wiring as production
 (with a FakeClock injected).
 
@@ -29,11 +31,13 @@ divided by N; Job events of other shards' CronJobs cost one cache miss each.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cronjob_controller.api import CRONJOBS
-from cronjob_controller.controller import CronJobReconciler, clock_jump_watch
+from cronjob_controller.clockwatch import ClockJumpWatch, clock_jump_watch
+from cronjob_controller.controller import CronJobReconciler
 from pyctrl import Controller, Manager, Request, Result, meta_namespace_key
 from pyctrl.cache import MultiNamespaceLister, SharedIndexInformer
 from pyctrl.kube import JOBS
@@ -59,7 +63,9 @@ class CronJobController:
             self.controller.queue.add(meta_namespace_key(obj))
 
     def start_clock_watch(self, stop: threading.Event) -> threading.Thread:
-        """Run the wall-clock jump watch in a named thread until ``stop``."""
+        """Deprecated: :func:`build` adds the watch to the Manager (``watch_clock=True``)."""
+        warnings.warn("CronJobController.start_clock_watch is deprecated: build() adds the "
+                      "clock watch to the Manager", DeprecationWarning, stacklevel=2)
         thread = threading.Thread(
             target=clock_jump_watch, args=(self.reconciler.clock, stop, self.resync_all),
             name="cronjob-clock-watch", daemon=True,
@@ -70,7 +76,7 @@ class CronJobController:
 
 def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16,
           defer_status_after_create: bool = True,
-          priority_queue: bool = True) -> CronJobController:
+          priority_queue: bool = True, watch_clock: bool = True) -> CronJobController:
     """Register the CronJob controller on ``manager`` (see module docstring)."""
     # A PriorityQueue: objects from the initial lists and resyncs wait behind creates and
     # real changes (a CronJob created during a start is synced first), aging bounds their wait.
@@ -97,5 +103,9 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
     # its max_defer.
     queue = controller.queue
     manager.event_broadcaster().set_defer_while(lambda: len(queue) > 0)
-    return CronJobController(controller, reconciler, builder.informers_for(CRONJOBS),
-                             builder.informers_for(JOBS), cronjobs)
+    wired = CronJobController(controller, reconciler, builder.informers_for(CRONJOBS),
+                              builder.informers_for(JOBS), cronjobs)
+    if watch_clock:
+        # Not leader-gated: with sharding every replica's workers run, each needs the watch.
+        manager.add(ClockJumpWatch(manager.clock, wired.resync_all))
+    return wired

@@ -21,7 +21,8 @@ import orjson
 import pytest
 
 from cronjob_controller.api import CRONJOBS
-from cronjob_controller.controller import MAX_MESSAGE_LENGTH, schedule_digest
+from cronjob_controller.controller import MAX_MESSAGE_LENGTH
+from cronjob_controller.status import schedule_digest
 from pyctrl import RESTClient
 from pyctrl.testing import FakeClock
 from pyctrl.testing.envtest import ControlPlane, load_manifests

@@ -1,4 +1,5 @@
-"""clock_jump_watch: a wall-clock jump (against monotonic time) re-evaluates every CronJob.
+"""clock_jump_watch, ClockJumpWatch: a wall-clock jump (against monotonic time) re-evaluates
+every CronJob.
 
 The watch runs in a thread on a FakeClock. :class:`CountingClock` counts the watch's sleeps,
 so a test knows exactly when one loop iteration (compare, maybe ``on_jump``) has finished
@@ -13,9 +14,14 @@ from datetime import timedelta
 
 import pytest
 
-from cronjob_controller.controller import clock_jump_watch
-from pyctrl.testing import FakeClock
-from tests.unit.cronjob.sync_fixture import NOW
+from cronjob_controller.api import CRONJOBS
+from cronjob_controller.clockwatch import ClockJumpWatch, clock_jump_watch
+from cronjob_controller.wiring import build
+from pyctrl import Manager, Result
+from pyctrl.testing import FakeClient, FakeClock
+from tests.threads import running
+from tests.unit.cronjob.sync_fixture import KEY, NAMESPACE, NOW, new_cronjob
+from tests.unit.runtime.helpers import eventually
 
 WAIT = 5.0  # real seconds; only an upper bound for a failing test
 
@@ -126,3 +132,49 @@ def test_watch_stops_promptly_while_sleeping_a_long_period() -> None:
         stop.set()
         thread.join(WAIT)
     assert not thread.is_alive()  # no clock step was needed to notice ``stop``
+
+
+def test_clock_jump_watch_runnable_reports_a_jump() -> None:
+    clock = CountingClock()
+    jumps: list[int] = []
+    with running(ClockJumpWatch(clock, lambda: jumps.append(1)).run, name="test-watch"):
+        assert clock.wait_for_sleeps(1)
+        clock.set_time(NOW - timedelta(hours=1))
+        assert clock.wait_for_waiters(1, WAIT)
+        clock.step(1.0)
+        assert clock.wait_for_sleeps(2)
+    assert jumps == [1]
+
+
+def test_clock_jump_watch_refuses_a_nonpositive_period() -> None:
+    with pytest.raises(ValueError):
+        ClockJumpWatch(FakeClock(NOW), lambda: None, period=0)
+
+
+def test_built_controller_resyncs_every_cronjob_after_a_wall_clock_jump() -> None:
+    # build() adds the watch to the Manager: no thread of the caller's own.
+    clock = CountingClock()
+    client = FakeClient(clock)
+    client.add_object(CRONJOBS, new_cronjob(suspend=True))  # syncs create nothing
+    manager = Manager(client, clock=clock, runtime_metrics=False)
+    wired = build(manager, namespaces=[NAMESPACE], workers=1)
+    synced: list[str] = []
+    reconcile = wired.reconciler.reconcile
+
+    def counting_reconcile(key: str) -> Result | None:
+        synced.append(key)
+        return reconcile(key)
+
+    wired.reconciler.reconcile = counting_reconcile  # type: ignore[method-assign]
+    with running(manager.run, name="manager"):
+        # The first sync writes the status; its update event brings the second, the last.
+        eventually(lambda: len(synced) >= 2, what="the first syncs")
+        before = len(synced)
+        clock.set_time(NOW - timedelta(hours=1))
+
+        def resynced() -> bool:
+            clock.step(1.0)
+            return len(synced) > before
+
+        eventually(resynced, what="a resync after the jump")
+    assert set(synced) == {KEY}

@@ -19,9 +19,9 @@ from cronjob_controller.controller import (
     MAX_MESSAGE_LENGTH,
     REASON_INVALID_JOB_TEMPLATE,
     REQUEUE_SLACK_SECONDS,
-    schedule_digest,
 )
 from cronjob_controller.expectations import RunRecord
+from cronjob_controller.status import schedule_digest
 from pyctrl import Manager, Result
 from pyctrl.cache import DeletedFinalStateUnknown
 from pyctrl.errors import ApiError, Forbidden, Invalid

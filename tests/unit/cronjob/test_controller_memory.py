@@ -49,7 +49,7 @@ def _bounds(n: int) -> dict[str, int]:
         "job_informer.0.index.controller-uid.values": n,
         "job_informer.0.index.controller-uid.keys": n,
         "job_informer.0.index.namespace.values": 1,
-        "reconciler._reported": 6 * n, "reconciler._rejected": 0, "reconciler.runs": n,
+        "reconciler.reporter": 6 * n, "reconciler.rejected": 0, "reconciler.runs": n,
         "reconciler.runs._uids_of": n,
         "events.buffer": 0,
         "events.correlator._similar": REASONS * n,

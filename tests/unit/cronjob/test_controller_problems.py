@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from cronjob_controller.api import CRONJOBS
-from cronjob_controller.controller import REQUEUE_SLACK_SECONDS, schedule_digest
+from cronjob_controller.controller import REQUEUE_SLACK_SECONDS
+from cronjob_controller.status import schedule_digest
 from pyctrl.errors import ApiError, Conflict, Forbidden, ServerError
 from pyctrl.kube import JOBS
 from pyctrl.testing import Action
