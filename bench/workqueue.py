@@ -10,6 +10,11 @@ Scenarios (identical in bench/anchors/workqueue/main.go, client-go v0.35.4):
   (duplicates still waiting collapse, so both sides process fewer than ``items``; the count and
   the producer's adds per second over the same wall time are reported per run).
 
+``--item`` picks what the Python side queues: ``int`` (the default; the Go anchor's type),
+``str`` (``"ns/obj-<k>"`` keys, as controllers queued before the reconcile round) or
+``request`` (:class:`pyctrl.reconcile.Request` values, what controllers queue now); str and
+request items are built once up front, so those two compare like for like.
+
 Each side runs ``repeat`` times, interleaved (Go, then Python, then Go...), and the best run of
 each counts, which damps noise from other load on a shared machine. Both queues are built
 without metrics. ``ratio`` is pyctrl / client-go. The Go binary is built into bench/anchors/bin
@@ -27,9 +32,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 
 from bench.gobuild import anchor_binary, build_anchor
+from pyctrl.reconcile import Request
 from pyctrl.workqueue import RateLimitingQueue, ShutDown
 
 GO_BINARY = anchor_binary("workqueue")
@@ -43,26 +50,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--consumers", type=int, default=4, help="consumer threads")
     parser.add_argument("--repeat", type=int, default=3, help="runs per side; best counts")
     parser.add_argument("--no-go", action="store_true", help="skip the client-go anchor")
+    parser.add_argument("--item", choices=("int", "str", "request"), default="int",
+                        help="what the Python side queues (see module docstring)")
+
+
+def make_items(kind: str, distinct: int) -> Sequence[Hashable] | None:
+    """The distinct items for ``kind`` (None for int: the loops use ``i % distinct``)."""
+    if kind == "str":
+        return [f"ns/obj-{k}" for k in range(distinct)]
+    if kind == "request":
+        return [Request("ns", f"obj-{k}") for k in range(distinct)]
+    return None
 
 
 # -- pyctrl side -----------------------------------------------------------------------------
-def single_thread(ops: int, distinct: int) -> float:
-    q: RateLimitingQueue[int] = RateLimitingQueue(name="bench")
+def single_thread(ops: int, distinct: int, items: Sequence[Hashable] | None = None) -> float:
+    q: RateLimitingQueue[Hashable] = RateLimitingQueue(name="bench")
     add, get, done = q.add, q.get, q.done
     try:
         start = time.perf_counter()
-        for i in range(ops):
-            k = i % distinct
-            add(k)
-            get()
-            done(k)
+        if items is None:
+            for i in range(ops):
+                k = i % distinct
+                add(k)
+                get()
+                done(k)
+        else:
+            for i in range(ops):
+                item = items[i % distinct]
+                add(item)
+                get()
+                done(item)
         return ops / (time.perf_counter() - start)
     finally:
         q.shut_down()
 
 
-def producer_consumers(items: int, distinct: int, consumers: int) -> tuple[float, int]:
-    q: RateLimitingQueue[int] = RateLimitingQueue(name="bench")
+def producer_consumers(items: int, distinct: int, consumers: int,
+                       values: Sequence[Hashable] | None = None) -> tuple[float, int]:
+    q: RateLimitingQueue[Hashable] = RateLimitingQueue(name="bench")
     counts: list[int] = []
     lock = threading.Lock()
 
@@ -86,8 +112,12 @@ def producer_consumers(items: int, distinct: int, consumers: int) -> tuple[float
     for t in threads:
         t.start()
     add = q.add
-    for i in range(items):
-        add(i % distinct)
+    if values is None:
+        for i in range(items):
+            add(i % distinct)
+    else:
+        for i in range(items):
+            add(values[i % distinct])
     q.shut_down(drain=True)
     for t in threads:
         t.join()
@@ -144,13 +174,14 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     binary = None if args.no_go else build_go_binary()
     py_runs: list[dict[str, float]] = []
     go_runs: list[dict[str, float]] = []
+    values = make_items(args.item, args.distinct)
     for _ in range(max(1, args.repeat)):
         if binary is not None:
             go_runs.append(run_go(binary, args))
-        rate, processed = producer_consumers(args.items, args.distinct, args.consumers)
+        rate, processed = producer_consumers(args.items, args.distinct, args.consumers, values)
         py_runs.append(
             {
-                "single_thread_ops_per_s": single_thread(args.ops, args.distinct),
+                "single_thread_ops_per_s": single_thread(args.ops, args.distinct, values),
                 "producer_consumers_items_per_s": rate,
                 "producer_consumers_processed": float(processed),
             }
@@ -166,7 +197,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "benchmark": "workqueue",
         "params": {
             "ops": args.ops, "items": args.items, "distinct": args.distinct,
-            "consumers": args.consumers, "repeat": args.repeat,
+            "consumers": args.consumers, "repeat": args.repeat, "item": args.item,
         },
         "pyctrl": {**py_best, "runs": py_runs},
         "client_go": None,

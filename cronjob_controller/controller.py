@@ -1,6 +1,7 @@
 """The level-triggered CronJob sync (the behaviour contract is CRONJOB.md).
 
-Contract of :meth:`CronJobReconciler.reconcile` (one CronJob key, ``namespace/name``):
+Contract of :meth:`CronJobReconciler.reconcile` (one CronJob :class:`pyctrl.Request`; its
+key ``str(request)``, ``namespace/name``, names what the reconciler remembers per CronJob):
 
 1. Read the CronJob and the Jobs it controls (by owner UID, through an index) from the
    informer caches; never LIST. A missing CronJob ends the sync (its Jobs are garbage
@@ -70,8 +71,8 @@ from cronjob_controller.status import (
     rebuild,
     status_equal,
 )
-from pyctrl import Clock, RealClock, Result, controller_of
-from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, split_meta_namespace_key
+from pyctrl import Clock, RealClock, Request, Result, controller_of
+from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
 from pyctrl.kube import JOBS, Client, Object
 from pyctrl.record import EventRecorder
@@ -221,8 +222,8 @@ class CronJobReconciler:
             self.runs.observe(owner_key, str(ref.get("uid", "")), scheduled)
 
     # -- the sync, top to bottom ------------------------------------------------------------
-    def reconcile(self, key: str) -> Result | None:
-        namespace, name = split_meta_namespace_key(key)
+    def reconcile(self, request: Request) -> Result | None:
+        namespace, name, key = request.namespace, request.name, str(request)
         try:
             raw = self.cronjobs.get(namespace, name)
         except NotFound:

@@ -3,7 +3,7 @@
 Contract: :func:`build` registers, on the given manager and through its Builder
 (``manager.controller("cronjob").for_(CRONJOBS).owns(JOBS, on_delete=...)``), one CronJob
 informer and one Job informer per watched namespace (or one cluster-wide pair), the Jobs
-indexed by controller owner UID, event handlers that only enqueue keys, and a
+indexed by controller owner UID, event handlers that only enqueue Requests, and a
 :class:`pyctrl.Controller` running :class:`CronJobReconciler` with ``workers`` threads on a
 :class:`pyctrl.PriorityQueue`
 (initial-list and resync events at low priority, with aging; ``priority_queue=False`` keeps
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.clockwatch import ClockJumpWatch, clock_jump_watch
 from cronjob_controller.controller import CronJobReconciler
-from pyctrl import Controller, Manager, Request, Result, meta_namespace_key
+from pyctrl import Controller, Manager, Request
 from pyctrl.cache import MultiNamespaceLister, SharedIndexInformer
 from pyctrl.kube import JOBS
 
@@ -51,7 +51,7 @@ CONTROLLER_NAME = "cronjob"
 class CronJobController:
     """What :func:`build` made: the controller, its reconciler and informers."""
 
-    controller: Controller
+    controller: Controller[Request]
     reconciler: CronJobReconciler
     cronjob_informers: list[SharedIndexInformer]
     job_informers: list[SharedIndexInformer]
@@ -60,7 +60,7 @@ class CronJobController:
     def resync_all(self) -> None:
         """Enqueue every known CronJob (after a wall-clock jump)."""
         for obj in self.cronjobs.list():
-            self.controller.queue.add(meta_namespace_key(obj))
+            self.controller.queue.add(Request.from_object(obj))
 
     def start_clock_watch(self, stop: threading.Event) -> threading.Thread:
         """Deprecated: :func:`build` adds the watch to the Manager (``watch_clock=True``)."""
@@ -92,12 +92,8 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
         clock=manager.clock, registry=manager.registry,
         defer_status_after_create=defer_status_after_create,
     )
-
-    def reconcile(request: Request) -> Result | None:
-        return reconciler.reconcile(request.key)  # the reconciler's unit is the key
-
     controller = (builder.owns(JOBS, on_delete=reconciler.observe_deleted_job)
-                  .complete(reconcile))
+                  .complete(reconciler))
     # Job creates are the critical writes at a minute tick; the events describing them wait
     # until the queue has drained, or at the broadcaster's floor rate, and none longer than
     # its max_defer.

@@ -4,11 +4,13 @@ This module is the public API: everything a controller author needs is re-export
 (the test in tests/unit/test_public_api.py keeps ``__all__`` and the imports in step).
 Subpackages (``pyctrl.cache``, ``pyctrl.workqueue``, ``pyctrl.kube``, ``pyctrl.record``,
 ``pyctrl.leaderelection``, ``pyctrl.errors``) are public too; modules inside them are not.
-``pyctrl.testing`` holds fakes, a FakeClock and envtest for tests.
+``pyctrl.testing`` holds fakes, a FakeClock and envtest for tests. The reconcile contract
+(Request, Result, Reconciler, FuncReconciler) is :mod:`pyctrl.reconcile`'s.
 """
 
+from pyctrl._deprecation import alias_getattr
 from pyctrl.apply import OperationResult, apply, create_or_update
-from pyctrl.builder import Builder, MapFunc, Request, RequestReconciler
+from pyctrl.builder import Builder
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
@@ -31,7 +33,7 @@ from pyctrl.conditions import (
     remove_status_condition,
     set_status_condition,
 )
-from pyctrl.controller import Controller, Reconciler, Result
+from pyctrl.controller import Controller
 from pyctrl.errors import (
     AlreadyExists,
     ApiError,
@@ -46,9 +48,11 @@ from pyctrl.errors import (
 )
 from pyctrl.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from pyctrl.handlers import (
+    MapFunc,
     Predicate,
     enqueue_object,
     enqueue_owner,
+    enqueue_requests,
     generation_changed,
     label_selector_predicate,
     resource_version_changed,
@@ -96,6 +100,7 @@ from pyctrl.ownerrefs import (
     owner_reference,
     set_controller_reference,
 )
+from pyctrl.reconcile import FuncReconciler, Reconciler, Request, Result
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, on_error, retry_on_conflict
 from pyctrl.sharding import ShardingOptions
@@ -158,6 +163,7 @@ __all__ = [
     "EventRecorder",
     "FencedClient",
     "Forbidden",
+    "FuncReconciler",
     "Gone",
     "Indexer",
     "Invalid",
@@ -182,7 +188,6 @@ __all__ = [
     "RealClock",
     "Reconciler",
     "Request",
-    "RequestReconciler",
     "Resource",
     "ResourceEventHandler",
     "ResourceEventHandlerFuncs",
@@ -204,6 +209,7 @@ __all__ = [
     "default_controller_rate_limiter",
     "enqueue_object",
     "enqueue_owner",
+    "enqueue_requests",
     "find_status_condition",
     "generation_changed",
     "get_logger",
@@ -224,3 +230,6 @@ __all__ = [
     "set_status_condition",
     "split_meta_namespace_key",
 ]
+
+# Deprecated names (README MIGRATION), served with a DeprecationWarning on first use.
+__getattr__ = alias_getattr(__name__, {"RequestReconciler": (Reconciler, "pyctrl.Reconciler")})

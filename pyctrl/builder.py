@@ -5,18 +5,18 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
     manager.controller("foo", workers=2).for_(FOOS).owns(DEPLOYMENTS) \\
         .watches(CONFIGMAPS, mapper).with_event_filter(pred).complete(reconciler)
 
-* :class:`Request` names the object to reconcile: ``Request(namespace, name)``, a NamedTuple
-  whose ``key`` is ``"ns/name"`` (``"name"`` when cluster-scoped); ``Request.from_key(key)``
-  is the inverse. Reconcilers given to :meth:`Builder.complete` receive a Request: either an
-  object with ``reconcile(request)`` or a plain function ``fn(request)``; both return
-  ``None`` or a :class:`~pyctrl.controller.Result` (the :class:`~pyctrl.controller.Controller`
-  outcome rules apply unchanged). The controller's queue keeps string keys; the builder
-  converts each key to a Request before calling the reconciler.
-* ``for_(resource)`` enqueues each object's own key. ``owns(resource)`` adds the controller-UID
-  index to that resource's shared informer and enqueues the key of each object's controller
-  owner whose group/kind is the ``for_`` resource's. ``watches(resource, mapper)`` enqueues
-  every Request ``mapper(obj)`` returns (for an update, of both the old and the new object; a
-  deleted object's last known state). A mapper that raises drops that event (logged).
+* The reconcile contract is :mod:`pyctrl.reconcile`'s (``Request``, ``Result``,
+  ``Reconciler``; re-exported here as before). :meth:`Builder.complete` takes an object with
+  ``reconcile(request)`` or a plain function ``fn(request)``; the controller's queue holds
+  :class:`~pyctrl.reconcile.Request` values, handed to the reconciler as they are (the
+  :class:`~pyctrl.controller.Controller` outcome rules apply).
+* Every watch is one :class:`pyctrl.handlers.MapHandler` (predicates, mapper, priority, error
+  guard in one place). ``for_(resource)`` enqueues each object's own Request.
+  ``owns(resource)`` adds the controller-UID index to that resource's shared informer and
+  enqueues the Request of each object's controller owner whose group/kind is the ``for_``
+  resource's. ``watches(resource, mapper)`` enqueues every Request ``mapper(obj)`` returns
+  (for an update, of both the old and the new object; a deleted object's last known state).
+  A mapper that raises drops that event (logged).
 * ``metadata_only=True`` (on ``for_``, ``owns`` or ``watches``; controller-runtime's
   ``OnlyMetadata``) watches that resource through a metadata-only informer (see
   :mod:`pyctrl.cache.factory`): handlers, and ``lister_for``/``informers_for`` when that
@@ -61,10 +61,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING
 
 import structlog
 
+from pyctrl._deprecation import alias_getattr
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     DeletedFinalStateUnknown,
@@ -73,114 +74,34 @@ from pyctrl.cache import (
     ResourceEventHandler,
     SharedIndexInformer,
     controller_uid_index_func,
-    split_meta_namespace_key,
 )
-from pyctrl.controller import Controller, Result
+from pyctrl.controller import Controller
 from pyctrl.handlers import (
+    MapFunc,
     Predicate,
     Queue,
-    add_priority,
     enqueue_object,
     enqueue_owner,
-    priority_add,
-    update_priority,
+    enqueue_requests,
 )
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import Resource
+from pyctrl.reconcile import ReconcileFunc, Reconciler, Request, as_reconciler
 from pyctrl.sharding import ShardReconciler
-from pyctrl.workqueue import NORMAL_PRIORITY, PriorityQueue, RateLimiter
+from pyctrl.workqueue import PriorityQueue, RateLimiter
 
 if TYPE_CHECKING:
     from pyctrl.manager import Manager
 
-__all__ = ["Builder", "DeleteObserver", "MapFunc", "ReconcileFunc", "Request",
-           "RequestReconciler"]
+__all__ = ["Builder", "DeleteObserver", "MapFunc", "ReconcileFunc", "Reconciler", "Request"]
 
 log = structlog.get_logger(__name__)
 
 
-class Request(NamedTuple):
-    """The object a reconcile is about: ``namespace`` ("" if cluster-scoped) and ``name``."""
+# Deprecated name (README MIGRATION): the Request reconciler is now the one Reconciler.
+__getattr__ = alias_getattr(__name__, {"RequestReconciler": (Reconciler, "pyctrl.Reconciler")})
 
-    namespace: str
-    name: str
-
-    @property
-    def key(self) -> str:
-        """``"namespace/name"``, or ``"name"`` for a cluster-scoped object."""
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
-
-    @classmethod
-    def from_key(cls, key: str) -> Request:
-        """The Request for a ``"namespace/name"`` or ``"name"`` key (ValueError otherwise)."""
-        namespace, name = split_meta_namespace_key(key)
-        return cls(namespace or "", name)
-
-    def __str__(self) -> str:
-        return self.key
-
-
-class RequestReconciler(Protocol):
-    """Brings the world in line with the object named by ``request``."""
-
-    def reconcile(self, request: Request) -> Result | None: ...
-
-
-ReconcileFunc = Callable[[Request], "Result | None"]
-MapFunc = Callable[[Object], Iterable[Request]]
 DeleteObserver = Callable[[Object | DeletedFinalStateUnknown], None]
-
-
-class _KeyReconciler:
-    """Adapts a Request reconciler to the Controller's ``reconcile(key: str)``."""
-
-    def __init__(self, fn: ReconcileFunc, inner: object) -> None:
-        self._fn = fn
-        self.inner = inner  # what the user passed to complete(), for introspection
-
-    def reconcile(self, key: str) -> Result | None:
-        return self._fn(Request.from_key(key))
-
-
-class _MapHandler:
-    """A ResourceEventHandler that enqueues every Request a mapper returns."""
-
-    def __init__(self, queue: Queue, mapper: MapFunc, predicates: Sequence[Predicate]) -> None:
-        self._queue = queue
-        self._mapper = mapper
-        self._predicates = tuple(predicates)
-        self._add_with_priority = priority_add(queue)
-
-    def _enqueue(self, *objs: Object, priority: int = NORMAL_PRIORITY) -> None:
-        keys = {req.key for obj in objs for req in self._mapper(obj)}
-        for key in sorted(keys):
-            if self._add_with_priority is not None:
-                self._add_with_priority(key, priority)
-            else:
-                self._queue.add(key)
-
-    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
-        try:
-            if all(p.add is None or p.add(obj) for p in self._predicates):
-                self._enqueue(obj, priority=add_priority(is_in_initial_list))
-        except Exception:
-            log.exception("map handler failed on add; event dropped")
-
-    def on_update(self, old: Object, new: Object) -> None:
-        try:
-            if all(p.update is None or p.update(old, new) for p in self._predicates):
-                self._enqueue(old, new, priority=update_priority(old, new))
-        except Exception:
-            log.exception("map handler failed on update; event dropped")
-
-    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
-        try:
-            last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-            if last is not None and all(p.delete is None or p.delete(last)
-                                        for p in self._predicates):
-                self._enqueue(last)
-        except Exception:
-            log.exception("map handler failed on delete; event dropped")
 
 
 class _ObserveDeletes:
@@ -361,11 +282,11 @@ class Builder:
                                     admit=self._in_shard(owner))
         else:
             assert watch.mapper is not None
-            handler = _MapHandler(queue, watch.mapper, predicates)
+            handler = enqueue_requests(queue, watch.mapper, predicates)
         return handler if watch.on_delete is None else _ObserveDeletes(handler, watch.on_delete)
 
-    def _in_shard(self, owner: Resource) -> Callable[[str], bool] | None:
-        """For a sharded controller: whether an owner key is in this shard's ``for_`` cache.
+    def _in_shard(self, owner: Resource) -> Callable[[Request], bool] | None:
+        """For a sharded controller: whether an owner is in this shard's ``for_`` cache.
         Owned objects are not sharded (every replica watches them all), so without this each
         replica would reconcile the owners of every shard's owned-object events only to find
         them not its own: at a tick of 6000 CronJobs, two thirds of ~12000 Job events."""
@@ -373,9 +294,10 @@ class Builder:
         if sharding is None or sharding.controller != self._name:
             return None
         stores = [i.get_store() for i in self.informers_for(owner)]
-        return lambda key: any(store.get_by_key(key) is not None for store in stores)
+        return lambda request: any(store.get_by_key(str(request)) is not None
+                                   for store in stores)
 
-    def complete(self, reconciler: RequestReconciler | ReconcileFunc) -> Controller:
+    def complete(self, reconciler: Reconciler | ReconcileFunc) -> Controller[Request]:
         """Build the controller, register it with the manager and return it."""
         if self._completed:
             raise RuntimeError(f"controller {self._name} was already completed")
@@ -384,30 +306,19 @@ class Builder:
         owner = self._for
         if owner is None and any(w.kind == "owns" for w in self._watches):
             raise ValueError("owns needs for_: the owner kind is the for_ resource's")
-        method = getattr(reconciler, "reconcile", None)
-        fn: ReconcileFunc
-        if callable(method):
-            fn = method
-        elif callable(reconciler):
-            fn = reconciler
-        else:
-            raise TypeError("complete needs an object with reconcile(request) or a function, "
-                            f"not {type(reconciler).__name__}")
+        run: Reconciler = as_reconciler(reconciler)
         m = self._manager
-        key_reconciler: _KeyReconciler | ShardReconciler = _KeyReconciler(fn, reconciler)
         sharding = m.sharding
         if sharding is not None and sharding.controller == self._name and owner is not None:
-            key_reconciler = ShardReconciler(key_reconciler, self.lister_for(owner),
-                                             m.client_for_leader(), sharding, clock=m.clock)
-        if self._priority_queue:
-            queue = PriorityQueue[str](name=self._name, clock=m.clock, registry=m.registry,
-                                       rate_limiter=self._rate_limiter)
-            controller = Controller(self._name, key_reconciler, workers=self._workers,
-                                    queue=queue, clock=m.clock, registry=m.registry)
-        else:
-            controller = Controller(self._name, key_reconciler, workers=self._workers,
-                                    rate_limiter=self._rate_limiter, clock=m.clock,
-                                    registry=m.registry)
+            run = ShardReconciler(run, self.lister_for(owner), m.client_for_leader(), sharding,
+                                  clock=m.clock)
+        queue = PriorityQueue[Request](
+            name=self._name, clock=m.clock, registry=m.registry,
+            rate_limiter=self._rate_limiter) if self._priority_queue else None
+        controller = Controller[Request](
+            self._name, run, workers=self._workers, queue=queue,
+            rate_limiter=None if queue is not None else self._rate_limiter, clock=m.clock,
+            registry=m.registry)
         try:
             for watch in self._watches:
                 for informer in self._informers(watch):

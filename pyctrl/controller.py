@@ -1,5 +1,13 @@
 """Controller: N worker threads draining a rate-limited work queue into a Reconciler.
 
+The reconcile contract (Request, Result, Reconciler, TerminalError) is :mod:`pyctrl.reconcile`'s;
+this module runs it. ``Controller[T]`` is generic in what its queue holds, as
+controller-runtime's ``TypedController[request]``: ``Controller[Request]`` is the norm, the
+queue holds :class:`~pyctrl.reconcile.Request` values end to end and "key" below means the
+request. Deprecated for one release: a reconciler whose ``reconcile`` takes a ``str`` key (its
+first parameter annotated ``str``, or unannotated and named ``key``) is adapted, receiving
+``str(request)`` (``"ns/name"``), with one DeprecationWarning per process.
+
 Contract:
 
 * ``run(stop)`` waits until every ``wait_for`` object ``has_synced()`` (or ``stop``), starts
@@ -23,8 +31,8 @@ Contract:
 * Nothing a reconciler does kills a worker: every ``BaseException`` except ``SystemExit`` and
   ``KeyboardInterrupt`` is an error as above. Those two (a reconciler asking the process to
   end) requeue the key, are logged and end that worker. Every log line emitted during one
-  reconcile carries ``controller``, ``key`` and a fresh ``reconcile_id`` (structlog
-  contextvars).
+  reconcile carries ``controller``, ``key`` (``str(request)``) and a fresh ``reconcile_id``
+  (structlog contextvars).
 * Liveness: :meth:`check` (a health check, ``fn() -> str | None``; the Manager registers it
   under ``/healthz``) fails once any worker thread has ended while the controller should be
   running (workers started, ``stop`` not set): a worker that died of a bug in the loop, or of
@@ -39,20 +47,23 @@ Contract:
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar, cast
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from pyctrl._deprecation import warn_once
 from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import TerminalError
+from pyctrl.reconcile import Reconciler, Result, TypedReconciler
 from pyctrl.serving.metrics import per_registry
 from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
 
@@ -69,14 +80,6 @@ _BUCKETS = (
 _SYNC_POLL_SECONDS = 0.05
 
 
-@dataclass(frozen=True)
-class Result:
-    """What a reconcile asks for next: nothing, a rate-limited retry, or a run after a delay."""
-
-    requeue: bool = False
-    requeue_after: float | None = None
-
-
 # Reconcile IDs: a random per-process prefix and a counter. Unique within the process and,
 # with 64 random bits, across replicas in practice; unlike uuid4 per reconcile no urandom
 # syscall (which releases and re-takes the GIL) on every reconcile: the tick profile showed
@@ -88,12 +91,6 @@ _reconcile_counter = itertools.count(1)
 def _next_reconcile_id() -> str:
     """A fresh reconcile ID (``next`` on itertools.count is atomic under the GIL)."""
     return f"{_RECONCILE_PREFIX}{next(_reconcile_counter):016x}"
-
-
-class Reconciler(Protocol):
-    """Brings the world in line with the object named by ``key`` ("ns/name")."""
-
-    def reconcile(self, key: str) -> Result | None: ...
 
 
 class HasSynced(Protocol):
@@ -134,17 +131,45 @@ def _new_families(registry: CollectorRegistry | None) -> _Families:
 
 _metrics_for = per_registry(_new_families)
 
+RequestT = TypeVar("RequestT", bound=Hashable)  # what a Controller's queue holds
 
-class Controller:
-    """Runs a :class:`Reconciler` over keys from :attr:`queue` (see module docstring)."""
+
+def _takes_str_key(reconcile: Callable[..., object]) -> bool:
+    """Whether ``reconcile`` is the deprecated ``reconcile(key: str)`` kind."""
+    try:
+        params = list(inspect.signature(reconcile).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if not params or params[0].kind not in (inspect.Parameter.POSITIONAL_ONLY,
+                                            inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        return False
+    first = params[0]
+    if first.annotation is inspect.Parameter.empty:
+        return first.name == "key"
+    return first.annotation in (str, "str")
+
+
+class _StrKeyReconciler:
+    """Adapts a deprecated ``reconcile(key: str)`` reconciler: it receives ``str(request)``.
+    (``inner.reconcile`` is looked up per call, as for any reconciler: it may be replaced.)"""
+
+    def __init__(self, inner: TypedReconciler[str]) -> None:
+        self.inner = inner
+
+    def reconcile(self, request: Hashable) -> Result | None:
+        return self.inner.reconcile(str(request))
+
+
+class Controller(Generic[RequestT]):
+    """Runs a reconciler over the requests in :attr:`queue` (see module docstring)."""
 
     def __init__(
         self,
         name: str,
-        reconciler: Reconciler,
+        reconciler: TypedReconciler[RequestT],
         *,
         workers: int = 1,
-        queue: RateLimitingQueue[str] | None = None,
+        queue: RateLimitingQueue[RequestT] | None = None,
         rate_limiter: RateLimiter | None = None,
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
@@ -156,9 +181,15 @@ class Controller:
             raise ValueError("pass either queue or rate_limiter, not both")
         self.name = name
         self.reconciler = reconciler
+        self._run: TypedReconciler[RequestT] = reconciler
+        if _takes_str_key(reconciler.reconcile):
+            warn_once("str-key reconciler", "a reconciler taking a str key is deprecated: "
+                      "take a pyctrl.Request (request.namespace, request.name; str(request) "
+                      "is the old key)", stacklevel=2)
+            self._run = _StrKeyReconciler(cast("TypedReconciler[str]", reconciler))
         self.workers = workers
         self._clock: Clock = clock or RealClock()
-        self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(
+        self.queue: RateLimitingQueue[RequestT] = queue if queue is not None else RateLimitingQueue(
             name=name, clock=self._clock, registry=registry, rate_limiter=rate_limiter
         )
         self._wait_for = list(wait_for)
@@ -257,14 +288,14 @@ class Controller:
             finally:
                 self.queue.done(key)
 
-    def _process(self, key: str) -> None:
+    def _process(self, key: RequestT) -> None:
         started = self._clock.monotonic()
         self._m_active.inc()
         with structlog.contextvars.bound_contextvars(
-            controller=self.name, key=key, reconcile_id=_next_reconcile_id()
+            controller=self.name, key=str(key), reconcile_id=_next_reconcile_id()
         ):
             try:
-                result = _checked(self.reconciler.reconcile(key))
+                result = _checked(self._run.reconcile(key))
             except TerminalError as err:
                 log.error("reconcile failed with a terminal error; not retrying",
                           error=str(err))
@@ -293,7 +324,7 @@ class Controller:
         self._m_errors.inc()
         self._m_error.inc()
 
-    def _handle_result(self, key: str, result: Result | None) -> None:
+    def _handle_result(self, key: RequestT, result: Result | None) -> None:
         if result is not None and result.requeue_after is not None and result.requeue_after > 0:
             self.queue.forget(key)
             self.queue.add_after(key, result.requeue_after)

@@ -1,12 +1,18 @@
-"""Event handlers that turn informer notifications into work-queue keys, and predicates.
+"""Event handlers that turn informer notifications into work-queue Requests, and predicates.
 
 Contract:
 
-* :func:`enqueue_object` adds the object's ``ns/name`` key (a tombstone's own key on delete).
-* :func:`enqueue_owner` adds the key of the object's *controller* owner reference whose kind
-  and API group match (the version is ignored, as controller-runtime does); objects without
-  such an owner are ignored. The owner is assumed to live in the object's namespace unless
-  ``owner_namespaced=False``. On delete, tombstones are unwrapped to their last known state.
+* One handler, :class:`MapHandler`: predicates first (applied once per event), then a mapper
+  ``obj -> Iterable[Request]``, then the queue (with the priority below), all inside one
+  error guard. Everything below is a mapper on it.
+* :func:`enqueue_object` adds the object's own Request (a tombstone's own key on delete).
+* :func:`enqueue_owner` adds the Request of the object's *controller* owner reference whose
+  kind and API group match (the version is ignored, as controller-runtime does); objects
+  without such an owner are ignored. The owner is assumed to live in the object's namespace
+  unless ``owner_namespaced=False``. On delete, tombstones are unwrapped to their last known
+  state. These two map the new object of an update only (its Request, its owner's).
+* :func:`enqueue_requests` adds every Request of a mapper of yours; an update maps both the
+  old and the new object (an object that moved to another owner enqueues both owners).
 * Predicates filter events before enqueueing; every predicate must pass. A missing hook
   passes. :data:`generation_changed` drops updates whose ``metadata.generation`` is unchanged
   (status-only writes); :data:`resource_version_changed` drops updates with an unchanged
@@ -20,30 +26,34 @@ Contract:
   :func:`enqueue_object` also sends its object's status-only updates at LOW (the follow-ups
   of the controller's own status writes; see :func:`is_status_only`); owners and mapped
   objects keep NORMAL for them (a child's status is the owner's input). Any other queue gets
-  plain ``add(key)`` calls, exactly as before.
+  plain ``add(request)`` calls.
 * Handlers only enqueue; they never mutate the (shared) cached objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
 
-from pyctrl.cache import DeletedFinalStateUnknown, meta_namespace_key, parse_selector
+from pyctrl._deprecation import alias_getattr
+from pyctrl.cache import DeletedFinalStateUnknown, parse_selector
 from pyctrl.kube.interface import Object
 from pyctrl.kube.meta import controller_of
+from pyctrl.reconcile import Request
 from pyctrl.workqueue.priority import LOW_PRIORITY, NORMAL_PRIORITY, PriorityQueue
 
 __all__ = [
-    "EnqueueHandler",
+    "MapFunc",
+    "MapHandler",
     "Predicate",
     "Queue",
     "add_priority",
     "enqueue_object",
     "enqueue_owner",
+    "enqueue_requests",
     "generation_changed",
     "is_status_only",
     "label_selector_predicate",
@@ -58,7 +68,7 @@ log = structlog.get_logger(__name__)
 class Queue(Protocol):
     """What a handler needs from a work queue."""
 
-    def add(self, item: str) -> None: ...
+    def add(self, item: Request) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -125,57 +135,78 @@ def update_priority(old: Object, new: Object, *, status_only_low: bool = False) 
     return NORMAL_PRIORITY
 
 
-def priority_add(queue: object) -> Callable[[str, int], None] | None:
-    """``queue.add`` if the queue takes priorities, else None (plain ``add(key)`` then)."""
+def priority_add(queue: object) -> Callable[[Request, int], None] | None:
+    """``queue.add`` if the queue takes priorities, else None (plain ``add(request)`` then)."""
     return queue.add if isinstance(queue, PriorityQueue) else None
 
 
-KeyFunc = Callable[[Object], str | None]
+MapFunc = Callable[[Object], Iterable[Request]]
 
 
-class EnqueueHandler:
-    """A ResourceEventHandler that maps objects to keys and adds them to a queue."""
+class MapHandler:
+    """A ResourceEventHandler that enqueues the Requests ``mapper`` returns for each event
+    that passes every predicate (see module docstring). The one handler behind
+    :func:`enqueue_object`, :func:`enqueue_owner`, :func:`enqueue_requests` and the Builder.
+
+    ``map_old``: an update maps the old object too (the union, sorted, is enqueued);
+    ``tombstone_request``: a tombstone (:class:`DeletedFinalStateUnknown`) enqueues the
+    Request of its own key instead of mapping its last state; ``status_only_low``: status-only
+    updates go at LOW priority; ``admit(request)``, when given, must be true for a request to
+    be enqueued.
+    """
 
     def __init__(
         self,
         queue: Queue,
-        key_func: KeyFunc,
+        mapper: MapFunc,
         predicates: Sequence[Predicate] = (),
         *,
-        tombstone_key: bool = False,
+        map_old: bool = True,
+        tombstone_request: bool = False,
         status_only_low: bool = False,
-        admit: Callable[[str], bool] | None = None,
+        admit: Callable[[Request], bool] | None = None,
     ) -> None:
         self._queue = queue
-        self._key_func = key_func
-        self._admit = admit
+        self._mapper = mapper
         self._predicates = tuple(predicates)
-        self._tombstone_key = tombstone_key
+        self._map_old = map_old
+        self._tombstone_request = tombstone_request
         self._status_only_low = status_only_low
+        self._admit = admit
         self._add_with_priority = priority_add(queue)
 
-    def _enqueue(self, obj: Object, priority: int = NORMAL_PRIORITY) -> None:
-        key = self._key_func(obj)
-        if key and (self._admit is None or self._admit(key)):
-            if self._add_with_priority is not None:
-                self._add_with_priority(key, priority)
+    def _requests(self, obj: Object, old: Object | None = None) -> Iterable[Request]:
+        if old is None:
+            requests = self._mapper(obj)
+            if type(requests) is tuple and len(requests) < 2:  # the built-in mappers' case
+                return requests
+            return sorted(set(requests))
+        return sorted({*self._mapper(old), *self._mapper(obj)})
+
+    def _enqueue(self, requests: Iterable[Request], priority: int = NORMAL_PRIORITY) -> None:
+        admit, add_with_priority = self._admit, self._add_with_priority
+        for request in requests:
+            if admit is not None and not admit(request):
+                continue
+            if add_with_priority is not None:
+                add_with_priority(request, priority)
             else:
-                self._queue.add(key)
+                self._queue.add(request)
 
     def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
         try:
             if all(p.add is None or p.add(obj) for p in self._predicates):
-                self._enqueue(obj, add_priority(is_in_initial_list))
+                self._enqueue(self._requests(obj), add_priority(is_in_initial_list))
         except Exception:
-            log.exception("add handler failed; event dropped")
+            log.exception("event handler failed on add; event dropped")
 
     def on_update(self, old: Object, new: Object) -> None:
         try:
             if all(p.update is None or p.update(old, new) for p in self._predicates):
-                self._enqueue(new, update_priority(
-                    old, new, status_only_low=self._status_only_low))
+                self._enqueue(self._requests(new, old if self._map_old else None),
+                              update_priority(old, new, status_only_low=self._status_only_low))
         except Exception:
-            log.exception("update handler failed; event dropped")
+            log.exception("event handler failed on update; event dropped")
 
     def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
         try:
@@ -184,18 +215,29 @@ class EnqueueHandler:
                 p.delete is None or p.delete(last) for p in self._predicates
             ):
                 return
-            if isinstance(obj, DeletedFinalStateUnknown) and self._tombstone_key:
-                self._queue.add(obj.key)
+            if isinstance(obj, DeletedFinalStateUnknown) and self._tombstone_request:
+                self._enqueue((Request.from_key(obj.key),))
             elif last is not None:
-                self._enqueue(last)
+                self._enqueue(self._requests(last))
         except Exception:
-            log.exception("delete handler failed; event dropped")
+            log.exception("event handler failed on delete; event dropped")
 
 
-def enqueue_object(queue: Queue, predicates: Sequence[Predicate] = ()) -> EnqueueHandler:
-    """Enqueue each object's own ``ns/name`` key."""
-    return EnqueueHandler(queue, meta_namespace_key, predicates, tombstone_key=True,
-                          status_only_low=True)
+def enqueue_requests(queue: Queue, mapper: MapFunc,
+                     predicates: Sequence[Predicate] = ()) -> MapHandler:
+    """Enqueue every Request ``mapper(obj)`` returns (for an update, of the old and the new
+    object); controller-runtime's ``EnqueueRequestsFromMapFunc``."""
+    return MapHandler(queue, mapper, predicates)
+
+
+def _own_request(obj: Object) -> tuple[Request]:
+    return (Request.from_object(obj),)
+
+
+def enqueue_object(queue: Queue, predicates: Sequence[Predicate] = ()) -> MapHandler:
+    """Enqueue each object's own Request (``ns/name``)."""
+    return MapHandler(queue, _own_request, predicates, map_old=False, tombstone_request=True,
+                      status_only_low=True)
 
 
 def _group_of(api_version: str) -> str:
@@ -209,23 +251,27 @@ def enqueue_owner(
     predicates: Sequence[Predicate] = (),
     *,
     owner_namespaced: bool = True,
-    admit: Callable[[str], bool] | None = None,
-) -> EnqueueHandler:
-    """Enqueue the key of the object's controller owner of kind ``owner_kind``.
+    admit: Callable[[Request], bool] | None = None,
+) -> MapHandler:
+    """Enqueue the Request of the object's controller owner of kind ``owner_kind``.
 
     ``owner_group`` is an API group (``"apps"``, ``""`` for core) or an apiVersion
-    (``"apps/v1"``, ``"v1"``); only the group is compared. ``admit(key)``, when given, must
-    also be true (a sharded controller admits only owners in its shard's cache).
+    (``"apps/v1"``, ``"v1"``); only the group is compared. ``admit(request)``, when given,
+    must also be true (a sharded controller admits only owners in its shard's cache).
     """
     group = _group_of(owner_group) if "/" in owner_group or owner_group == "v1" else owner_group
 
-    def owner_key(obj: Object) -> str | None:
+    def owner_request(obj: Object) -> tuple[Request, ...]:
         ref = controller_of(obj)
         if ref is None or ref.get("kind") != owner_kind or _group_of(
                 str(ref.get("apiVersion"))) != group:
-            return None
+            return ()
         namespace = _meta(obj, "namespace") if owner_namespaced else None
-        name = str(ref.get("name"))
-        return f"{namespace}/{name}" if namespace else name
+        return (Request(namespace or "", str(ref.get("name"))),)
 
-    return EnqueueHandler(queue, owner_key, predicates, admit=admit)
+    return MapHandler(queue, owner_request, predicates, map_old=False, admit=admit)
+
+
+# Deprecated names (README MIGRATION): EnqueueHandler took a key function; MapHandler a mapper.
+__getattr__ = alias_getattr(
+    __name__, {"EnqueueHandler": (MapHandler, "pyctrl.handlers.MapHandler")})

@@ -57,7 +57,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 from prometheus_client import (
@@ -70,7 +70,7 @@ from prometheus_client import (
 from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
-from pyctrl.controller import Controller
+from pyctrl.controller import Controller, RequestT
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
@@ -179,7 +179,7 @@ class Manager:
         )
         self._metrics_bind = parse_bind_address(metrics_bind_address)
         self._probe_bind = parse_bind_address(health_probe_bind_address)
-        self._controllers: list[Controller] = []
+        self._controllers: list[Controller[Any]] = []  # any request type
         self._healthz = Checks("healthz")
         self._readyz = Checks("readyz")
         self._healthz.add("ping", lambda: None)
@@ -252,7 +252,7 @@ class Manager:
         ``.for_(...).owns(...).complete(reconciler)`` registers it (see pyctrl/builder.py)."""
         return Builder(self, name, workers=workers)
 
-    def add_controller(self, controller: Controller) -> None:
+    def add_controller(self, controller: Controller[RequestT]) -> None:
         with self._mu:
             if self._ran:
                 raise RuntimeError("add controllers before Manager.run")

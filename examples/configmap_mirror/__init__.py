@@ -46,7 +46,7 @@ class Mirror:
             self.recorder.event(cm, "Warning", "SecretExists", str(err))
 
 
-def setup(manager: Manager, *, workers: int = 2) -> pyctrl.Controller:
+def setup(manager: Manager, *, workers: int = 2) -> pyctrl.Controller[Request]:
     """Mirror labelled ConfigMaps; a changed or deleted Secret is rewritten."""
     return (manager.controller(NAME, workers=workers).for_(CONFIGMAPS, label_selector=SELECTOR)
             .owns(SECRETS).complete(Mirror(manager)))

@@ -121,7 +121,7 @@ class FooReconciler:
         self.client.update_status(FOOS, updated, foo["metadata"]["namespace"])
 
 
-def setup(manager: Manager, *, workers: int = 2) -> Controller:
+def setup(manager: Manager, *, workers: int = 2) -> Controller[Request]:
     """Wire the Foo controller into ``manager``: Foos and the Deployments they own."""
     lister = manager.informers.lister_for
     reconciler = FooReconciler(manager.client, lister(FOOS), lister(DEPLOYMENTS),

@@ -1,20 +1,22 @@
 """ShardReconciler: the shard side of sharding, wrapped around a controller's reconciler.
 
 Contract: ``ShardReconciler(inner, source, client, options)`` is a
-:class:`pyctrl.controller.Reconciler` (``reconcile(key)``). ``source.get(namespace, name)``
-reads the shard's label-filtered cache (NotFound when the object is not there). Per key:
+:class:`pyctrl.reconcile.Reconciler` (``reconcile(request)``) wrapping another.
+``source.get(namespace, name)`` reads the shard's label-filtered cache (NotFound when the
+object is not there). Per request:
 
 * not in the cache (deleted, or no longer labelled for this shard): ``inner`` runs, so it
-  forgets what it kept about the key, as for a deleted object;
+  forgets what it kept about the object, as for a deleted object;
 * labelled for another shard (a stale cache): skipped;
 * carrying the drain label: acknowledged instead of reconciled - one merge patch removes the
   shard and drain labels, with the cached ``resourceVersion`` as precondition (a Conflict is
-  raised: the key is retried against newer state). The workqueue never hands one key to two
-  workers at once, so every earlier reconcile of the key on this shard has returned before
+  raised: the request is retried against newer state). The workqueue never hands one request
+  to two workers at once, so every earlier reconcile of it on this shard has returned before
   the acknowledgement; afterwards the cache shows the drain label (and the ack is refused by
   the precondition) or nothing. This shard never acts on the object again until the sharder
   gives it back;
-* otherwise ``inner`` runs; ``options.on_reconcile(key, start, end)`` (monotonic) is called
+* otherwise ``inner`` runs; ``options.on_reconcile(key, start, end)`` (monotonic; ``key`` is
+  ``str(request)``) is called
   after it when set, and a debug log line ``shard reconcile`` carries the same (an audit
   trail across processes: on Linux the monotonic clock is one for the whole host).
 
@@ -28,11 +30,10 @@ from typing import Protocol
 
 import structlog
 
-from pyctrl.cache import split_meta_namespace_key
 from pyctrl.clock import Clock, RealClock
-from pyctrl.controller import Reconciler, Result
 from pyctrl.errors import NotFound
 from pyctrl.kube.interface import Client, Object
+from pyctrl.reconcile import Reconciler, Request, Result
 from pyctrl.sharding.options import ShardingOptions
 
 __all__ = ["ObjectSource", "ShardReconciler"]
@@ -57,12 +58,12 @@ class ShardReconciler:
         self.options = options
         self._clock: Clock = clock or RealClock()
 
-    def reconcile(self, key: str) -> Result | None:
-        namespace, name = split_meta_namespace_key(key)
+    def reconcile(self, request: Request) -> Result | None:
+        namespace, name = request.namespace, request.name
         try:
             obj = self._source.get(namespace, name)
         except NotFound:
-            return self.inner.reconcile(key)
+            return self.inner.reconcile(request)
         o = self.options
         labels = (obj.get("metadata") or {}).get("labels") or {}
         if labels.get(o.shard_label) != o.shard_id:
@@ -72,9 +73,10 @@ class ShardReconciler:
             return None
         start = self._clock.monotonic()
         try:
-            return self.inner.reconcile(key)
+            return self.inner.reconcile(request)
         finally:
             end = self._clock.monotonic()
+            key = str(request)
             log.debug("shard reconcile", key=key, shard=o.shard_id, start=start, end=end)
             if o.on_reconcile is not None:
                 o.on_reconcile(key, start, end)

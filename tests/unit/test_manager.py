@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pyctrl.controller import Controller, Result
+from pyctrl.controller import Controller
 from pyctrl.errors import ServerError
 from pyctrl.handlers import enqueue_object
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.leaderelection import LeaderElectionConfig, LeaderElectionRecord
 from pyctrl.manager import LeaderElectionLost, Manager
+from pyctrl.reconcile import Request, Result
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
@@ -23,8 +24,8 @@ from tests.unit.runtime.helpers import eventually
 class Recorder:
     keys: list[str] = field(default_factory=list)
 
-    def reconcile(self, key: str) -> Result | None:
-        self.keys.append(key)
+    def reconcile(self, request: Request) -> Result | None:
+        self.keys.append(str(request))
         return None
 
 

@@ -10,7 +10,8 @@ import pyctrl
 
 FACADES = ["pyctrl", "pyctrl.cache", "pyctrl.workqueue", "pyctrl.kube", "pyctrl.record",
            "pyctrl.leaderelection", "pyctrl.errors", "pyctrl.testing", "pyctrl.testing.envtest",
-           "pyctrl.webhook", "pyctrl.sharding", "pyctrl.serving"]
+           "pyctrl.webhook", "pyctrl.sharding", "pyctrl.serving", "pyctrl.reconcile",
+           "pyctrl.builder", "pyctrl.handlers"]
 
 
 @pytest.mark.parametrize("name", FACADES)
@@ -87,3 +88,15 @@ def test_help_on_the_apply_helpers_shows_their_contracts() -> None:
     assert "module docstring" not in text
     text = pydoc.render_doc(pyctrl.create_or_update, renderer=pydoc.TextDoc())
     assert '"unchanged"' in text and "Conflict" in text
+
+
+def test_facade_exports_the_one_reconcile_contract() -> None:
+    """pyctrl.reconcile's contract and the one mapper handler, from ``pyctrl`` alone."""
+    import pyctrl.reconcile
+
+    needed = {"Request", "Result", "Reconciler", "FuncReconciler", "TerminalError", "MapFunc",
+              "enqueue_requests"}
+    assert needed <= set(pyctrl.__all__)
+    for name in ("Request", "Result", "Reconciler", "FuncReconciler", "TerminalError"):
+        assert getattr(pyctrl, name) is getattr(pyctrl.reconcile, name)
+    assert "RequestReconciler" not in pyctrl.__all__, "deprecated: served, not exported"

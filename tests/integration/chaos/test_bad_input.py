@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.jobs import job_name
+from pyctrl import Request
 from pyctrl.kube import EVENTS, RESTClient
 from pyctrl.testing import FakeClock
 from pyctrl.testing.envtest import ControlPlane
@@ -165,7 +166,7 @@ def test_invalid_cronjob_flood_is_reported_once_and_costs_nothing_per_tick(
             assert len(warnings) == 1 and warnings[0].get("count", 1) == 1, (name, warnings)
             assert warnings[0]["reason"] == reason and needle in warnings[0]["message"]
             assert name not in ledger
-            assert wired.controller.queue.num_requeues(f"{ns}/{name}") == 0
+            assert wired.controller.queue.num_requeues(Request(ns, name)) == 0
         for name in valid:
             assert len(ledger[name]) == TICKS, (name, sorted(ledger[name]))
     finally:

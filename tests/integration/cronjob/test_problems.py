@@ -12,6 +12,7 @@ import pytest
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.jobs import job_name
 from cronjob_controller.webhook import HANDLERS
+from pyctrl import Request
 from pyctrl.errors import NotFound
 from pyctrl.kube import JOBS
 from pyctrl.testing.envtest import ControlPlane
@@ -47,7 +48,7 @@ def test_invalid_cronjob_reported_once_without_hot_loop(
         wait_for(env.has_job("good", job_name("good", due)), what="good run")
     assert env.cronjob("bad")["metadata"]["resourceVersion"] == rv
     assert all(e.get("count", 1) == 1 for e in env.events(reason, "bad"))
-    assert wired.controller.queue.num_requeues(f"{env.namespace}/bad") == 0
+    assert wired.controller.queue.num_requeues(Request(env.namespace, "bad")) == 0
     assert env.job_names("bad") == set()
     # Fixing the spec makes it schedulable again.
     env.patch_spec("bad", schedule="* * * * *", timeZone=None)

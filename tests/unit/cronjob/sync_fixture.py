@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from cronjob_controller.api import CRONJOBS, SCHEDULED_TIMESTAMP_ANNOTATION, format_rfc3339
 from cronjob_controller.controller import CronJobReconciler
-from pyctrl import Result
+from pyctrl import Request, Result
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
@@ -202,7 +202,7 @@ class Fixture:
 
     # -- running ------------------------------------------------------------------------
     def sync(self, key: str = KEY) -> Result | None:
-        return self.reconciler.reconcile(key)
+        return self.reconciler.reconcile(Request.from_key(key))
 
     def refresh(self) -> None:
         """The informers caught up: each cache now holds exactly what the server holds."""

@@ -17,7 +17,7 @@ import pytest
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.clockwatch import ClockJumpWatch, clock_jump_watch
 from cronjob_controller.wiring import build
-from pyctrl import Manager, Result
+from pyctrl import Manager, Request, Result
 from pyctrl.testing import FakeClient, FakeClock
 from tests.threads import running
 from tests.unit.cronjob.sync_fixture import KEY, NAMESPACE, NOW, new_cronjob
@@ -161,9 +161,9 @@ def test_built_controller_resyncs_every_cronjob_after_a_wall_clock_jump() -> Non
     synced: list[str] = []
     reconcile = wired.reconciler.reconcile
 
-    def counting_reconcile(key: str) -> Result | None:
-        synced.append(key)
-        return reconcile(key)
+    def counting_reconcile(request: Request) -> Result | None:
+        synced.append(str(request))
+        return reconcile(request)
 
     wired.reconciler.reconcile = counting_reconcile  # type: ignore[method-assign]
     with running(manager.run, name="manager"):

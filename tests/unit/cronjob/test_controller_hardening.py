@@ -22,7 +22,7 @@ from cronjob_controller.controller import (
 )
 from cronjob_controller.expectations import RunRecord
 from cronjob_controller.status import schedule_digest
-from pyctrl import Manager, Result
+from pyctrl import Manager, Request, Result
 from pyctrl.cache import DeletedFinalStateUnknown
 from pyctrl.errors import ApiError, Forbidden, Invalid
 from pyctrl.kube import JOBS
@@ -487,9 +487,9 @@ def test_wiring_records_a_deleted_jobs_run_before_its_owner_is_reconciled() -> N
     reconcile = wired.reconciler.reconcile
     wired.reconciler.runs = _RecordingRuns(events)
 
-    def recording_reconcile(key: str) -> Result | None:
-        events.append(("reconciled", key))
-        return reconcile(key)
+    def recording_reconcile(request: Request) -> Result | None:
+        events.append(("reconciled", str(request)))
+        return reconcile(request)
 
     wired.reconciler.reconcile = recording_reconcile  # type: ignore[method-assign]
     with running(manager.run, name="manager"):

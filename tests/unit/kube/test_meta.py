@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from cronjob_controller import jobs
-from pyctrl import ownerrefs
+from pyctrl import Request, ownerrefs
 from pyctrl.cache import controller_uid_index_func
 from pyctrl.handlers import enqueue_owner
 from pyctrl.kube.meta import controller_of
@@ -60,8 +60,8 @@ class _Keys:
     def __init__(self) -> None:
         self.keys: list[str] = []
 
-    def add(self, item: str) -> None:
-        self.keys.append(item)
+    def add(self, item: Request) -> None:
+        self.keys.append(str(item))
 
 
 def test_enqueue_owner_follows_the_controller_reference() -> None:

@@ -289,7 +289,7 @@ def test_base_exception_from_reconciler_does_not_kill_the_worker(
     assert h.controller.check() is None
 
 
-def _poison_queue(controller: Controller, poison: str) -> None:
+def _poison_queue(controller: Controller[str], poison: str) -> None:
     """Make the worker loop itself raise (outside any reconcile) when it finishes ``poison``.
 
     Patches ``done``, not ``get``: the workers are already running, and a worker blocked in

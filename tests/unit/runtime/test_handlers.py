@@ -12,14 +12,15 @@ from pyctrl.handlers import (
     label_selector_predicate,
     resource_version_changed,
 )
+from pyctrl.reconcile import Request
 
 
 class ListQueue:
     def __init__(self) -> None:
         self.items: list[str] = []
 
-    def add(self, item: str) -> None:
-        self.items.append(item)
+    def add(self, item: Request) -> None:
+        self.items.append(str(item))
 
 
 def obj(name: str = "a", *, gen: int = 1, rv: str = "1", labels: dict[str, str] | None = None,
@@ -99,7 +100,7 @@ def test_enqueue_owner_accepts_an_api_version_and_core_group() -> None:
 
 def test_handlers_never_raise_into_the_informer() -> None:
     class Broken:
-        def add(self, item: str) -> None:
+        def add(self, item: Request) -> None:
             raise RuntimeError("queue exploded")
 
     h = enqueue_object(Broken())

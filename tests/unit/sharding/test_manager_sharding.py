@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubernetes.client import Configuration
 
-from pyctrl import FencedClient, Manager
+from pyctrl import FencedClient, Manager, Request
 from pyctrl.kube import CONFIGMAPS, SECRETS
 from pyctrl.kube.client import RESTClient
 from pyctrl.sharding import Sharder, ShardReconciler, ShardWatch
@@ -91,7 +91,7 @@ def test_owned_object_events_enqueue_only_owners_in_this_shards_cache() -> None:
 
         listener.handler.on_add(secret("another-shards"), False)
         listener.handler.on_add(secret("mine"), False)
-        assert len(c.queue) == 1 and c.queue.get() == f"{NS}/mine"
+        assert len(c.queue) == 1 and c.queue.get() == Request(NS, "mine")
     finally:
         c.queue.shut_down()
     assert m.controller("unsharded").for_(SECRETS)._in_shard(SECRETS) is None

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from pyctrl.controller import Result
 from pyctrl.errors import Conflict, NotFound
 from pyctrl.kube import CONFIGMAPS, LEASES
+from pyctrl.reconcile import Request, Result
 from pyctrl.sharding import HashRing, Sharder, ShardReconciler, plan
 from pyctrl.testing import FakeClient, FakeClock
 from tests.unit.sharding.helpers import DRAIN, NS, SHARD, configmap, lease, options, two_shards
@@ -50,8 +50,8 @@ class _Inner:
     def __init__(self) -> None:
         self.keys: list[str] = []
 
-    def reconcile(self, key: str) -> Result | None:
-        self.keys.append(key)
+    def reconcile(self, request: Request) -> Result | None:
+        self.keys.append(str(request))
         return None
 
 
@@ -133,7 +133,7 @@ def test_a_planned_move_drains_first_and_reassigns_only_after_the_old_shard_acks
     for name in sorted(moving):
         old = before[name]
         assert old is not None
-        assert shards[old].reconcile(f"{NS}/{name}") is None
+        assert shards[old].reconcile(Request(NS, name)) is None
     assert not any(inner[s].keys for s in "abc"), "a draining object is not reconciled"
     after_ack = _owners(client)
     assert {n for n in after_ack if after_ack[n] is None} == moving
@@ -181,9 +181,9 @@ def test_shard_reconciler_runs_owned_objects_and_skips_others() -> None:
     inner = _Inner()
     r = ShardReconciler(inner, _Source(client, "s1"), client,
                         options("s1", on_reconcile=lambda k, a, b: seen.append((k, a, b))))
-    r.reconcile(f"{NS}/mine")
-    r.reconcile(f"{NS}/theirs")  # not in s1's cache: the inner reconciler forgets it
-    r.reconcile(f"{NS}/gone")
+    r.reconcile(Request(NS, "mine"))
+    r.reconcile(Request(NS, "theirs"))  # not in s1's cache: the inner reconciler forgets it
+    r.reconcile(Request(NS, "gone"))
     assert inner.keys == [f"{NS}/mine", f"{NS}/theirs", f"{NS}/gone"]
     assert [k for k, _, _ in seen] == [f"{NS}/mine"], "only owned objects are audited"
 
@@ -200,7 +200,7 @@ def test_ack_with_a_stale_cache_raises_conflict_and_keeps_the_new_owner() -> Non
 
     r = ShardReconciler(_Inner(), Stale(), client, options("s1"))
     with pytest.raises(Conflict):
-        r.reconcile(f"{NS}/cm")
+        r.reconcile(Request(NS, "cm"))
     assert _owners(client) == {"cm": "s2"}
 
 

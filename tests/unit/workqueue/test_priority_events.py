@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pyctrl.builder import Request, _MapHandler
-from pyctrl.handlers import enqueue_object, enqueue_owner
+from pyctrl.handlers import enqueue_object, enqueue_owner, enqueue_requests
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.manager import Manager
+from pyctrl.reconcile import Request
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.workqueue import (
     LOW_PRIORITY,
@@ -36,29 +36,29 @@ def owned(name: str, owner: str, rv: str = "1") -> Object:
 
 
 @pytest.fixture
-def pq(make: Make, clock: FakeClock) -> PriorityQueue[str]:
-    q: PriorityQueue[str] = make(PriorityQueue, clock=clock)
+def pq(make: Make, clock: FakeClock) -> PriorityQueue[Request]:
+    q: PriorityQueue[Request] = make(PriorityQueue, clock=clock)
     return q
 
 
-def test_enqueue_object_priorities(pq: PriorityQueue[str]) -> None:
+def test_enqueue_object_priorities(pq: PriorityQueue[Request]) -> None:
     h = enqueue_object(pq)
     h.on_add(cm("listed"), True)
     h.on_add(cm("created"), False)
     h.on_update(cm("resynced", "5"), cm("resynced", "5"))
     h.on_update(cm("changed", "5"), cm("changed", "6"))
     h.on_delete(cm("deleted"))
-    assert {k: pq.priority_of(k) for k in ("ns/listed", "ns/created", "ns/resynced",
-                                           "ns/changed", "ns/deleted")} == {
+    assert {k: pq.priority_of(Request.from_key(k)) for k in (
+        "ns/listed", "ns/created", "ns/resynced", "ns/changed", "ns/deleted")} == {
         "ns/listed": LOW_PRIORITY, "ns/created": NORMAL_PRIORITY,
         "ns/resynced": LOW_PRIORITY, "ns/changed": NORMAL_PRIORITY,
         "ns/deleted": NORMAL_PRIORITY}
     # A real change to an object still queued from the initial list moves it up.
     h.on_update(cm("listed", "1"), cm("listed", "2"))
-    assert pq.priority_of("ns/listed") == NORMAL_PRIORITY
+    assert pq.priority_of(Request("ns", "listed")) == NORMAL_PRIORITY
 
 
-def test_enqueue_object_status_only_updates_are_low(pq: PriorityQueue[str]) -> None:
+def test_enqueue_object_status_only_updates_are_low(pq: PriorityQueue[Request]) -> None:
     """The follow-up of a controller's own status write waits behind real changes."""
     h = enqueue_object(pq)
 
@@ -71,13 +71,13 @@ def test_enqueue_object_status_only_updates_are_low(pq: PriorityQueue[str]) -> N
     h.on_update(gen("fin", "5"), gen("fin", "6", finalizers=["f"]))
     h.on_update(gen("deleting", "5"), gen("deleting", "6", deletionTimestamp="t"))
     h.on_update(cm("nogen", "5"), cm("nogen", "6"))  # no generation: never status-only
-    assert {n: pq.priority_of(f"ns/{n}") for n in (
+    assert {n: pq.priority_of(Request("ns", n)) for n in (
         "status", "spec", "label", "fin", "deleting", "nogen")} == {
         "status": LOW_PRIORITY, "spec": NORMAL_PRIORITY, "label": NORMAL_PRIORITY,
         "fin": NORMAL_PRIORITY, "deleting": NORMAL_PRIORITY, "nogen": NORMAL_PRIORITY}
 
 
-def test_enqueue_owner_priorities(pq: PriorityQueue[str]) -> None:
+def test_enqueue_owner_priorities(pq: PriorityQueue[Request]) -> None:
     h = enqueue_owner(pq, "v1", "ConfigMap")
     h.on_add(owned("c1", "o1"), True)
     h.on_update(owned("c2", "o2", "3"), owned("c2", "o2", "3"))
@@ -87,20 +87,20 @@ def test_enqueue_owner_priorities(pq: PriorityQueue[str]) -> None:
     old["metadata"]["generation"] = new["metadata"]["generation"] = 1
     new["status"] = {"done": True}
     h.on_update(old, new)
-    assert pq.priority_of("ns/o1") == LOW_PRIORITY
-    assert pq.priority_of("ns/o2") == LOW_PRIORITY
-    assert pq.priority_of("ns/o3") == NORMAL_PRIORITY
-    assert pq.priority_of("ns/o4") == NORMAL_PRIORITY
+    assert pq.priority_of(Request("ns", "o1")) == LOW_PRIORITY
+    assert pq.priority_of(Request("ns", "o2")) == LOW_PRIORITY
+    assert pq.priority_of(Request("ns", "o3")) == NORMAL_PRIORITY
+    assert pq.priority_of(Request("ns", "o4")) == NORMAL_PRIORITY
 
 
-def test_map_handler_priorities(pq: PriorityQueue[str]) -> None:
-    h = _MapHandler(pq, lambda obj: [Request("ns", "m-" + obj["metadata"]["name"])], ())
+def test_map_handler_priorities(pq: PriorityQueue[Request]) -> None:
+    h = enqueue_requests(pq, lambda obj: [Request("ns", "m-" + obj["metadata"]["name"])])
     h.on_add(cm("a"), True)
     h.on_update(cm("b", "2"), cm("b", "2"))
     h.on_update(cm("c", "2"), cm("c", "3"))
-    assert pq.priority_of("ns/m-a") == LOW_PRIORITY
-    assert pq.priority_of("ns/m-b") == LOW_PRIORITY
-    assert pq.priority_of("ns/m-c") == NORMAL_PRIORITY
+    assert pq.priority_of(Request("ns", "m-a")) == LOW_PRIORITY
+    assert pq.priority_of(Request("ns", "m-b")) == LOW_PRIORITY
+    assert pq.priority_of(Request("ns", "m-c")) == NORMAL_PRIORITY
 
 
 class PlainQueue:
@@ -109,20 +109,20 @@ class PlainQueue:
     def __init__(self) -> None:
         self.added: list[str] = []
 
-    def add(self, item: str) -> None:
-        self.added.append(item)
+    def add(self, item: Request) -> None:
+        self.added.append(str(item))
 
 
 def test_queues_without_priorities_get_plain_adds(make: Make, clock: FakeClock) -> None:
     plain = PlainQueue()
     for h in (enqueue_object(plain), enqueue_owner(plain, "v1", "ConfigMap"),
-              _MapHandler(plain, lambda obj: [Request("ns", "m")], ())):
+              enqueue_requests(plain, lambda obj: [Request("ns", "m")])):
         h.on_add(owned("c", "o"), True)
         h.on_update(owned("c", "o", "2"), owned("c", "o", "2"))
     assert plain.added == ["ns/c", "ns/c", "ns/o", "ns/o", "ns/m", "ns/m"]
-    rl: RateLimitingQueue[str] = make(RateLimitingQueue, clock=clock)
+    rl: RateLimitingQueue[Request] = make(RateLimitingQueue, clock=clock)
     enqueue_object(rl).on_add(cm("x"), True)
-    assert rl.get() == "ns/x"
+    assert rl.get() == Request("ns", "x")
 
 
 # -- end to end: a Builder with priority_queue=True on a FakeClient ------------------------
@@ -179,7 +179,8 @@ def test_builder_option_serves_a_create_before_the_initial_list(
     try:
         # One initial item is in the (blocked) worker, the other four wait at LOW priority.
         assert wait_until(lambda: len(order) == 1 and len(q) == 4)
-        assert all(q.priority_of(f"ns/listed-{i}") in (LOW_PRIORITY, None) for i in range(5))
+        assert all(q.priority_of(Request("ns", f"listed-{i}")) in (LOW_PRIORITY, None)
+                   for i in range(5))
         client.create(CONFIGMAPS, new_cm("created"))
         assert wait_until(lambda: len(q) == 5)
     finally:
