@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "restclient": "bench.restclient",
     "watch-chunks": "bench.watch_chunks",
     "metadata": "bench.metadata",
+    "webhook-abuse": "bench.webhook_abuse",
 }
 
 

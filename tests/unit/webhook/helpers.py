@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import os
 import shutil
+import socket
 import ssl
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -93,3 +94,14 @@ def der(cert_file: Path) -> bytes:
 
 
 Start = Callable[..., WebhookServer]
+
+
+def closed(sock: socket.socket, wait: float) -> bool:
+    """Whether the server closed ``sock`` within ``wait`` seconds (EOF, reset or TLS error)."""
+    sock.settimeout(wait)
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:  # reset, or a TLS alert/EOF: the server closed it
+        return True

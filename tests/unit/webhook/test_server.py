@@ -158,6 +158,7 @@ def test_register_rejects_bad_or_duplicate_paths(certs: CertificatePaths) -> Non
     {"port": 70000}, {"request_timeout_seconds": 0}, {"max_body_bytes": 0},
     {"max_connections": 0}, {"backlog": 0}, {"cert_poll_seconds": 0},
     {"shutdown_timeout_seconds": -1}, {"max_header_bytes": 0},
+    {"header_timeout_seconds": 0}, {"max_connections_per_peer": 0}, {"workers": 0},
 ])
 def test_config_is_validated(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
@@ -169,8 +170,10 @@ def test_config_defaults() -> None:
     assert (config.cert_file, config.key_file) == (Path("/certs/tls.crt"),
                                                    Path("/certs/tls.key"))
     assert config.request_timeout_seconds == 10.0
-    assert config.max_connections == 64
-    assert config.backlog == 128
+    assert config.header_timeout_seconds == 5.0
+    assert config.max_connections == 4096
+    assert config.max_connections_per_peer == 512
+    assert config.backlog == 1024
     assert config.max_body_bytes == 7 * 1024 * 1024
 
 

@@ -1,0 +1,102 @@
+"""The little HTTP/1.1 the front end speaks: parse a request head, build a closing response.
+
+Contract:
+
+* :func:`parse_head` takes the bytes of a request line and headers (without the blank line
+  that ends them) and returns a :class:`RequestHead`, or a :data:`Reply` (400) for a
+  malformed head. Header names are lower-cased; a repeated header keeps its last value.
+* :func:`body_length` applies the framing rules the servers share: no chunked bodies (411),
+  ``Content-Length`` required except for GET/HEAD (411), never negative (400).
+* :func:`response` is the bytes of a response that always closes the connection
+  (``Connection: close``), so no idle keep-alive connection outlives its request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+
+__all__ = ["Handler", "Reply", "Request", "RequestHead", "Route", "body_length", "parse_head",
+           "response", "text"]
+
+Reply = tuple[int, bytes, str]  # status, body, content type
+
+
+def text(code: int, message: str) -> Reply:
+    """A plain-text reply."""
+    return code, message.encode(), "text/plain; charset=utf-8"
+
+
+def response(reply: Reply) -> bytes:
+    """The bytes of an HTTP/1.1 response that closes the connection."""
+    code, body, content_type = reply
+    head = (f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+    return head.encode("latin-1") + body
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHead:
+    """A parsed request line and headers."""
+
+    method: str
+    path: str  # without the query string
+    query: str  # after "?", "" when none
+    headers: Mapping[str, str]  # lower-case names
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A complete request, as a worker thread sees it."""
+
+    head: RequestHead
+    body: bytes
+    peer: str  # the client's address
+
+    @property
+    def method(self) -> str:
+        return self.head.method
+
+    @property
+    def path(self) -> str:
+        return self.head.path
+
+
+Handler = Callable[[Request], Reply]
+"""Runs on a worker thread with the complete request; may block (API calls)."""
+
+Route = Callable[[RequestHead], "Handler | Reply"]
+"""Runs on the event loop as soon as the head is read, so it must be cheap and never block:
+a :data:`Handler` to run with the body, or a :data:`Reply` answered at once (after reading
+and dropping a bounded amount of the body, so the client sees it instead of a reset)."""
+
+
+def parse_head(data: bytes) -> RequestHead | Reply:
+    """Parse the request line and headers (see module docstring)."""
+    lines = data.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        return text(400, "bad request line")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep:
+            return text(400, "bad header line")
+        headers[name.strip().lower()] = value.strip()
+    path, _, query = parts[1].partition("?")
+    return RequestHead(parts[0], path, query, headers)
+
+
+def body_length(head: RequestHead) -> int | Reply:
+    """The declared body length, or the error reply (see module docstring)."""
+    if "transfer-encoding" in head.headers:
+        return text(411, "Content-Length required")
+    default = "0" if head.method in ("GET", "HEAD") else ""
+    try:
+        length = int(head.headers.get("content-length", default))
+    except ValueError:
+        return text(411, "Content-Length required")
+    if length < 0:
+        return text(400, "bad Content-Length")
+    return length

@@ -1,0 +1,297 @@
+"""The front end: one event-loop thread owns every connection; a few workers handle requests.
+
+Contract:
+
+* :class:`Frontend` listens on ``host:port`` and serves HTTP/1.1 (HTTPS when given a
+  ``context`` function, called for every new connection, so a reloaded certificate serves
+  the next handshake). One thread, ``<name>-loop``, runs an asyncio event loop that accepts,
+  TLS-handshakes and reads every connection without blocking (:mod:`pyctrl.frontend.
+  connection`); only a complete request is handed to one of ``workers`` threads
+  (``<name>-worker-<i>``), which runs the route's handler and hands the answer back to the
+  loop. So a connection that is idle or slow costs memory (a few KiB), never a thread, and
+  valid requests are answered while thousands of such connections are open.
+* Bounds (:class:`FrontendConfig`): ``max_connections`` open at once and
+  ``max_connections_per_peer`` from one client address (a connection above either is
+  accepted and closed at once); the TLS handshake plus the request head within
+  ``header_timeout_seconds`` of the accept, the whole request within
+  ``request_timeout_seconds``; heads above ``max_header_bytes`` answered 431, bodies above
+  ``max_body_bytes`` 413; the listen ``backlog``.
+* :meth:`start` binds synchronously (a busy port raises ``OSError`` to the caller) and
+  returns once the loop serves. :meth:`shutdown` closes the listener and aborts every client
+  connection at once, then joins the loop thread and the workers, waiting at most
+  ``shutdown_timeout_seconds`` in all (a handler still running after that is logged); it is
+  idempotent.
+* Deadlines run on the event loop's monotonic clock: they bound real sockets, so they are
+  real time whatever Clock the rest of the program uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import resource
+import socket
+import ssl
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from pyctrl.clock import RealClock
+from pyctrl.frontend.connection import Conn
+from pyctrl.frontend.http import Handler, Reply, Request, Route, text
+
+__all__ = ["Frontend", "FrontendConfig"]
+
+log = structlog.get_logger(__name__)
+
+_REAL = RealClock()
+_MIB = 1024 * 1024
+_LOG_INTERVAL = 10.0  # at most one line per interval for floods (refusals, deadlines)
+
+
+@dataclass(frozen=True, slots=True)
+class FrontendConfig:
+    """Where to listen and the bounds (see the module docstring). ``port=0`` picks a port."""
+
+    host: str = "0.0.0.0"
+    port: int = 0
+    backlog: int = 1024
+    max_connections: int = 4096
+    max_connections_per_peer: int = 512
+    header_timeout_seconds: float = 5.0
+    request_timeout_seconds: float = 10.0
+    max_header_bytes: int = 64 * 1024
+    max_body_bytes: int = _MIB
+    workers: int = 4
+    shutdown_timeout_seconds: float = 3.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in 0..65535, got {self.port}")
+        for name in ("header_timeout_seconds", "request_timeout_seconds",
+                     "shutdown_timeout_seconds"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        for name in ("backlog", "max_connections", "max_connections_per_peer",
+                     "max_header_bytes", "max_body_bytes", "workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+
+_Work = tuple[Conn, Handler, Request]
+
+
+class Frontend:
+    """One listening server (see module docstring)."""
+
+    def __init__(self, name: str, config: FrontendConfig, route: Route, *,
+                 context: Callable[[], ssl.SSLContext] | None = None) -> None:
+        self.name = name
+        self.config = config
+        self.route = route
+        self.context = context
+        self.refused = 0  # connections closed at once because of a cap
+        self.deadlines = 0  # connections cut off by a deadline
+        self._lock = threading.Lock()
+        self._started = False
+        self._closing = False
+        self._listener: socket.socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Future[None] | None = None
+        self._serving = threading.Event()
+        self._error: BaseException | None = None
+        self._threads: list[threading.Thread] = []
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
+        # Loop-thread state:
+        self._conns: set[Conn] = set()
+        self._per_peer: Counter[str] = Counter()
+        self._next_log = {"refused": 0.0, "deadline": 0.0, "loop": 0.0}
+
+    # -- public -------------------------------------------------------------------------
+    @property
+    def address(self) -> tuple[str, int]:
+        """The bound address (useful with ``port=0``); only valid after :meth:`start`."""
+        if self._listener is None:
+            raise RuntimeError(f"the {self.name} server is not started")
+        host, port = self._listener.getsockname()[:2]
+        return str(host), int(port)
+
+    def active_connections(self) -> int:
+        """Connections open now (admitted, not yet closed)."""
+        return len(self._conns)
+
+    def start(self) -> None:
+        """Bind, start the loop and the workers; return once serving (see module docstring)."""
+        with self._lock:
+            if self._started:
+                raise RuntimeError(f"the {self.name} server is already started")
+            self._started = True
+        config = self.config
+        try:
+            family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+            listener = socket.create_server((config.host, config.port), family=family,
+                                            backlog=config.backlog)
+        except BaseException:
+            with self._lock:
+                self._started = False
+            raise
+        self._listener = listener
+        self._check_fd_limit()
+        loop = asyncio.new_event_loop()
+        loop.set_exception_handler(self._loop_error)
+        self._loop, self._stop = loop, loop.create_future()
+        self._threads = [threading.Thread(target=self._run_loop, name=f"{self.name}-loop",
+                                          daemon=True)]
+        self._threads += [threading.Thread(target=self._work, name=f"{self.name}-worker-{i}",
+                                           daemon=True) for i in range(config.workers)]
+        for t in self._threads:
+            t.start()
+        self._serving.wait()
+        if self._error is not None:
+            self.shutdown()
+            raise self._error
+
+    def shutdown(self) -> None:
+        """Stop accepting, abort every connection, join the threads (bounded, idempotent)."""
+        with self._lock:
+            if not self._started or self._closing:
+                return
+            self._closing = True
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                self._loop.call_soon_threadsafe(self._stop_serving)
+        for _ in self._threads[1:]:
+            self._queue.put(None)
+        deadline = _REAL.monotonic() + self.config.shutdown_timeout_seconds
+        for t in self._threads:
+            t.join(max(0.0, deadline - _REAL.monotonic()))
+        stuck = [t.name for t in self._threads if t.is_alive()]
+        if stuck:
+            log.error("server threads still running after the shutdown timeout",
+                      server=self.name, threads=stuck)
+        if self._listener is not None:
+            self._listener.close()
+        log.info("server stopped", server=self.name)
+
+    # -- the loop thread ----------------------------------------------------------------
+    def _run_loop(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._serve())
+        except BaseException as err:
+            self._error = err
+        finally:
+            self._serving.set()
+            with contextlib.suppress(RuntimeError):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _serve(self) -> None:
+        loop, stop, listener = self._loop, self._stop, self._listener
+        assert loop is not None and stop is not None and listener is not None
+        server = await loop.create_server(lambda: Conn(self), sock=listener,
+                                          backlog=self.config.backlog)
+        self._serving.set()
+        await stop
+        server.close()
+        for conn in list(self._conns):
+            conn.close(abort=True)
+        for _ in range(2):  # let the aborted transports' connection_lost close the sockets
+            await asyncio.sleep(0)
+
+    def _stop_serving(self) -> None:
+        if self._stop is not None and not self._stop.done():
+            self._stop.set_result(None)
+
+    def loop_time(self) -> float:
+        assert self._loop is not None
+        return self._loop.time()
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        assert self._loop is not None
+        return self._loop.call_later(delay, callback)
+
+    def admit(self, conn: Conn) -> bool:
+        """Whether ``conn`` may be served (the caps); counts it when it may."""
+        config = self.config
+        if len(self._conns) >= config.max_connections:
+            reason, limit = "too many connections", config.max_connections
+        elif self._per_peer[conn.peer] >= config.max_connections_per_peer:
+            reason, limit = "too many connections from one client", \
+                config.max_connections_per_peer
+        elif self._closing:
+            return False
+        else:
+            self._conns.add(conn)
+            self._per_peer[conn.peer] += 1
+            return True
+        self.refused += 1
+        if self._due("refused"):
+            log.warning("connections refused", server=self.name, reason=reason, limit=limit,
+                        refused_total=self.refused, client=conn.peer)
+        return False
+
+    def release(self, conn: Conn) -> None:
+        if conn in self._conns:
+            self._conns.discard(conn)
+            self._per_peer[conn.peer] -= 1
+            if not self._per_peer[conn.peer]:
+                del self._per_peer[conn.peer]
+
+    def note(self, kind: str, peer: str, detail: str) -> None:
+        """A connection ended early: a deadline (counted, logged at most every 10 s) or
+        anything else (a reset, a failed handshake: debug)."""
+        if kind != "deadline":
+            log.debug("connection ended", server=self.name, client=peer, error=detail)
+            return
+        self.deadlines += 1
+        if self._due("deadline"):
+            log.info("connection deadline exceeded; closing", server=self.name, client=peer,
+                     phase=detail, deadlines_total=self.deadlines)
+
+    def submit(self, conn: Conn, handler: Handler, request: Request) -> None:
+        self._queue.put((conn, handler, request))
+
+    def _due(self, what: str) -> bool:
+        now = _REAL.monotonic()
+        if now < self._next_log[what]:
+            return False
+        self._next_log[what] = now + _LOG_INTERVAL
+        return True
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+        # accept() failing with EMFILE lands here (asyncio retries a second later).
+        if self._due("loop"):
+            log.error("server event loop error", server=self.name,
+                      message=str(context.get("message")), error=repr(context.get("exception")))
+
+    def _check_fd_limit(self) -> None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < self.config.max_connections + 64:
+            log.warning("the open-file limit is below the connection cap; connections past it "
+                        "fail to be accepted", server=self.name, nofile=soft,
+                        max_connections=self.config.max_connections)
+
+    # -- workers ------------------------------------------------------------------------
+    def _work(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        while (item := self._queue.get()) is not None:
+            conn, handler, request = item
+            reply = self._call(handler, request)
+            with contextlib.suppress(RuntimeError):  # the loop closed: shutdown cut it off
+                loop.call_soon_threadsafe(conn.answer, reply)
+
+    def _call(self, handler: Handler, request: Request) -> Reply:
+        try:
+            return handler(request)
+        except Exception:
+            log.exception("request handler failed", server=self.name, path=request.path)
+            return text(500, "internal error")
+

@@ -1,0 +1,200 @@
+"""pyctrl.frontend over real sockets on 127.0.0.1: idle and slow connections cost no thread,
+the header deadline is separate from the request's, per-client caps, routes and handlers."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyctrl.frontend import Frontend, FrontendConfig, Reply, Request, RequestHead, text
+from pyctrl.frontend.http import Handler
+from pyctrl.webhook import CertificatePaths, CertWatcher
+from tests.unit.runtime.helpers import eventually
+from tests.unit.webhook.helpers import closed as _closed
+from tests.unit.webhook.helpers import new_certs
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> CertificatePaths:
+    return new_certs(tmp_path_factory.mktemp("certs"))
+
+
+def echo(request: Request) -> Reply:
+    return 200, f"{request.method} {request.path}?{request.head.query} {request.body!r}".encode(), \
+        "text/plain"
+
+
+def boom(request: Request) -> Reply:
+    raise RuntimeError("handler bug")
+
+
+GATE = threading.Event()
+
+
+def wait_gate(request: Request) -> Reply:
+    GATE.wait(10)
+    return text(200, "released")
+
+
+def route(head: RequestHead) -> Handler | Reply:
+    if head.path == "/ok":
+        return text(200, "ok")
+    handlers = {"/echo": echo, "/boom": boom, "/gate": wait_gate}
+    return handlers.get(head.path) or text(404, "not found")
+
+
+@pytest.fixture
+def serve(certs: CertificatePaths) -> Iterator[Any]:
+    made: list[Frontend] = []
+
+    def make(tls: bool = False, **config: Any) -> Frontend:
+        config.setdefault("host", "127.0.0.1")
+        context = None
+        if tls:
+            watcher = CertWatcher(certs.cert_file, certs.key_file)
+            watcher.load()
+            context = watcher.context
+        server = Frontend("test", FrontendConfig(**config), route, context=context)
+        made.append(server)
+        server.start()
+        return server
+
+    yield make
+    GATE.set()
+    for server in made:
+        server.shutdown()
+    GATE.clear()
+
+
+def get(server: Frontend, path: str, *, method: str = "GET", body: bytes | None = None,
+        ca_file: Path | None = None, source: str = "127.0.0.1") -> tuple[int, bytes]:
+    port = server.address[1]
+    conn: http.client.HTTPConnection
+    if ca_file is not None:
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", port, timeout=10, source_address=(source, 0),
+            context=ssl.create_default_context(cafile=str(ca_file)))
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10,
+                                          source_address=(source, 0))
+    try:
+        conn.request(method, path, body=body)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def test_routes_handlers_and_errors_over_plain_http(serve: Any) -> None:
+    server = serve()
+    assert get(server, "/ok") == (200, b"ok")
+    assert get(server, "/echo?a=1", method="POST", body=b"xyz") == (200, b"POST /echo?a=1 b'xyz'")
+    assert get(server, "/boom")[0] == 500
+    assert get(server, "/nope")[0] == 404
+
+
+def test_routes_and_handlers_over_tls(serve: Any, certs: CertificatePaths) -> None:
+    server = serve(tls=True)
+    assert get(server, "/echo", method="POST", body=b"{}", ca_file=certs.ca_file) == (
+        200, b"POST /echo? b'{}'")
+
+
+def test_idle_connections_cost_no_thread_and_requests_still_pass(
+        serve: Any, certs: CertificatePaths) -> None:
+    server = serve(tls=True)
+    before = threading.active_count()
+    idle = [socket.create_connection(server.address, timeout=5) for _ in range(300)]
+    try:
+        eventually(lambda: server.active_connections() == 300, what="300 idle held")
+        assert threading.active_count() == before
+        for _ in range(5):
+            assert get(server, "/ok", ca_file=certs.ca_file) == (200, b"ok")
+        assert server.refused == 0
+    finally:
+        for sock in idle:
+            sock.close()
+    eventually(lambda: server.active_connections() == 0, what="idle closed")
+
+
+def test_header_deadline_cuts_a_slow_head_before_the_request_deadline(serve: Any) -> None:
+    server = serve(header_timeout_seconds=0.3, request_timeout_seconds=60.0)
+    with socket.create_connection(server.address, timeout=5) as sock:
+        sock.sendall(b"GET /ok HTTP/1.1\r\n")  # never ends the head
+        assert _closed(sock, 10.0)  # well before the 60 s request deadline
+    eventually(lambda: server.deadlines == 1, what="one deadline counted")
+
+
+def test_a_slow_body_after_a_prompt_head_gets_the_request_deadline(serve: Any) -> None:
+    server = serve(header_timeout_seconds=0.2, request_timeout_seconds=60.0)
+    with socket.create_connection(server.address, timeout=10) as sock:
+        sock.sendall(b"POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\n")
+        for byte in (b"a", b"b", b"c"):
+            # Past the header deadline between bytes: only the head had to be prompt.
+            assert not _closed(sock, 0.3)
+            sock.sendall(byte)
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert answer.endswith(b"POST /echo? b'abc'")
+
+
+def test_per_peer_cap_refuses_one_client_and_serves_another(serve: Any) -> None:
+    server = serve(max_connections_per_peer=3, header_timeout_seconds=30.0)
+    held = [socket.create_connection(server.address, timeout=5, source_address=("127.0.0.2", 0))
+            for _ in range(5)]
+    try:
+        eventually(lambda: server.refused == 2 and server.active_connections() == 3,
+                   what="3 held, 2 refused")
+        assert [_closed(c, 2.0) for c in held[3:]] == [True, True]
+        assert get(server, "/ok", source="127.0.0.1") == (200, b"ok")
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_global_cap(serve: Any) -> None:
+    server = serve(max_connections=2, header_timeout_seconds=30.0)
+    held = [socket.create_connection(server.address, timeout=5, source_address=(f"127.0.0.{i}", 0))
+            for i in range(2, 5)]
+    try:
+        eventually(lambda: server.refused == 1 and server.active_connections() == 2,
+                   what="2 held, 1 refused")
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_shutdown_aborts_clients_at_once_and_is_bounded_with_a_handler_stuck(
+        serve: Any) -> None:
+    server = serve(shutdown_timeout_seconds=0.5, header_timeout_seconds=60.0)
+    idle = socket.create_connection(server.address, timeout=5)
+    stuck = socket.create_connection(server.address, timeout=5)
+    stuck.sendall(b"GET /gate HTTP/1.1\r\n\r\n")
+    try:
+        eventually(lambda: server.active_connections() == 2, what="both held")
+        begin = time.monotonic()
+        server.shutdown()
+        assert time.monotonic() - begin < 5.0
+        assert _closed(idle, 2.0) and _closed(stuck, 2.0)
+    finally:
+        GATE.set()  # the stuck worker ends; the fixture's second shutdown is a no-op
+        idle.close()
+        stuck.close()
+    eventually(lambda: not any(t.name.startswith("test-") for t in threading.enumerate()),
+               what="worker threads ended")
+
+
+def test_config_is_validated() -> None:
+    for bad in ({"port": -1}, {"header_timeout_seconds": 0}, {"workers": 0},
+                {"max_connections_per_peer": 0}):
+        with pytest.raises(ValueError):
+            FrontendConfig(**bad)  # type: ignore[arg-type]
