@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "watch-chunks": "bench.watch_chunks",
     "metadata": "bench.metadata",
     "webhook-abuse": "bench.webhook_abuse",
+    "typed-read": "bench.typed_read",
 }
 
 

@@ -54,39 +54,24 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CRD_FILE = ROOT / "crds" / "cronjobs.batch.pyctrl.io.yaml"
 COMMAND = "hack/gen_jobtemplate_schema.py"
+sys.path.insert(0, str(ROOT))
+
+from pyctrl.api.openapi import (  # noqa: E402  (the converter lives in the library)
+    SNAPSHOT_FILE,
+    GenerateError,
+    embedded_schema,
+    ordered,
+    snapshot_document,
+)
 
 TEMPLATE = "io.k8s.api.batch.v1.JobTemplateSpec"
-OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
-QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-# controller-gen's pattern for resource.Quantity (k8s.io/apimachinery's quantity grammar).
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
-    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
-# ObjectMeta fields kept: the Job template's own metadata (the controller copies only these)
-# and any nested template's (controller-gen's generateEmbeddedObjectMeta set).
+# ObjectMeta fields kept on the Job template's own metadata (the controller copies only these;
+# nested templates keep controller-gen's embedded set, see pyctrl.api.openapi).
 TEMPLATE_META_FIELDS = ("annotations", "labels")
 TEMPLATE_META_DESCRIPTION = "Labels and annotations, copied to each Job (nothing else is)."
 # Keys of the jobTemplate node itself that the CRD owns and regeneration keeps: its description,
 # and ``required: [spec]`` (a template without a Job spec can never run).
 OWN_KEYS = ("description", "required")
-EMBEDDED_META_FIELDS = ("annotations", "finalizers", "labels", "name", "namespace")
-
-# Keys copied through unchanged; anything not listed here or handled below is an error, so a
-# new upstream construct is noticed instead of silently mistranslated.
-_COPIED = ("type", "format", "enum", "minimum", "maximum", "minLength", "maxLength",
-           "pattern", "minItems", "maxItems", "nullable",
-           "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
-           "x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource")
-_DROPPED = ("description", "x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key",
-            "x-kubernetes-unions", "default")
-_KEY_ORDER = ("description", "type", "format", "x-kubernetes-int-or-string", "pattern",
-              "enum", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems",
-              "nullable", "default", "required", "properties", "items", "additionalProperties",
-              "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
-              "x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource")
-
 Schema = dict[str, Any]
 # libyaml when PyYAML has it: the CRD is about 190 KB and pure-Python parsing takes seconds.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -97,127 +82,15 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)  # a safe loader either way
 
 
-class GenerateError(RuntimeError):
-    """The OpenAPI document or the CRD file is not what this generator understands."""
-
-
-# -- OpenAPI -> structural schema ---------------------------------------------------------
-class _Converter:
-    def __init__(self, schemas: Mapping[str, Any]) -> None:
-        self.schemas = schemas
-        self._stack: list[str] = []
-
-    def _ref_name(self, node: Mapping[str, Any]) -> str | None:
-        ref = node.get("$ref")
-        if ref is None:
-            all_of = node.get("allOf")
-            if isinstance(all_of, list) and len(all_of) == 1 and "$ref" in all_of[0]:
-                ref = all_of[0]["$ref"]
-            elif all_of is not None:
-                raise GenerateError(f"unsupported allOf at {self._where()}: {all_of}")
-        if ref is None:
-            return None
-        prefix = "#/components/schemas/"
-        if not str(ref).startswith(prefix):
-            raise GenerateError(f"unsupported $ref {ref!r} at {self._where()}")
-        return str(ref)[len(prefix):]
-
-    def _where(self) -> str:
-        return ".".join(self._stack) or "<root>"
-
-    def definition(self, name: str) -> Schema:
-        """The structural schema of the named component."""
-        if name in self._stack:
-            raise GenerateError(f"recursive schema {name} at {self._where()}")
-        if name == INT_OR_STRING:
-            return {"x-kubernetes-int-or-string": True}
-        if name == QUANTITY:
-            return {"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN}
-        try:
-            node = self.schemas[name]
-        except KeyError:
-            raise GenerateError(f"{name} is not in the OpenAPI document") from None
-        if name == OBJECT_META:
-            node = dict(node, properties={k: v for k, v in node["properties"].items()
-                                          if k in EMBEDDED_META_FIELDS})
-        self._stack.append(name)
-        try:
-            return self.node(node)
-        finally:
-            self._stack.pop()
-
-    def node(self, node: Mapping[str, Any], key: str = "") -> Schema:
-        """Convert one schema node (a property, items or additionalProperties value)."""
-        name = self._ref_name(node)
-        if name is not None:
-            extra = set(node) - {"$ref", "allOf", "default", "description"}
-            if extra:
-                raise GenerateError(f"unexpected {sorted(extra)} next to $ref at {key}")
-            return self.definition(name)
-        if node.get("format") == "int-or-string" or node.get("x-kubernetes-int-or-string"):
-            return {"x-kubernetes-int-or-string": True}
-        out: Schema = {}
-        for field, value in node.items():
-            if field in _COPIED:
-                out[field] = copy.deepcopy(value)
-            elif field == "required":
-                out["required"] = sorted(value)
-            elif field == "properties":
-                out["properties"] = {k: self.node(v, k) for k, v in sorted(value.items())}
-            elif field == "items":
-                out["items"] = self.node(value, key)
-            elif field == "additionalProperties":
-                out["additionalProperties"] = (
-                    self.node(value, key) if isinstance(value, Mapping) else value)
-            elif field not in _DROPPED:
-                raise GenerateError(f"unsupported {field!r} at {self._where()}.{key}")
-        if "type" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
-            raise GenerateError(f"no type at {self._where()}.{key}: {dict(node)}")
-        self._list_map_defaults(node, out)
-        return _ordered(out)
-
-    def _list_map_defaults(self, node: Mapping[str, Any], out: Schema) -> None:
-        """Keep upstream's default on each list-map key that is not required (and only there):
-        a structural CRD rejects a list-map key that is neither required nor defaulted."""
-        keys = out.get("x-kubernetes-list-map-keys") or []
-        items = out.get("items") or {}
-        if not keys:
-            return
-        upstream = node["items"]
-        name = self._ref_name(upstream)
-        upstream_props = (self.schemas[name] if name else upstream).get("properties", {})
-        for key in keys:
-            if key in items.get("required", ()):
-                continue
-            if "default" not in upstream_props.get(key, {}):
-                raise GenerateError(f"list-map key {key} at {self._where()} is neither "
-                                    "required nor defaulted upstream")
-            items["properties"][key] = _ordered(
-                dict(items["properties"][key], default=upstream_props[key]["default"]))
-
-
-def _ordered(schema: Schema) -> Schema:
-    known = {k: schema[k] for k in _KEY_ORDER if k in schema}
-    return {**known, **{k: v for k, v in schema.items() if k not in known}}
-
-
 def job_template_schema(openapi: Mapping[str, Any], own: Mapping[str, Any]) -> Schema:
     """The structural schema of JobTemplateSpec from a batch/v1 OpenAPI v3 document.
 
     ``own`` holds the CRD's own keys for the node (:data:`OWN_KEYS`), which win.
     """
-    schemas = (openapi.get("components") or {}).get("schemas") or {}
-    if TEMPLATE not in schemas:
-        raise GenerateError(f"{TEMPLATE} is not in the OpenAPI document")
-    converter = _Converter(schemas)
-    out = converter.definition(TEMPLATE)
-    meta = out["properties"]["metadata"]
-    # The Job template's metadata: only what the controller copies onto each Job.
-    out["properties"]["metadata"] = _ordered(dict(
-        meta, description=TEMPLATE_META_DESCRIPTION,
-        properties={k: meta["properties"][k] for k in TEMPLATE_META_FIELDS}))
+    out = embedded_schema(openapi, TEMPLATE, metadata_fields=TEMPLATE_META_FIELDS,
+                          metadata_description=TEMPLATE_META_DESCRIPTION)
     out.update({k: copy.deepcopy(v) for k, v in own.items() if k in OWN_KEYS})
-    return _ordered(out)
+    return ordered(out)
 
 
 # -- splicing into the CRD text --------------------------------------------------------------
@@ -291,7 +164,6 @@ def regenerate(text: str, openapi: Mapping[str, Any], version: str) -> str:
 # -- fetching the OpenAPI document ------------------------------------------------------------
 def fetch_openapi(kubeconfig: str | None) -> tuple[dict[str, Any], str]:
     """(batch/v1 OpenAPI v3 document, server gitVersion) from a cluster."""
-    sys.path.insert(0, str(ROOT))
     from pyctrl.testing.envtest import ControlPlane
 
     with ControlPlane(kubeconfig=kubeconfig) as cp:
@@ -318,6 +190,19 @@ def _write_if_unchanged(path: Path, original: str, new_text: str) -> bool:
     return True
 
 
+def _snapshot(openapi: Mapping[str, Any], version: str, *, check: bool) -> int:
+    text = json.dumps(snapshot_document(openapi, version), indent=1, sort_keys=True) + "\n"
+    if check:
+        if SNAPSHOT_FILE.read_text() == text:
+            print(f"{SNAPSHOT_FILE}: up to date (Kubernetes {version})")
+            return 0
+        print(f"{SNAPSHOT_FILE}: out of date; run {COMMAND} --snapshot", file=sys.stderr)
+        return 1
+    SNAPSHOT_FILE.write_text(text)
+    print(f"{SNAPSHOT_FILE}: written from Kubernetes {version} ({len(text)} bytes)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
@@ -327,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="a saved /openapi/v3/apis/batch/v1 document (needs --version)")
     parser.add_argument("--version", help="the Kubernetes version of --openapi")
     parser.add_argument("--crd", type=Path, default=CRD_FILE, help="the CRD file")
+    parser.add_argument("--snapshot", action="store_true",
+                        help="write (or with --check, compare) pyctrl/api/kubernetes-openapi"
+                        ".json, the OpenAPI snapshot `python -m pyctrl gen crd` embeds from")
     args = parser.parse_args(argv)
     if args.openapi is not None:
         if not args.version:
@@ -334,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         openapi, version = json.loads(args.openapi.read_text()), args.version
     else:
         openapi, version = fetch_openapi(args.kubeconfig)
+    if args.snapshot:
+        return _snapshot(openapi, version, check=args.check)
     for _ in range(5):
         text = args.crd.read_text()
         new_text = regenerate(text, openapi, version)

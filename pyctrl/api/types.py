@@ -1,0 +1,118 @@
+"""Base classes for API types: :class:`Struct`, :class:`Object` and the common metav1 parts.
+
+Contract:
+
+* :class:`Struct` is a ``msgspec.Struct`` whose Python snake_case field names map to
+  camelCase JSON names (``time_zone`` <-> ``timeZone``; ``msgspec.field(name=...)`` overrides
+  one), and whose fields equal to their defaults are omitted when encoded, as Go's
+  ``omitempty`` does. Declare required fields first (no default), then optional ones.
+  Instances are mutable: every decode builds a fresh object, so changing it never touches
+  the informer cache.
+* :class:`Object` adds ``apiVersion``, ``kind`` and a typed :class:`ObjectMeta`; a kind
+  subclasses it, declares ``spec`` (and usually ``status``) and is decorated with
+  :func:`pyctrl.api.kind`.
+* :data:`Int32`, :data:`Int64` are ``int`` with the OpenAPI format; ``datetime`` fields are
+  ``format: date-time`` strings (RFC 3339) and decode to aware datetimes.
+* :data:`JobTemplateSpec`, :data:`PodTemplateSpec` are raw dicts whose schema is the real
+  Kubernetes one (:class:`~pyctrl.api.markers.Embedded`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
+
+import msgspec
+
+from pyctrl.api.markers import (
+    Embedded,
+    Format,
+    KindInfo,
+    ListType,
+    MaxLength,
+    Minimum,
+    MinLength,
+    Pattern,
+)
+
+__all__ = [
+    "Condition",
+    "Int32",
+    "Int64",
+    "JobTemplateSpec",
+    "Object",
+    "ObjectMeta",
+    "OwnerReference",
+    "PodTemplateSpec",
+    "Struct",
+    "field",
+]
+
+field = msgspec.field
+
+Int32 = Annotated[int, Format("int32")]
+Int64 = Annotated[int, Format("int64")]
+
+JobTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.batch.v1.JobTemplateSpec")]
+PodTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.PodTemplateSpec")]
+
+
+class Struct(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Base of every API type (camelCase JSON names, defaults omitted when encoding)."""
+
+
+class OwnerReference(Struct):
+    """metav1.OwnerReference."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(Struct):
+    """The metav1.ObjectMeta fields a controller reads (others stay in the raw object)."""
+
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    finalizers: list[str] = msgspec.field(default_factory=list)
+    owner_references: list[OwnerReference] = msgspec.field(default_factory=list)
+
+
+class Object(Struct, kw_only=True):
+    """A top-level API object: ``apiVersion``, ``kind``, ``metadata``; subclasses add spec and
+    status. ``__kind__`` is set by :func:`pyctrl.api.kind`."""
+
+    __kind__: ClassVar[KindInfo]
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+class Condition(Struct):
+    """metav1.Condition, with the upstream schema's bounds (so CEL rules may read it)."""
+
+    type: Annotated[str, MaxLength(316), Pattern(
+        r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+        r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")]
+    status: Literal["True", "False", "Unknown"]
+    last_transition_time: datetime
+    reason: Annotated[str, MinLength(1), MaxLength(1024),
+                      Pattern(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")]
+    message: Annotated[str, MaxLength(32768)]
+    observed_generation: Annotated[Int64, Minimum(0)] | None = None
+
+
+CONDITIONS_LIST = ListType.map("type")
+"""The list type of ``conditions``: a list-map keyed by ``type``."""

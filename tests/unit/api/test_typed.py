@@ -1,0 +1,131 @@
+"""pyctrl.api.typed: typed reads of cached dicts, status write-back as a merge patch."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from pyctrl import api
+from pyctrl.cache import Indexer, Lister
+from pyctrl.errors import NotFound
+from pyctrl.testing import FakeClient
+from tests.unit.api.sample_kinds import Cluster, Website
+
+
+def raw() -> dict[str, Any]:
+    return {"apiVersion": "web.pyctrl.io/v1", "kind": "Website",
+            "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7",
+                         "generation": 2, "labels": {"x": "y"},
+                         "creationTimestamp": "2026-11-26T08:00:00Z",
+                         "managedFields": [{"manager": "m"}]},
+            "spec": {"host": "example.com", "image": "nginx", "replicas": 3,
+                     "futureField": {"kept": True},
+                     "routes": [{"path": "/", "port": 80}]},
+            "status": {"url": "http://example.com", "newerControllerField": "keep me",
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "Up",
+                                       "message": "", "lastTransitionTime":
+                                       "2026-11-26T08:00:00Z"}]}}
+
+
+def test_resource_for_a_kind() -> None:
+    res = api.resource_for(Website)
+    assert (res.group, res.version, res.plural, res.kind, res.namespaced) == (
+        "web.pyctrl.io", "v1", "websites", "Website", True)
+    assert api.resource_for(Cluster).namespaced is False
+
+
+def test_decode_reads_without_changing_the_cached_dict() -> None:
+    cached = raw()
+    before = copy.deepcopy(cached)
+    site = api.decode(Website, cached)
+    assert cached == before
+    assert site.spec.replicas == 3 and site.spec.routes[0].path == "/"
+    assert site.metadata.labels == {"x": "y"} and site.metadata.generation == 2
+    assert site.metadata.creation_timestamp == datetime(2026, 11, 26, 8, tzinfo=UTC)
+    assert site.status.conditions[0].reason == "Up"
+    assert site.spec.tier == "free"  # default
+    site.metadata.labels["x"] = "changed"  # a fresh object: the cache is untouched
+    site.status.conditions.clear()
+    assert cached == before
+
+
+def test_decode_error_names_the_object_and_field() -> None:
+    bad = raw()
+    bad["spec"]["replicas"] = "three"
+    with pytest.raises(api.DecodeError, match=r"Website ns/a: .*spec\.replicas"):
+        api.decode(Website, bad)
+
+
+def test_encode_fills_api_version_and_kind_and_omits_defaults() -> None:
+    site = Website(spec=api.decode(Website, raw()).spec)
+    out = api.encode(site)
+    assert out["apiVersion"] == "web.pyctrl.io/v1" and out["kind"] == "Website"
+    assert "tier" not in out["spec"] and out["spec"]["replicas"] == 3
+    assert out["status"] == {}  # every status field at its default
+    assert out["spec"]["routes"] == [{"path": "/"}]  # port 80 is the default: omitted
+
+
+def test_status_patch_touches_only_declared_changed_fields() -> None:
+    cached = raw()
+    site = api.decode(Website, cached)
+    site.status.replicas = 3
+    site.status.url = ""  # back to its default: removed
+    site.status.observed_generation = site.metadata.generation
+    patch = api.status_patch(cached, site.status)
+    assert patch == {"status": {"observedGeneration": 2, "replicas": 3, "url": None}}
+    # A field this class does not declare is not in the patch: it survives the write.
+    assert "newerControllerField" not in patch["status"]
+
+
+def test_unchanged_status_gives_an_empty_patch() -> None:
+    cached = raw()
+    assert api.status_patch(cached, api.decode(Website, cached).status) == {}
+
+
+def test_status_patch_with_a_resource_version_precondition() -> None:
+    cached = raw()
+    site = api.decode(Website, cached)
+    site.status.replicas = 1
+    patch = api.status_patch(cached, site.status, resource_version="7")
+    assert patch["metadata"] == {"resourceVersion": "7"}
+
+
+def test_status_patch_applied_keeps_unknown_fields() -> None:
+    client = FakeClient()
+    res = api.resource_for(Website)
+    new = raw()
+    del new["metadata"]["resourceVersion"]
+    client.create(res, new, "ns")  # status is dropped on create, as the apiserver does
+    client.patch(res, "a", {"status": raw()["status"]}, "ns", patch_type="merge",
+                 subresource="status")
+    cached = client.get(res, "a", "ns")
+    site = api.decode(Website, cached)
+    site.status.replicas = 2
+    client.patch(res, "a", api.status_patch(cached, site.status), "ns", patch_type="merge",
+                 subresource="status")
+    stored = client.get(res, "a", "ns")
+    assert stored["status"]["replicas"] == 2
+    assert stored["status"]["newerControllerField"] == "keep me"
+    assert stored["spec"]["futureField"] == {"kept": True}
+
+
+def test_merge_patch_nested_and_removed() -> None:
+    old = {"a": {"b": 1, "c": 2}, "d": [1], "e": 1}
+    new = {"a": {"b": 1, "c": 3}, "d": [1, 2]}
+    assert api.merge_patch(old, new) == {"a": {"c": 3}, "d": [1, 2], "e": None}
+    assert api.merge_patch(old, new, frozenset({"a", "d"})) == {"a": {"c": 3}, "d": [1, 2]}
+
+
+def test_typed_lister_decodes_fresh_objects() -> None:
+    indexer = Indexer()
+    indexer.add(raw())
+    typed = api.TypedLister(Lister(indexer), Website)
+    first = typed.get("ns", "a")
+    first.spec.replicas = 99
+    assert typed.get("ns", "a").spec.replicas == 3
+    assert [s.metadata.name for s in typed.list("ns")] == ["a"]
+    with pytest.raises(NotFound):
+        typed.get("ns", "missing")
