@@ -18,7 +18,10 @@ key ``str(request)``, ``namespace/name``, names what the reconciler remembers pe
    deterministic, so a restarted controller or a second replica can never create a run twice;
    AlreadyExists for a Job we control counts as success; a foreign Job holding the name is
    reported (UnexpectedJob) and left alone.
-5. Write status once, only when it changed, as a merge patch of the status subresource.
+5. Write status once, only when it changed, as a merge patch of the status subresource that
+   holds only the changed fields and the cached ``resourceVersion`` (optimistic lock). A 409
+   (someone else wrote the CronJob since the cache saw it) syncs again from the newer copy:
+   its informer event brings the key back, a requeue after CACHE_WAIT_SECONDS is the backstop.
 
 Critical path. At a minute tick thousands of CronJobs come due at once. What makes a Job exist
 is one write (the create); the status write and the events can wait. So a sync that created a
@@ -69,11 +72,11 @@ from cronjob_controller.status import (
     meta,
     observe_schedule,
     rebuild,
-    status_equal,
+    status_patch,
 )
 from pyctrl import Clock, RealClock, Request, Result, controller_of
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
-from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
+from pyctrl.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
 from pyctrl.kube import JOBS, Client, Object
 from pyctrl.record import EventRecorder
 from pyctrl.serving import per_registry
@@ -461,11 +464,26 @@ class CronJobReconciler:
         if plan.created and self.defer_status_after_create and not _vanishes_fast(raw):
             # Off the critical path: the new Job's informer event brings this key back.
             return result
-        desired = desired_status(raw, status, plan, self.clock)
-        if status_equal(status, desired):
+        changed = status_patch(status, desired_status(raw, status, plan, self.clock))
+        if not changed:
             return result
-        self.client.patch(
-            api.CRONJOBS, str(meta(raw).get("name")), {"status": desired},
-            str(meta(raw).get("namespace")), patch_type="merge", subresource="status",
-        )
+        body: dict[str, Any] = {"status": changed}
+        version = meta(raw).get("resourceVersion")
+        if version:
+            # Optimistic lock: a status someone else wrote since the cache saw it is never
+            # overwritten from the stale copy (upstream's UpdateStatus gets the same 409).
+            body["metadata"] = {"resourceVersion": version}
+        try:
+            self.client.patch(api.CRONJOBS, str(meta(raw).get("name")), body,
+                              str(meta(raw).get("namespace")), patch_type="merge",
+                              subresource="status")
+        except Conflict:
+            # The newer CronJob's informer event brings the key back once the cache has it;
+            # the requeue is only a backstop, and a delay, so a lagging cache is no hot loop.
+            log.info("status changed since the cache saw it; syncing again from the newer "
+                     "copy", key=f"{meta(raw).get('namespace')}/{meta(raw).get('name')}",
+                     resource_version=version)
+            wait = CACHE_WAIT_SECONDS if requeue_after is None else min(requeue_after,
+                                                                         CACHE_WAIT_SECONDS)
+            return Result(requeue_after=wait)
         return result

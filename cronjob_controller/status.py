@@ -10,10 +10,16 @@ Contract:
   active (for ``SawCompletedJob``). It notes the newest Job's run in the run record.
 * :func:`observe_schedule` decides ``status.observedSchedule``: a fixed-size digest of
   (schedule, timeZone) (:func:`schedule_digest`) and ``since``, the time of the last edit.
-* :func:`desired_status` is the status the plan asks for; its ``Ready`` condition is built
-  with :func:`pyctrl.set_status_condition` (``lastTransitionTime`` moves only when the status
-  flips). :func:`status_equal` tells whether the cached status already says all that, so a
-  status write happens only on a change.
+* :func:`desired_status` is the status the plan asks for; its ``Ready`` condition is set
+  with :func:`pyctrl.set_status_condition` among the conditions already there (another
+  writer's conditions are kept; ``lastTransitionTime`` moves only when the status flips).
+* :func:`status_patch` is what the status write sends: only the fields whose desired value
+  differs from the cached status, so a field the sync did not decide about is never sent, and
+  ``None`` (merge patch: remove) only for a field the cache shows set and the sync decided to
+  clear (``nextScheduleTime`` when suspended or invalid, the old ``observedSchedule`` keys).
+  Empty when the cached status already says everything: no write. The write itself carries
+  the cached ``resourceVersion`` (controller.py), so a status that changed since the cache
+  saw it is never overwritten from the stale copy.
 
 Nothing here writes to the API server or mutates a cached object.
 """
@@ -44,7 +50,7 @@ __all__ = [
     "observe_schedule",
     "rebuild",
     "schedule_digest",
-    "status_equal",
+    "status_patch",
 ]
 
 
@@ -185,50 +191,66 @@ def desired_status(raw: Object, status: Mapping[str, Any], plan: Plan,
         "lastSuccessfulTime": _fmt(plan.last_successful),
         "nextScheduleTime": _fmt(plan.next_schedule),
         "observedGeneration": meta(raw).get("generation"),
-        "conditions": [ready_condition(status, plan.ready, clock)],
+        "conditions": conditions_with_ready(status, plan.ready, clock),
     }
     if plan.observed_schedule is not None:
         desired["observedSchedule"] = plan.observed_schedule
     return desired
 
 
-def ready_condition(status: Mapping[str, Any], ready: Readiness, clock: Clock) -> dict[str, Any]:
-    """The ``Ready`` condition for ``ready``, its transition time kept from ``status``."""
+def conditions_with_ready(status: Mapping[str, Any], ready: Readiness,
+                          clock: Clock) -> list[dict[str, Any]]:
+    """The cached conditions (copied) with ``Ready`` set to ``ready``; its transition time is
+    kept from the cache unless the status flips."""
     conditions: list[dict[str, Any]] = []
-    previous = next((c for c in status.get("conditions") or []
-                     if isinstance(c, Mapping) and c.get("type") == api.CONDITION_READY), None)
-    since = api.parse_time(previous.get("lastTransitionTime")) if previous else None
-    if previous is not None and since is not None:
-        conditions.append({k: copy.deepcopy(previous.get(k)) for k in _CONDITION_FIELDS})
-        conditions[0]["lastTransitionTime"] = api.format_time(since)
-    # The transition time is now only when the status flips (or the condition is new).
+    for cached in status.get("conditions") or []:
+        if not isinstance(cached, Mapping):
+            continue
+        cond = copy.deepcopy(dict(cached))
+        if cond.get("type") == api.CONDITION_READY:
+            since = api.parse_time(cond.get("lastTransitionTime"))
+            if since is None:
+                continue  # unreadable: set afresh below
+            cond["lastTransitionTime"] = api.format_time(since)
+        conditions.append(cond)
     set_status_condition(conditions, {
         "type": api.CONDITION_READY, "status": ready.status, "reason": ready.reason,
         "message": truncate(ready.message),
         "lastTransitionTime": api.format_time(clock.now())})
-    return conditions[0]
-
-
-_CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
+    return conditions
 
 
 def _fmt(t: datetime | None) -> str | None:
     return api.format_time(t) if t is not None else None
 
 
-def status_equal(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    """Whether ``current`` (the cached status) already says everything ``desired`` does."""
+def _comparable(key: str, value: Any) -> Any:
+    if key == "active":
+        return sorted(
+            ({k: v for k, v in ref.items() if k != "resourceVersion"} for ref in value or []),
+            key=lambda r: str(r.get("name")),
+        )
+    if key == "observedSchedule" and isinstance(value, Mapping):
+        return {k: v for k, v in value.items() if v is not None}  # None = remove
+    return value
+
+
+def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of ``desired`` that ``current`` (the cached status) does not say yet.
+
+    An unset field and an empty one (``[]``, ``0``) mean the same: filling one in alone is no
+    reason to write, but it rides along with a write that happens anyway (a new CronJob's
+    first status shows ``activeCount: 0``).
+    """
+    patch: dict[str, Any] = {}
+    needed = False
     for key, wanted in desired.items():
-        have, value = current.get(key), wanted
-        if key == "active":
-            have = sorted(
-                ({k: v for k, v in ref.items() if k != "resourceVersion"} for ref in have or []),
-                key=lambda r: str(r.get("name")),
-            )
-        if key == "conditions":
-            have = [{k: c.get(k) for k in _CONDITION_FIELDS} for c in have or []]
-        if key == "observedSchedule" and isinstance(value, Mapping):
-            value = {k: v for k, v in value.items() if v is not None}  # None = remove
-        if have != value and not (have is None and value in (None, [], 0)):
-            return False
-    return True
+        have = current.get(key)
+        if have is None:
+            if wanted is not None:  # never send null for a field that is not set
+                patch[key] = wanted
+                needed = needed or wanted not in ([], 0)
+        elif _comparable(key, have) != _comparable(key, wanted):
+            patch[key] = wanted
+            needed = True
+    return patch if needed else {}
