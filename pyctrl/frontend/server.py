@@ -16,11 +16,11 @@ Contract:
   ``header_timeout_seconds`` of the accept, the whole request within
   ``request_timeout_seconds``; heads above ``max_header_bytes`` answered 431, bodies above
   ``max_body_bytes`` 413; the listen ``backlog``.
-* :meth:`start` binds synchronously (a busy port raises ``OSError`` to the caller) and
-  returns once the loop serves. :meth:`shutdown` closes the listener and aborts every client
-  connection at once, then joins the loop thread and the workers, waiting at most
-  ``shutdown_timeout_seconds`` in all (a handler still running after that is logged); it is
-  idempotent.
+* :meth:`bind` (or else :meth:`start`) binds synchronously (a busy port raises ``OSError``
+  to the caller); :meth:`start` returns once the loop serves. :meth:`shutdown` closes the
+  listener and aborts every client connection at once, then joins the loop thread and the
+  workers, waiting at most ``shutdown_timeout_seconds`` in all (a handler still running
+  after that is logged); it is idempotent.
 * Deadlines run on the event loop's monotonic clock: they bound real sockets, so they are
   real time whatever Clock the rest of the program uses.
 """
@@ -124,22 +124,29 @@ class Frontend:
         """Connections open now (admitted, not yet closed)."""
         return len(self._conns)
 
+    def bind(self) -> None:
+        """Create the listening socket now (idempotent); a busy port raises ``OSError``.
+        :meth:`start` binds when this was not called."""
+        with self._lock:
+            if self._listener is not None:
+                return
+            config = self.config
+            family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+            self._listener = socket.create_server((config.host, config.port), family=family,
+                                                  backlog=config.backlog)
+
     def start(self) -> None:
         """Bind, start the loop and the workers; return once serving (see module docstring)."""
         with self._lock:
             if self._started:
                 raise RuntimeError(f"the {self.name} server is already started")
             self._started = True
-        config = self.config
         try:
-            family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
-            listener = socket.create_server((config.host, config.port), family=family,
-                                            backlog=config.backlog)
+            self.bind()
         except BaseException:
             with self._lock:
                 self._started = False
             raise
-        self._listener = listener
         self._check_fd_limit()
         loop = asyncio.new_event_loop()
         loop.set_exception_handler(self._loop_error)
@@ -147,7 +154,7 @@ class Frontend:
         self._threads = [threading.Thread(target=self._run_loop, name=f"{self.name}-loop",
                                           daemon=True)]
         self._threads += [threading.Thread(target=self._work, name=f"{self.name}-worker-{i}",
-                                           daemon=True) for i in range(config.workers)]
+                                           daemon=True) for i in range(self.config.workers)]
         for t in self._threads:
             t.start()
         self._serving.wait()
@@ -158,9 +165,13 @@ class Frontend:
     def shutdown(self) -> None:
         """Stop accepting, abort every connection, join the threads (bounded, idempotent)."""
         with self._lock:
-            if not self._started or self._closing:
+            if self._closing:
                 return
             self._closing = True
+            if not self._started:  # bound at most: nothing runs
+                if self._listener is not None:
+                    self._listener.close()
+                return
         if self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop already ended
                 self._loop.call_soon_threadsafe(self._stop_serving)

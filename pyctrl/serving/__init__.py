@@ -1,7 +1,8 @@
 """pyctrl.serving: what a controller serves besides its work, in one place.
 
-* :mod:`~pyctrl.serving.http`: :class:`HTTPServerThread`, one small HTTP(S) server per thread
-  (probes, /metrics), and :func:`parse_bind_address`.
+* :mod:`~pyctrl.serving.http`: :class:`HTTPServerThread`, one small HTTP(S) server (probes,
+  /metrics) on the event-loop front end of :mod:`pyctrl.frontend`, so idle clients cost no
+  thread, and :func:`parse_bind_address`.
 * :mod:`~pyctrl.serving.healthz`: :class:`Checks`, the ``/healthz`` and ``/readyz`` endpoints.
 * :mod:`~pyctrl.serving.metrics`: :func:`per_registry` (metric families once per Prometheus
   registry, used by every layer) and :func:`metrics_handler` (``/metrics``).
@@ -11,8 +12,9 @@
 * :mod:`~pyctrl.serving.certs`: the one certificate helper (CA, leaf certificates, a
   self-signed serving certificate, :func:`serving_context` for TLS servers).
 
-Layering: ``http``, ``healthz`` and ``metrics`` import no other pyctrl module, so
-``pyctrl.kube`` may use :func:`per_registry`; ``auth`` uses ``pyctrl.kube``'s client
+Layering: ``healthz`` and ``metrics`` import no other pyctrl module and ``http`` only
+:mod:`pyctrl.frontend` (which imports only :mod:`pyctrl.clock`), so ``pyctrl.kube`` may use
+:func:`per_registry`; ``auth`` uses ``pyctrl.kube``'s client
 protocol. The webhook server (:mod:`pyctrl.webhook`) takes its certificates from here.
 """
 

@@ -1,30 +1,36 @@
-"""The small HTTP servers a Manager runs (health probes and /metrics), one thread each.
+"""The small HTTP servers a Manager runs (health probes and /metrics), on the event-loop front end.
 
 Contract:
 
 * A :data:`Handler` answers ``(path, query) -> (status, content type, body)``.
-* :class:`HTTPServerThread` serves one handler on a stdlib ``ThreadingHTTPServer`` in a named
-  thread; ``shutdown()`` stops serving, closes the socket and joins the serving thread and
-  every request thread (none outlive it). Bind addresses are ``host:port`` (``:8080`` binds
-  all interfaces; port 0 picks a free port, see ``address``); ``"0"`` means disabled
-  (:func:`parse_bind_address`).
-* With an ``ssl_context`` the server speaks HTTPS only; the TLS handshake runs in the
-  request's thread (a slow client never blocks the accept loop) under the same
-  ``request_timeout`` as every read. With ``authorize`` (see :mod:`pyctrl.serving.auth`),
-  ``authorize(path, Authorization header)`` runs before the handler; a response it returns is
-  sent instead of the handler's.
+* :class:`HTTPServerThread` serves one handler on a :class:`pyctrl.frontend.Frontend`: one
+  event-loop thread (``http-<name>-loop``) accepts and reads every connection and a few
+  worker threads (``http-<name>-worker-<i>``) run the handler on complete requests, so
+  idle or slow clients (a thousand connections that never send a byte) cost no thread and
+  can not starve the kubelet's probes or a Prometheus scrape. Bounds: the TLS handshake and
+  request head within ``min(5 s, request_timeout)`` of the accept, the whole request within
+  ``request_timeout``, 4096 connections, 512 per client address, 64 KiB heads, 1 MiB bodies.
+* The constructor binds (a busy port raises ``OSError`` there; ``address`` is valid at
+  once); :meth:`~HTTPServerThread.start` serves; :meth:`~HTTPServerThread.shutdown` closes
+  the listener and every connection at once and joins the threads (bounded, idempotent).
+  Bind addresses are ``host:port`` (``:8080`` binds all interfaces; port 0 picks a free
+  port); ``"0"`` means disabled (:func:`parse_bind_address`).
+* Only GET is served (other methods 405). With an ``ssl_context`` the server speaks HTTPS
+  only. With ``authorize`` (see :mod:`pyctrl.serving.auth`), ``authorize(path,
+  Authorization header)`` runs on a worker before the handler; a response it returns is sent
+  instead of the handler's. Every response closes its connection.
 """
 
 from __future__ import annotations
 
-import socket
 import ssl
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 import structlog
+
+from pyctrl.frontend import Frontend, FrontendConfig, Reply, Request, RequestHead, text
+from pyctrl.frontend import Handler as RequestHandler
 
 __all__ = [
     "TEXT",
@@ -42,6 +48,7 @@ Handler = Callable[[str, dict[str, list[str]]], Response]
 Authorizer = Callable[[str, str | None], Response | None]  # (path, Authorization) -> denial
 
 TEXT = "text/plain; charset=utf-8"
+_HEADER_TIMEOUT = 5.0
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -54,27 +61,8 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # request threads are joined by server_close()
-    block_on_close = True
-    request_queue_size = 128  # the listen backlog (socketserver's default is 5)
-    ssl_context: ssl.SSLContext | None = None
-
-    def get_request(self) -> tuple[socket.socket, object]:
-        conn, addr = super().get_request()
-        if self.ssl_context is not None:
-            # Handshake later, in the request thread (see _RequestHandler.setup).
-            conn = self.ssl_context.wrap_socket(conn, server_side=True,
-                                                do_handshake_on_connect=False)
-        return conn, addr
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        # A client that fails the TLS handshake or hangs up is not the server's error.
-        log.debug("http request failed", client=str(client_address), exc_info=True)
-
-
 class HTTPServerThread:
-    """One HTTP server in its own thread (see module docstring)."""
+    """One HTTP(S) server on its own event loop (see module docstring)."""
 
     def __init__(self, name: str, address: tuple[str, int], handler: Handler, *,
                  ssl_context: ssl.SSLContext | None = None,
@@ -82,53 +70,44 @@ class HTTPServerThread:
                  request_timeout: float = 10.0) -> None:
         self.name = name
         self.secure = ssl_context is not None
-
-        class _RequestHandler(BaseHTTPRequestHandler):
-            timeout = request_timeout
-
-            def setup(self) -> None:
-                if isinstance(self.request, ssl.SSLSocket):
-                    self.request.settimeout(request_timeout)
-                    self.request.do_handshake()
-                super().setup()
-
-            def do_GET(self) -> None:
-                url = urlsplit(self.path)
-                try:
-                    denied = (authorize(url.path, self.headers.get("Authorization"))
-                              if authorize is not None else None)
-                    status, ctype, body = denied or handler(
-                        url.path, parse_qs(url.query, keep_blank_values=True))
-                except Exception:
-                    log.exception("http handler failed", server=name, path=url.path)
-                    status, ctype, body = 500, TEXT, b"internal error\n"
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return  # access logs would drown the controller's own logs
-
-        self._server = _Server(address, _RequestHandler)
-        self._server.ssl_context = ssl_context
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.1},
-                                        name=f"http-{name}", daemon=True)
+        self._handler = handler
+        self._authorize = authorize
+        config = FrontendConfig(host=address[0], port=address[1],
+                                header_timeout_seconds=min(_HEADER_TIMEOUT, request_timeout),
+                                request_timeout_seconds=request_timeout)
+        context = (lambda: ssl_context) if ssl_context is not None else None
+        self._frontend = Frontend(f"http-{name}", config, self._route, context=context)
+        self._frontend.bind()
 
     @property
     def address(self) -> tuple[str, int]:
-        host, port = self._server.server_address[:2]
-        return str(host), int(port)
+        return self._frontend.address
+
+    def active_connections(self) -> int:
+        """Connections open now (for tests and debugging)."""
+        return self._frontend.active_connections()
 
     def start(self) -> None:
-        self._thread.start()
+        self._frontend.start()
         log.info("serving", server=self.name, address=f"{self.address[0]}:{self.address[1]}",
                  scheme="https" if self.secure else "http")
 
     def shutdown(self) -> None:
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._thread.join()
-        self._server.server_close()
+        self._frontend.shutdown()
+
+    def _route(self, head: RequestHead) -> RequestHandler | Reply:
+        if head.method != "GET":
+            return text(405, "method not allowed")
+        return self._serve
+
+    def _serve(self, request: Request) -> Reply:
+        path = request.path
+        try:
+            denied = (self._authorize(path, request.head.headers.get("authorization"))
+                      if self._authorize is not None else None)
+            status, ctype, body = denied or self._handler(
+                path, parse_qs(request.head.query, keep_blank_values=True))
+        except Exception:
+            log.exception("http handler failed", server=self.name, path=path)
+            status, ctype, body = 500, TEXT, b"internal error\n"
+        return status, body, ctype

@@ -3,11 +3,13 @@
 * :func:`start_manager` runs ``manager.run`` on a thread (:class:`tests.threads.Runner`) and
   returns once its probe server listens; ``runner.shutdown()`` stops and joins it.
 * :func:`http_get` reads a probe path (or ``/metrics`` from the metrics server) and returns
-  ``(status, body)`` for every HTTP status, errors included.
+  ``(status, body)`` for every HTTP status, errors included; :func:`get_url` does the same
+  for any URL, with an optional bearer token and TLS context.
 """
 
 from __future__ import annotations
 
+import ssl
 import urllib.error
 import urllib.request
 
@@ -15,18 +17,25 @@ from pyctrl.manager import Manager
 from tests.threads import Runner
 from tests.unit.runtime.helpers import eventually
 
-__all__ = ["http_get", "start_manager"]
+__all__ = ["get_url", "http_get", "start_manager"]
+
+
+def get_url(url: str, token: str | None = None,
+            context: ssl.SSLContext | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
 
 
 def http_get(manager: Manager, path: str) -> tuple[int, str]:
     address = manager.health_probe_address if path != "/metrics" else manager.metrics_address
     assert address is not None
-    url = f"http://127.0.0.1:{address[1]}{path}"
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
+    return get_url(f"http://127.0.0.1:{address[1]}{path}")
 
 
 def start_manager(manager: Manager) -> Runner:

@@ -27,6 +27,7 @@ from pyctrl.serving import (
 )
 from pyctrl.testing.fake_client import Action, FakeClient
 from pyctrl.testing.fake_clock import FakeClock
+from tests.unit.manager_helpers import get_url as _get
 from tests.unit.runtime.helpers import eventually
 
 USERS = {"good-token": "system:serviceaccount:mon:prometheus",
@@ -132,18 +133,6 @@ def test_cache_is_bounded(api: ApiServer) -> None:
 
 
 # -- the Manager's HTTPS metrics server -------------------------------------------------------
-def _get(url: str, token: str | None = None,
-         context: ssl.SSLContext | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(url)
-    if token is not None:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=5, context=context) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-
-
 @pytest.fixture
 def secure_manager(api: ApiServer) -> Iterator[Manager]:
     mgr = Manager(api.client, metrics_bind_address="127.0.0.1:0",
