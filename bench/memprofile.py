@@ -41,7 +41,7 @@ from prometheus_client import CollectorRegistry
 from bench.cronjob_skew import job_template
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.wiring import CronJobController, build
-from pyctrl import Manager
+from pyctrl import Manager, ManagerOptions
 from pyctrl.kube import EVENTS, JOBS, Object
 from pyctrl.log import configure_logging
 from pyctrl.testing import FakeClient, FakeClock
@@ -183,9 +183,8 @@ class Simulation:
         self.client = FakeClient(self.clock, history_size=max(100, 2 * cronjobs))
         for i in range(cronjobs):
             self.client.add_object(CRONJOBS, _cronjob(f"soak-{i:05d}"))
-        self.manager = Manager(self.client, clock=self.clock, metrics_bind_address="0",
-                               health_probe_bind_address="0", registry=CollectorRegistry(),
-                               graceful_shutdown_timeout=10)
+        self.manager = Manager(self.client, ManagerOptions(graceful_shutdown_timeout=10),
+                               clock=self.clock, registry=CollectorRegistry())
         self.wired = build(self.manager, namespaces=[NAMESPACE], workers=workers)
         self.minute = START.replace(second=0)
         self._stop = threading.Event()

@@ -35,10 +35,12 @@ from cronjob_controller import api, jobs, schedule
 from cronjob_controller.webhook import HANDLERS
 from cronjob_controller.wiring import build
 from pyctrl import (
-    LeaderElectionConfig,
+    HealthOptions,
     LeaderElectionLost,
-    LeaseLock,
+    LeaderElectionOptions,
     Manager,
+    ManagerOptions,
+    MetricsOptions,
     RealClock,
     configure_logging,
     install_signal_handlers,
@@ -222,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     identity = f"{os.environ.get('POD_NAME') or os.uname().nodename}_{uuid.uuid4().hex[:8]}"
-    election: LeaderElectionConfig | None = None
+    election: LeaderElectionOptions | None = None
     sharding: ShardingOptions | None = None
     if args.sharding:
         try:
@@ -236,25 +238,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --sharding: {err}", file=sys.stderr)
             return EXIT_USAGE
     if args.leader_elect or sharding is not None:
-        election = LeaderElectionConfig(
-            LeaseLock(client, args.leader_elect_namespace, args.leader_elect_name, identity),
+        election = LeaderElectionOptions(
+            id=args.leader_elect_name, namespace=args.leader_elect_namespace, identity=identity,
             lease_duration=args.leader_elect_lease_duration,
             renew_deadline=args.leader_elect_renew_deadline,
             retry_period=args.leader_elect_retry_period,
-            name=args.leader_elect_name,
         )
-    manager = Manager(
-        client,
+    options = ManagerOptions(
         leader_election=election,
-        metrics_bind_address=args.metrics_bind_address,
-        health_probe_bind_address=args.health_probe_bind_address,
+        metrics=MetricsOptions(bind_address=args.metrics_bind_address,
+                               secure=args.metrics_secure, cert_dir=args.metrics_cert_dir),
+        health=HealthOptions(bind_address=args.health_probe_bind_address),
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         component="cronjob-controller",
-        registry=registry,
-        metrics_secure=args.metrics_secure,
-        metrics_cert_dir=args.metrics_cert_dir,
-        sharding=sharding,
     )
+    manager = Manager(client, options, registry=registry, sharding=sharding)
     build(manager, namespaces=args.namespace, workers=args.workers)
     _check_crd(client, args.namespace)
     if webhook is not None:

@@ -92,7 +92,16 @@ from pyctrl.kube import (
 )
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
 from pyctrl.log import configure_logging, get_logger
-from pyctrl.manager import LeaderElectionLost, Manager, Runnable, install_signal_handlers
+from pyctrl.manager import (
+    HealthOptions,
+    LeaderElectionLost,
+    LeaderElectionOptions,
+    Manager,
+    ManagerOptions,
+    MetricsOptions,
+    Runnable,
+    install_signal_handlers,
+)
 from pyctrl.ownerrefs import (
     AlreadyOwnedError,
     controller_of,
@@ -165,16 +174,20 @@ __all__ = [
     "Forbidden",
     "FuncReconciler",
     "Gone",
+    "HealthOptions",
     "Indexer",
     "Invalid",
     "LeaderCallbacks",
     "LeaderElectionConfig",
     "LeaderElectionLost",
+    "LeaderElectionOptions",
     "LeaderElector",
     "LeaseLock",
     "Lister",
     "Manager",
+    "ManagerOptions",
     "MapFunc",
+    "MetricsOptions",
     "NotFound",
     "NotLeader",
     "Object",

@@ -17,18 +17,23 @@ Contract (controller-runtime's manager, in threads):
   (:meth:`Controller.check`) and, with leader election, ``leader-election``
   (:meth:`LeaderElector.check`); ``/readyz`` has ``ping`` and ``informers-synced``; more via
   :meth:`add_healthz_check`/:meth:`add_readyz_check`. ``/metrics`` serves ``registry``.
+* Configuration: ``Manager(client, ManagerOptions(...), registry=, clock=)``; the options
+  (leader election, metrics, health probes, namespace, timeouts) are grouped, frozen and
+  validated in :mod:`pyctrl._manager_options`. The keyword arguments of earlier releases
+  (``leader_election_id=``, ``metrics_bind_address=``, ...) still work, mapped onto the
+  options with a DeprecationWarning (:mod:`pyctrl._manager_compat`).
 * Metrics: ``registry`` also gets the ``process_*``, ``python_gc_*`` and ``python_info``
   collectors and ``python_gc_duration_seconds`` (GC pauses, :mod:`pyctrl.serving.gcmetrics`)
-  (``runtime_metrics=False`` skips them). With ``metrics_secure`` the metrics server speaks
-  HTTPS (``metrics_cert_dir`` holding tls.crt/tls.key, else a self-signed certificate
-  made in memory) and every request passes ``metrics_auth`` (default: a
-  :class:`pyctrl.serving.MetricsAuth` on ``client``: TokenReview, then a
-  SubjectAccessReview for ``get`` on the path). Probes stay plain HTTP on their own address.
-* Runnables (controller-runtime's ``Runnable``): :meth:`add` takes anything with
-  ``run(stop)``. ``needs_leader=False`` ones start with the probe servers, before the
-  informers, and are stopped after the controllers (so an admission webhook answers until the
-  workers are done); ``needs_leader=True`` ones run only while leading, with the controllers.
-  Each runs in its own named thread and is joined on shutdown (within
+  (``MetricsOptions.runtime_metrics=False`` skips them). With ``MetricsOptions.secure`` the
+  metrics server speaks HTTPS and every request passes ``MetricsOptions.auth`` (default: a
+  :class:`pyctrl.serving.MetricsAuth` on ``client``: TokenReview, then a SubjectAccessReview
+  for ``get`` on the path). Probes stay plain HTTP on their own address. The servers are
+  :mod:`pyctrl.serving.servers`.
+* Runnables (controller-runtime's ``Runnable``, :mod:`pyctrl._runnables`): :meth:`add` takes
+  anything with ``run(stop)``. ``needs_leader=False`` ones start with the probe servers,
+  before the informers, and are stopped after the controllers (so an admission webhook
+  answers until the workers are done); ``needs_leader=True`` ones run only while leading,
+  with the controllers. Each runs in its own named thread and is joined on shutdown (within
   ``graceful_shutdown_timeout``). A runnable that raises or returns before its stop is
   logged and fails the ``runnables`` check of ``/healthz``.
 * Leader-scoped writes: :meth:`client_for_leader` (and the event broadcaster) refuse writes
@@ -51,13 +56,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import threading
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType
-from typing import Any, Protocol
+from typing import Any, Unpack
 
 import structlog
 from prometheus_client import (
@@ -67,6 +69,15 @@ from prometheus_client import (
     ProcessCollector,
 )
 
+from pyctrl._manager_compat import LegacyManagerKeywords, options_from_keywords
+from pyctrl._manager_options import (
+    HealthOptions,
+    LeaderElectionOptions,
+    ManagerOptions,
+    MetricsOptions,
+    default_identity,
+)
+from pyctrl._runnables import Runnable, RunnableEntry, RunnableGroup
 from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
@@ -74,22 +85,23 @@ from pyctrl.controller import Controller, RequestT
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
-from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
+from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.serving import (
-    Authorizer,
     Check,
     Checks,
     HTTPServerThread,
     MetricsAuth,
     gc_pause_histogram,
-    metrics_handler,
     parse_bind_address,
     serving_context,
 )
+from pyctrl.serving.servers import ServerSet, metrics_server, probe_server
 from pyctrl.sharding import Sharder, ShardingOptions, ShardLeaseLock, ShardWatch
 
-__all__ = ["LeaderElectionLost", "Manager", "Runnable", "install_signal_handlers"]
+__all__ = ["HealthOptions", "LeaderElectionLost", "LeaderElectionOptions", "Manager",
+           "ManagerOptions", "MetricsOptions", "Runnable", "default_identity",
+           "install_signal_handlers"]
 
 log = structlog.get_logger(__name__)
 
@@ -98,21 +110,6 @@ _POLL_SECONDS = 0.05  # how often run() looks at its stop event and the leadersh
 
 class LeaderElectionLost(RuntimeError):
     """Raised by :meth:`Manager.run` after this replica lost its leader lease."""
-
-
-class Runnable(Protocol):
-    """Anything the Manager can run: ``run(stop)`` works until ``stop`` is set, then returns."""
-
-    def run(self, stop: threading.Event) -> None: ...
-
-
-@dataclass(eq=False)
-class _RunnableEntry:
-    runnable: Runnable
-    name: str
-    needs_leader: bool
-    thread: threading.Thread | None = None
-    failure: str | None = None
 
 
 def _register_runtime_collectors(registry: CollectorRegistry) -> None:
@@ -130,87 +127,55 @@ def _register_runtime_collectors(registry: CollectorRegistry) -> None:
             make()
 
 
-def default_identity() -> str:
-    """``<hostname>_<uuid>``: unique per process, readable in the Lease."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
 class Manager:
     """Owns and runs everything a controller process needs (see module docstring)."""
 
     def __init__(
         self,
         client: Client,
+        options: ManagerOptions | None = None,
         *,
-        leader_election: LeaderElectionConfig | None = None,
-        leader_election_id: str | None = None,
-        leader_election_namespace: str = "default",
-        leader_election_identity: str | None = None,
-        metrics_bind_address: str = "0",
-        health_probe_bind_address: str = "0",
         registry: CollectorRegistry | None = None,
         clock: Clock | None = None,
-        graceful_shutdown_timeout: float = 30.0,
-        namespace: str | None = None,
-        default_resync: float = 0.0,
-        component: str = "pyctrl",
-        event_queue_size: int = 10_000,
-        metrics_secure: bool = False,
-        metrics_cert_dir: str | None = None,
-        metrics_auth: Authorizer | None = None,
-        runtime_metrics: bool = True,
         sharding: ShardingOptions | None = None,
+        **deprecated: Unpack[LegacyManagerKeywords],
     ) -> None:
+        self.options = opts = options_from_keywords(options, deprecated, stacklevel=2)
         self.client = client
-        # Events buffered before the sink writes them; a controller acting on N objects at
-        # once (a CronJob minute tick) records up to N events in a burst.
-        self.event_queue_size = event_queue_size
         self.registry = registry if registry is not None else CollectorRegistry()
-        if runtime_metrics:
+        if opts.metrics.runtime_metrics:
             _register_runtime_collectors(self.registry)
-        self._metrics_secure = metrics_secure
-        self._metrics_cert_dir = metrics_cert_dir
-        self._metrics_auth = metrics_auth
         self.clock: Clock = clock or RealClock()
-        self.graceful_shutdown_timeout = graceful_shutdown_timeout
-        self.component = component
         self.informers = SharedInformerFactory(
-            client, default_resync=default_resync, namespace=namespace, clock=self.clock
-        )
-        self._metrics_bind = parse_bind_address(metrics_bind_address)
-        self._probe_bind = parse_bind_address(health_probe_bind_address)
+            client, default_resync=opts.default_resync, namespace=opts.namespace,
+            clock=self.clock)
         self._controllers: list[Controller[Any]] = []  # any request type
-        self._healthz = Checks("healthz")
-        self._readyz = Checks("readyz")
+        self._runnables = RunnableGroup(self.clock)
+        self._runnable_stop = threading.Event()  # the needs_leader=False runnables' stop
+        self._healthz, self._readyz = Checks("healthz"), Checks("readyz")
         self._healthz.add("ping", lambda: None)
         self._readyz.add("ping", lambda: None)
         self._readyz.add("informers-synced", self._informers_synced)
-        self._runnables: list[_RunnableEntry] = []
-        self._runnable_stop = threading.Event()  # the needs_leader=False runnables' stop
-        self._healthz.add("runnables", self._runnables_check)
-        self._servers: dict[str, HTTPServerThread] = {}
+        self._healthz.add("runnables", self._runnables.check)
+        self._servers = ServerSet()
         self._broadcaster: EventBroadcaster | None = None
         self._mu = threading.Lock()
         self._lost = threading.Event()
         self._stopping = False
         self._ran = False
         self._owned_clients: list[RESTClient] = []
-        if leader_election is None and not leader_election_id and sharding is not None:
+        election = opts.leader_election
+        if election is None and sharding is not None:
             # The sharder needs a leader: elect it on <controller>-sharder, shard timing.
-            leader_election = LeaderElectionConfig(
-                LeaseLock(client, sharding.lease_namespace, sharding.leader_lease_name,
-                          leader_election_identity or default_identity()),
+            election = LeaderElectionOptions(
+                id=sharding.leader_lease_name, namespace=sharding.lease_namespace,
+                identity=deprecated.get("leader_election_identity"),
                 lease_duration=sharding.lease_duration, renew_deadline=sharding.renew_deadline,
-                retry_period=sharding.retry_period,
-                name=sharding.leader_lease_name)
-        if leader_election is None and leader_election_id:
-            lock = LeaseLock(client, leader_election_namespace, leader_election_id,
-                             leader_election_identity or default_identity())
-            leader_election = LeaderElectionConfig(lock, name=leader_election_id)
+                retry_period=sharding.retry_period)
         self.elector: LeaderElector | None = None
-        if leader_election is not None:
+        if election is not None:
             self.elector = LeaderElector(
-                leader_election,
+                election.config(client),
                 LeaderCallbacks(self._run_leader_work, self._on_stopped_leading),
                 clock=self.clock, registry=self.registry,
             )
@@ -246,6 +211,14 @@ class Manager:
         self._owned_clients.append(own)
         return own
 
+    @property
+    def graceful_shutdown_timeout(self) -> float:
+        return self.options.graceful_shutdown_timeout
+
+    @property
+    def component(self) -> str:
+        return self.options.component
+
     # -- wiring -------------------------------------------------------------------------
     def controller(self, name: str, *, workers: int = 1) -> Builder:
         """A :class:`pyctrl.builder.Builder` for a controller named ``name`` on this manager:
@@ -262,17 +235,12 @@ class Manager:
 
     def add(self, runnable: Runnable, *, needs_leader: bool = False) -> None:
         """Run ``runnable.run(stop)`` with the manager (see module docstring)."""
-        with self._mu:
-            if self._ran:
-                raise RuntimeError("add runnables before Manager.run")
-            base = getattr(runnable, "name", None)
-            base = base if isinstance(base, str) and base else type(runnable).__name__
-            taken = {e.name for e in self._runnables}
-            name, n = base, 1
-            while name in taken:
-                n += 1
-                name = f"{base}-{n}"
-            self._runnables.append(_RunnableEntry(runnable, name, needs_leader))
+        self._runnables.add(runnable, needs_leader=needs_leader)
+
+    def runnables(self) -> list[RunnableEntry]:
+        """The runnables added so far (name, needs_leader, last failure), in order added."""
+        return [*self._runnables.entries(needs_leader=False),
+                *self._runnables.entries(needs_leader=True)]
 
     def add_healthz_check(self, name: str, fn: Check) -> None:
         self._healthz.add(name, fn)
@@ -296,7 +264,7 @@ class Manager:
             if self._broadcaster is None:
                 self._broadcaster = EventBroadcaster(
                     self.client_for_leader(), component=self.component, clock=self.clock,
-                    registry=self.registry, queue_size=self.event_queue_size,
+                    registry=self.registry, queue_size=self.options.event_queue_size,
                 )
             return self._broadcaster
 
@@ -304,19 +272,15 @@ class Manager:
         """A recorder on the manager's broadcaster (flushed when the manager stops)."""
         return self.event_broadcaster().new_recorder(component)
 
-    def _address(self, name: str) -> tuple[str, int] | None:
-        server = self._servers.get(name)
-        return server.address if server is not None else None
-
     @property
     def metrics_address(self) -> tuple[str, int] | None:
         """Where /metrics is served (after ``run`` started), None when disabled."""
-        return self._address("metrics")
+        return self._servers.address("metrics")
 
     @property
     def health_probe_address(self) -> tuple[str, int] | None:
         """Where /healthz and /readyz are served (after ``run`` started)."""
-        return self._address("probes")
+        return self._servers.address("probes")
 
     def _informers_synced(self) -> str | None:
         pending = [i.name for i in self.informers.informers() if not i.has_synced()]
@@ -324,75 +288,24 @@ class Manager:
 
     # -- running ------------------------------------------------------------------------
     def _start_servers(self) -> None:
-        servers: dict[str, HTTPServerThread] = {}
-        try:
-            if self._metrics_bind is not None:
-                ctx, auth = None, None
-                if self._metrics_secure:
-                    ctx = serving_context(self._metrics_cert_dir)
-                    auth = self._metrics_auth or MetricsAuth(self.client, clock=self.clock)
-                servers["metrics"] = HTTPServerThread(
-                    "metrics", self._metrics_bind, metrics_handler(self.registry),
-                    ssl_context=ctx, authorize=auth,
-                )
-            if self._probe_bind is not None:
-                def probes(path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-                    for checks in (self._healthz, self._readyz):
-                        prefix = "/" + checks.endpoint
-                        if path == prefix or path.startswith(prefix + "/"):
-                            return checks.serve(path, query)
-                    return 404, "text/plain; charset=utf-8", b"not found\n"
-
-                servers["probes"] = HTTPServerThread("probes", self._probe_bind, probes)
-            for server in servers.values():
-                server.start()
-        except BaseException:
-            for server in servers.values():
-                server.shutdown()
-            raise
-        # Published together, once every server listens: a caller that sees one address
-        # sees them all (a test that waited for /metrics then read the probe address raced
-        # the second assignment, ~1 run in 15 with the cores busy).
-        self._servers = servers
-
-    def _runnables_check(self) -> str | None:
-        failures = [e.failure for e in self._runnables if e.failure is not None]
-        return "; ".join(failures) if failures else None
-
-    def _run_runnable(self, entry: _RunnableEntry, stop: threading.Event) -> None:
-        try:
-            entry.runnable.run(stop)
-        except Exception as err:
-            log.exception("runnable failed", runnable=entry.name)
-            entry.failure = f"{entry.name} failed: {type(err).__name__}: {err}"
-            return
-        if not stop.is_set():
-            log.error("runnable returned before it was stopped", runnable=entry.name)
-            entry.failure = f"{entry.name} exited"
-
-    def _start_runnables(self, stop: threading.Event, *, needs_leader: bool
-                         ) -> list[_RunnableEntry]:
-        started = [e for e in self._runnables if e.needs_leader == needs_leader]
-        for entry in started:
-            entry.failure = None
-            entry.thread = threading.Thread(target=self._run_runnable, args=(entry, stop),
-                                            name=f"runnable-{entry.name}", daemon=True)
-            entry.thread.start()
-        return started
-
-    def _join_runnables(self, entries: list[_RunnableEntry]) -> None:
-        deadline = self.clock.monotonic() + self.graceful_shutdown_timeout
-        for entry in entries:
-            if entry.thread is not None:
-                entry.thread.join(max(0.0, deadline - self.clock.monotonic()))
-        stuck = [e.name for e in entries if e.thread is not None and e.thread.is_alive()]
-        if stuck:
-            log.error("runnables still running after the graceful shutdown timeout",
-                      runnables=stuck, timeout=self.graceful_shutdown_timeout)
+        metrics, health = self.options.metrics, self.options.health
+        factories: dict[str, Callable[[], HTTPServerThread]] = {}
+        metrics_bind = parse_bind_address(metrics.bind_address)
+        if metrics_bind is not None:
+            ctx, auth = None, None
+            if metrics.secure:
+                ctx = serving_context(metrics.cert_dir)
+                auth = metrics.auth or MetricsAuth(self.client, clock=self.clock)
+            factories["metrics"] = lambda: metrics_server(
+                metrics_bind, self.registry, ssl_context=ctx, authorize=auth)
+        probe_bind = parse_bind_address(health.bind_address)
+        if probe_bind is not None:
+            factories["probes"] = lambda: probe_server(probe_bind, self._healthz, self._readyz)
+        self._servers.start(factories)
 
     def _run_leader_work(self, stop: threading.Event) -> None:
         """What runs only while leading: needs_leader runnables and the controllers."""
-        started = self._start_runnables(stop, needs_leader=True)
+        started = self._runnables.start(stop, needs_leader=True)
         try:
             if self.shard_elector is None:
                 self._run_controllers(stop)
@@ -400,7 +313,7 @@ class Manager:
                 stop.wait()
         finally:
             stop.set()
-            self._join_runnables(started)
+            self._runnables.join(started, self.graceful_shutdown_timeout)
 
     def _run_controllers(self, stop: threading.Event) -> None:
         """Run every controller until ``stop``; then give in-flight work the grace period."""
@@ -457,7 +370,8 @@ class Manager:
         shard: threading.Thread | None = None
         try:
             self._start_servers()
-            self._start_runnables(self._runnable_stop, needs_leader=False)
+            self._runnables.seal()
+            self._runnables.start(self._runnable_stop, needs_leader=False)
             self.informers.start(informer_stop)
             if self.elector is not None:
                 worker = threading.Thread(target=self._run_elector,
@@ -493,7 +407,8 @@ class Manager:
         if shard is not None:
             shard.join(self.graceful_shutdown_timeout + 30.0)
         self._runnable_stop.set()
-        self._join_runnables([e for e in self._runnables if not e.needs_leader])
+        self._runnables.join(self._runnables.entries(needs_leader=False),
+                             self.graceful_shutdown_timeout)
         if self._broadcaster is not None:
             self._broadcaster.shutdown()
         informer_stop.set()
@@ -502,8 +417,7 @@ class Manager:
             controller.queue.shut_down()  # idempotent; covers controllers that never ran
         for owned in self._owned_clients:
             owned.close()
-        for server in self._servers.values():
-            server.shutdown()
+        self._servers.shutdown()
         log.info("shutdown complete")
 
 

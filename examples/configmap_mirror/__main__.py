@@ -9,7 +9,7 @@ from examples.configmap_mirror import NAME, setup
 parser = argparse.ArgumentParser(prog=NAME)
 parser.add_argument("--kubeconfig", default=None)
 manager = pyctrl.Manager(pyctrl.RESTClient.from_kubeconfig(parser.parse_args().kubeconfig),
-                         component=NAME)
+                         pyctrl.ManagerOptions(component=NAME))
 setup(manager)
 stop = threading.Event()
 pyctrl.install_signal_handlers(stop)

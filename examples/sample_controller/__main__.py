@@ -8,8 +8,12 @@ import threading
 
 from examples.sample_controller.controller import setup
 from pyctrl import (
+    HealthOptions,
     LeaderElectionLost,
+    LeaderElectionOptions,
     Manager,
+    ManagerOptions,
+    MetricsOptions,
     RESTClient,
     configure_logging,
     get_logger,
@@ -28,14 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
     configure_logging(args.log_format)
-    manager = Manager(
-        RESTClient.from_kubeconfig(args.kubeconfig),
-        leader_election_id="sample-controller" if args.leader_elect else None,
-        leader_election_namespace=args.leader_election_namespace,
-        metrics_bind_address=args.metrics_bind_address,
-        health_probe_bind_address=args.health_probe_bind_address,
+    election = (LeaderElectionOptions(id="sample-controller",
+                                      namespace=args.leader_election_namespace)
+                if args.leader_elect else None)
+    manager = Manager(RESTClient.from_kubeconfig(args.kubeconfig), ManagerOptions(
+        leader_election=election,
+        metrics=MetricsOptions(bind_address=args.metrics_bind_address),
+        health=HealthOptions(bind_address=args.health_probe_bind_address),
         component="sample-controller",
-    )
+    ))
     setup(manager, workers=args.workers)
     stop = threading.Event()
     install_signal_handlers(stop)

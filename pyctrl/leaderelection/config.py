@@ -15,7 +15,23 @@ from dataclasses import dataclass
 
 from pyctrl.leaderelection.lock import ResourceLock
 
-__all__ = ["LeaderCallbacks", "LeaderElectionConfig"]
+__all__ = ["LeaderCallbacks", "LeaderElectionConfig", "check_timing"]
+
+
+def check_timing(lease_duration: float, renew_deadline: float, retry_period: float,
+                 jitter_factor: float = 1.2) -> None:
+    """ValueError unless ``lease_duration > renew_deadline > jitter_factor * retry_period``,
+    every duration > 0 and ``jitter_factor >= 1`` (see the module docstring)."""
+    for name, value in (("lease_duration", lease_duration), ("renew_deadline", renew_deadline),
+                        ("retry_period", retry_period)):
+        if value <= 0:
+            raise ValueError(f"{name} must be greater than zero")
+    if jitter_factor < 1.0:
+        raise ValueError("jitter_factor must be at least 1.0")
+    if lease_duration <= renew_deadline:
+        raise ValueError("lease_duration must be greater than renew_deadline")
+    if renew_deadline <= jitter_factor * retry_period:
+        raise ValueError("renew_deadline must be greater than jitter_factor * retry_period")
 
 
 @dataclass(frozen=True)
@@ -42,15 +58,8 @@ class LeaderElectionConfig:
     release_on_cancel: bool = True
 
     def __post_init__(self) -> None:
-        for field_name in ("lease_duration", "renew_deadline", "retry_period"):
-            if getattr(self, field_name) <= 0:
-                raise ValueError(f"{field_name} must be greater than zero")
-        if self.jitter_factor < 1.0:
-            raise ValueError("jitter_factor must be at least 1.0")
-        if self.lease_duration <= self.renew_deadline:
-            raise ValueError("lease_duration must be greater than renew_deadline")
-        if self.renew_deadline <= self.jitter_factor * self.retry_period:
-            raise ValueError("renew_deadline must be greater than jitter_factor * retry_period")
+        check_timing(self.lease_duration, self.renew_deadline, self.retry_period,
+                     self.jitter_factor)
         if not self.lock.identity():
             raise ValueError("the lock's identity must not be empty")
 

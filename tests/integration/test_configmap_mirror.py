@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from examples.configmap_mirror import setup
-from pyctrl import CONFIGMAPS, EVENTS, SECRETS, Manager, NotFound, retry_on_conflict
+from pyctrl import CONFIGMAPS, EVENTS, SECRETS, Manager, ManagerOptions, NotFound, retry_on_conflict
 from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
@@ -20,7 +20,7 @@ LABELS = {"pyctrl.io/mirror": "true"}
 
 @pytest.fixture
 def manager(client: Any, namespace: str) -> Iterator[Manager]:
-    mgr = Manager(client, namespace=namespace, graceful_shutdown_timeout=10)
+    mgr = Manager(client, ManagerOptions(namespace=namespace, graceful_shutdown_timeout=10))
     setup(mgr)
     stop = threading.Event()
     thread = threading.Thread(target=mgr.run, args=(stop,), name="mirror-manager")

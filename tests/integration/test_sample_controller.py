@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import pytest
 
 from examples.sample_controller import FOOS, setup
-from pyctrl import retry_on_conflict
+from pyctrl import HealthOptions, ManagerOptions, retry_on_conflict
 from pyctrl.errors import NotFound
 from pyctrl.kube.resource import DEPLOYMENTS, EVENTS
 from pyctrl.manager import Manager
@@ -37,8 +37,9 @@ def eventually(fn: Callable[[], T | None], timeout: float = 20.0) -> T:
 
 @pytest.fixture
 def manager(client: Any, namespace: str) -> Iterator[Manager]:
-    mgr = Manager(client, namespace=namespace, health_probe_bind_address="127.0.0.1:0",
-                  graceful_shutdown_timeout=10)
+    mgr = Manager(client, ManagerOptions(namespace=namespace,
+                                         health=HealthOptions(bind_address="127.0.0.1:0"),
+                                         graceful_shutdown_timeout=10))
     setup(mgr)
     stop = threading.Event()
     thread = threading.Thread(target=mgr.run, args=(stop,), name="sample-manager")

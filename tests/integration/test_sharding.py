@@ -41,7 +41,15 @@ import pytest
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.jobs import job_name
 from cronjob_controller.wiring import CronJobController, build
-from pyctrl import LeaderElectionLost, Manager, RealClock, RESTClient
+from pyctrl import (
+    LeaderElectionLost,
+    LeaderElectionOptions,
+    Manager,
+    ManagerOptions,
+    MetricsOptions,
+    RealClock,
+    RESTClient,
+)
 from pyctrl.errors import ServerError
 from pyctrl.kube import JOBS, LEASES
 from pyctrl.leaderelection.lease_lock import parse_micro_time
@@ -105,10 +113,13 @@ class Cluster:
             lease_namespace=self.namespace, namespaces=(self.namespace,),
             lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY,
             on_reconcile=self.audit.hook(name))
-        manager = Manager(client, clock=self.clock, metrics_bind_address="0",
-                          health_probe_bind_address="0", graceful_shutdown_timeout=5,
-                          component="cronjob-controller", runtime_metrics=False,
-                          leader_election_identity=name, sharding=options)
+        election = LeaderElectionOptions(
+            id=options.leader_lease_name, namespace=self.namespace, identity=name,
+            lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY)
+        manager = Manager(client, ManagerOptions(
+            leader_election=election, graceful_shutdown_timeout=5,
+            component="cronjob-controller", metrics=MetricsOptions(runtime_metrics=False)),
+            clock=self.clock, sharding=options)
         wired = build(manager, namespaces=[self.namespace], workers=4)
         stop = threading.Event()
         errors: list[BaseException] = []

@@ -6,9 +6,11 @@ import gc
 
 from prometheus_client import CollectorRegistry
 
-from pyctrl import Manager
+from pyctrl import Manager, ManagerOptions, MetricsOptions
 from pyctrl.serving.gcmetrics import gc_pause_histogram, live_sinks
 from pyctrl.testing import FakeClient
+
+NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
 
 
 def _count(registry: CollectorRegistry, generation: str) -> float:
@@ -47,7 +49,7 @@ def test_a_dropped_registry_is_no_longer_fed() -> None:
 
 def test_the_manager_exports_gc_pauses_unless_runtime_metrics_are_off() -> None:
     with_runtime = Manager(FakeClient())
-    without = Manager(FakeClient(), runtime_metrics=False)
+    without = Manager(FakeClient(), NO_RUNTIME_METRICS)
     gc.collect(1)
     assert _count(with_runtime.registry, "1") >= 1
     assert without.registry.get_sample_value("python_gc_duration_seconds_count",

@@ -9,8 +9,15 @@ from pyctrl.controller import Controller
 from pyctrl.errors import ServerError
 from pyctrl.handlers import enqueue_object
 from pyctrl.kube.resource import CONFIGMAPS
-from pyctrl.leaderelection import LeaderElectionConfig, LeaderElectionRecord
-from pyctrl.manager import LeaderElectionLost, Manager
+from pyctrl.leaderelection import LeaderElectionRecord
+from pyctrl.manager import (
+    HealthOptions,
+    LeaderElectionLost,
+    LeaderElectionOptions,
+    Manager,
+    ManagerOptions,
+    MetricsOptions,
+)
 from pyctrl.reconcile import Request, Result
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
@@ -29,9 +36,11 @@ class Recorder:
         return None
 
 
-def build(client: FakeClient, **kwargs: object) -> tuple[Manager, Recorder]:
-    mgr = Manager(client, metrics_bind_address="127.0.0.1:0",
-                  health_probe_bind_address="127.0.0.1:0", **kwargs)  # type: ignore[arg-type]
+def build(client: FakeClient, election: LeaderElectionOptions | None = None,
+          clock: FakeClock | None = None) -> tuple[Manager, Recorder]:
+    mgr = Manager(client, ManagerOptions(
+        leader_election=election, metrics=MetricsOptions(bind_address="127.0.0.1:0"),
+        health=HealthOptions(bind_address="127.0.0.1:0")), clock=clock)
     rec = Recorder()
     ctrl = Controller("cm", rec, registry=mgr.registry, clock=mgr.clock)
     informer = mgr.informers.informer_for(CONFIGMAPS, namespace="ns")
@@ -72,9 +81,9 @@ def test_failing_check_makes_probe_fail(runners: list[Runner]) -> None:
     assert http_get(mgr, "/healthz/ping") == (200, "ok")
 
 
-def _election(store: FakeLockStore, identity: str = "me") -> LeaderElectionConfig:
-    return LeaderElectionConfig(FakeLock(store, identity), lease_duration=15, renew_deadline=10,
-                                retry_period=2, jitter_factor=1.0, name="mgr")
+def _election(store: FakeLockStore, identity: str = "me") -> LeaderElectionOptions:
+    return LeaderElectionOptions(id="mgr", lock=FakeLock(store, identity), lease_duration=15,
+                                 renew_deadline=10, retry_period=2, jitter_factor=1.0)
 
 
 def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
@@ -86,7 +95,7 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
     store.record = LeaderElectionRecord("other", 15, now, now)
     client = FakeClient()
     client.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
-    mgr, rec = build(client, leader_election=_election(store), clock=clock)
+    mgr, rec = build(client, _election(store), clock)
     r = start_manager(mgr)
     runners.append(r)
     eventually(lambda: http_get(mgr, "/readyz")[0] == 200, what="caches warm without leading")
@@ -106,7 +115,7 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
 def test_losing_leadership_stops_workers_and_raises(runners: list[Runner]) -> None:
     clock = FakeClock()
     store = FakeLockStore()
-    mgr, _ = build(FakeClient(), leader_election=_election(store), clock=clock)
+    mgr, _ = build(FakeClient(), _election(store), clock)
     r = start_manager(mgr)
     runners.append(r)
     assert mgr.elector is not None

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pyctrl.leaderelection import LeaderElectionConfig, LeaderElectionRecord
-from pyctrl.manager import Manager
+from pyctrl.leaderelection import LeaderElectionRecord
+from pyctrl.manager import HealthOptions, LeaderElectionOptions, Manager, ManagerOptions
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
@@ -42,9 +42,11 @@ class Returning:
         return
 
 
-def manager(**kwargs: object) -> Manager:
-    return Manager(FakeClient(), health_probe_bind_address="127.0.0.1:0",
-                   **kwargs)  # type: ignore[arg-type]
+def manager(election: LeaderElectionOptions | None = None,
+            clock: FakeClock | None = None) -> Manager:
+    return Manager(FakeClient(), ManagerOptions(
+        leader_election=election, health=HealthOptions(bind_address="127.0.0.1:0")),
+        clock=clock)
 
 
 def test_runnables_run_until_stop_and_are_joined(runners: list[Runner]) -> None:
@@ -87,9 +89,9 @@ def test_leader_runnables_start_only_while_leading(runners: list[Runner]) -> Non
     store = FakeLockStore()
     now = datetime(2026, 1, 1, tzinfo=UTC)
     store.record = LeaderElectionRecord("other", 15, now, now)
-    election = LeaderElectionConfig(FakeLock(store, "me"), lease_duration=15, renew_deadline=10,
-                                    retry_period=2, jitter_factor=1.0, name="mgr")
-    mgr = manager(leader_election=election, clock=clock)
+    election = LeaderElectionOptions(id="mgr", lock=FakeLock(store, "me"), lease_duration=15,
+                                     renew_deadline=10, retry_period=2, jitter_factor=1.0)
+    mgr = manager(election, clock)
     always, leader_only = Blocking("always"), Blocking("leader-only")
     mgr.add(always)
     mgr.add(leader_only, needs_leader=True)

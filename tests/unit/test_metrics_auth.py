@@ -16,6 +16,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from pyctrl import HealthOptions, ManagerOptions, MetricsOptions
 from pyctrl.errors import ServerError
 from pyctrl.manager import Manager
 from pyctrl.serving import (
@@ -135,9 +136,9 @@ def test_cache_is_bounded(api: ApiServer) -> None:
 # -- the Manager's HTTPS metrics server -------------------------------------------------------
 @pytest.fixture
 def secure_manager(api: ApiServer) -> Iterator[Manager]:
-    mgr = Manager(api.client, metrics_bind_address="127.0.0.1:0",
-                  health_probe_bind_address="127.0.0.1:0", metrics_secure=True,
-                  clock=FakeClock())
+    mgr = Manager(api.client, ManagerOptions(
+        metrics=MetricsOptions(bind_address="127.0.0.1:0", secure=True),
+        health=HealthOptions(bind_address="127.0.0.1:0")), clock=FakeClock())
     stop = threading.Event()
     thread = threading.Thread(target=mgr.run, args=(stop,), name="manager-run")
     thread.start()

@@ -17,7 +17,7 @@ from typing import Any
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.wiring import CronJobController, build
-from pyctrl import Manager, RESTClient, controller_of
+from pyctrl import Manager, ManagerOptions, RESTClient, controller_of
 from pyctrl.errors import NotFound
 from pyctrl.kube import EVENTS, JOBS
 from pyctrl.testing import FakeClock
@@ -71,9 +71,10 @@ class Env:
     # -- controllers -----------------------------------------------------------------------
     def start(self, workers: int = 4, client: RESTClient | None = None) -> CronJobController:
         """Start a controller (no leader election: its deadlines need real time)."""
-        manager = Manager(client or self.client, clock=self.clock,
-                          metrics_bind_address="0", health_probe_bind_address="0",
-                          graceful_shutdown_timeout=10, component="cronjob-controller")
+        manager = Manager(client or self.client,
+                          ManagerOptions(graceful_shutdown_timeout=10,
+                                         component="cronjob-controller"),
+                          clock=self.clock)
         wired = build(manager, namespaces=[self.namespace], workers=workers)
         stop = threading.Event()
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pyctrl import ManagerOptions, MetricsOptions
 from pyctrl.builder import Request
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.controller import Result
@@ -19,6 +20,8 @@ from pyctrl.manager import Manager
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.workqueue import ItemExponentialFailureRateLimiter
 from tests.unit.runtime.helpers import eventually
+
+NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
 
 
 class Seen:
@@ -51,7 +54,7 @@ def client(clock: FakeClock) -> FakeClient:
 
 @pytest.fixture
 def manager(client: FakeClient, clock: FakeClock) -> Manager:
-    return Manager(client, clock=clock, runtime_metrics=False)
+    return Manager(client, NO_RUNTIME_METRICS, clock=clock)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pyctrl import ManagerOptions, MetricsOptions
 from pyctrl.cache import CONTROLLER_UID_INDEX, SharedInformerFactory
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.config import KubeConfig
@@ -24,6 +25,8 @@ from pyctrl.testing import Action, FakeClient, FakeClock
 from tests.unit.builder.test_builder import Seen, cm, owned_secret
 from tests.unit.kube.http_stub import Reply, StubServer
 from tests.unit.runtime.helpers import eventually
+
+NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
 
 
 @pytest.fixture
@@ -149,7 +152,7 @@ def test_full_objects_from_a_server_that_cannot_convert_are_reduced() -> None:
 def test_builder_owns_metadata_only_enqueues_owners_from_the_metadata_cache() -> None:
     clock = FakeClock()
     client = FakeClient(clock)
-    manager = Manager(client, clock=clock, runtime_metrics=False)
+    manager = Manager(client, NO_RUNTIME_METRICS, clock=clock)
     seen = Seen()
     builder = manager.controller("meta").for_(CONFIGMAPS).owns(SECRETS, metadata_only=True)
     secrets = builder.lister_for(SECRETS)
@@ -173,7 +176,7 @@ def test_builder_owns_metadata_only_enqueues_owners_from_the_metadata_cache() ->
 
 
 def test_builder_readers_follow_the_metadata_only_watch() -> None:
-    manager = Manager(FakeClient(), clock=FakeClock(), runtime_metrics=False)
+    manager = Manager(FakeClient(), NO_RUNTIME_METRICS, clock=FakeClock())
     builder = manager.controller("pinned").for_(CONFIGMAPS)
     builder.lister_for(JOBS)  # undeclared: a full informer
     with pytest.raises(ValueError, match="metadata_only"):

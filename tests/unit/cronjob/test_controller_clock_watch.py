@@ -17,7 +17,7 @@ import pytest
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.clockwatch import ClockJumpWatch, clock_jump_watch
 from cronjob_controller.wiring import build
-from pyctrl import Manager, Request, Result
+from pyctrl import Manager, ManagerOptions, MetricsOptions, Request, Result
 from pyctrl.testing import FakeClient, FakeClock
 from tests.threads import running
 from tests.unit.cronjob.sync_fixture import KEY, NAMESPACE, NOW, new_cronjob
@@ -156,7 +156,8 @@ def test_built_controller_resyncs_every_cronjob_after_a_wall_clock_jump() -> Non
     clock = CountingClock()
     client = FakeClient(clock)
     client.add_object(CRONJOBS, new_cronjob(suspend=True))  # syncs create nothing
-    manager = Manager(client, clock=clock, runtime_metrics=False)
+    manager = Manager(client, ManagerOptions(metrics=MetricsOptions(runtime_metrics=False)),
+                      clock=clock)
     wired = build(manager, namespaces=[NAMESPACE], workers=1)
     synced: list[str] = []
     reconcile = wired.reconciler.reconcile

@@ -22,7 +22,7 @@ from cronjob_controller.controller import (
 )
 from cronjob_controller.expectations import RunRecord
 from cronjob_controller.status import schedule_digest
-from pyctrl import Manager, Request, Result
+from pyctrl import Manager, ManagerOptions, MetricsOptions, Request, Result
 from pyctrl.cache import DeletedFinalStateUnknown
 from pyctrl.errors import ApiError, Forbidden, Invalid
 from pyctrl.kube import JOBS
@@ -39,6 +39,8 @@ from tests.unit.cronjob.sync_fixture import (
     run_name,
 )
 from tests.unit.runtime.helpers import eventually
+
+NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
 
 NOON = at("12:00")
 NOON_JOB = "hello-29552400"
@@ -481,7 +483,7 @@ def test_wiring_records_a_deleted_jobs_run_before_its_owner_is_reconciled() -> N
     client = FakeClient(clock)
     cj = client.add_object(CRONJOBS, new_cronjob(suspend=True))  # syncs create nothing
     client.add_object(JOBS, new_job(cj, NOON))
-    manager = Manager(client, clock=clock, runtime_metrics=False)
+    manager = Manager(client, NO_RUNTIME_METRICS, clock=clock)
     wired = build(manager, namespaces=[NAMESPACE], workers=1)
     events: list[tuple[str, str]] = []
     reconcile = wired.reconciler.reconcile

@@ -20,7 +20,7 @@ import pytest
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.wiring import build
-from pyctrl import Manager
+from pyctrl import Manager, ManagerOptions
 from pyctrl.kube import JOBS
 from pyctrl.testing import Action, FakeClient, FakeClock
 from tests.unit.cronjob.sync_fixture import fmt, new_cronjob, run_name
@@ -81,8 +81,7 @@ def world() -> Iterator[tuple[World, Manager]]:
         w.client.add_object(CRONJOBS, new_cronjob(f"cj-{i:04d}", schedule="0 * * * *",
                                                   created=w.clock.now()))
     w.clock.set_time(TEN - timedelta(seconds=10))
-    manager = Manager(w.client, clock=w.clock, metrics_bind_address="0",
-                      health_probe_bind_address="0", graceful_shutdown_timeout=10)
+    manager = Manager(w.client, ManagerOptions(graceful_shutdown_timeout=10), clock=w.clock)
     wired = build(manager, namespaces=[NAMESPACE], workers=4)
     stop = threading.Event()
     thread = threading.Thread(target=manager.run, args=(stop,), name="manager")

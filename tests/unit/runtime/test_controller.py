@@ -10,6 +10,7 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
+from pyctrl import HealthOptions, ManagerOptions
 from pyctrl.controller import Controller, Result
 from pyctrl.errors import TerminalError
 from pyctrl.testing.fake_clock import FakeClock
@@ -343,8 +344,9 @@ def test_manager_healthz_fails_when_a_worker_dies() -> None:
     from pyctrl.testing.fake_client import FakeClient
 
     clock = FakeClock()
-    manager = Manager(FakeClient(clock), clock=clock, metrics_bind_address="0",
-                      health_probe_bind_address="127.0.0.1:0")
+    manager = Manager(FakeClient(clock),
+                      ManagerOptions(health=HealthOptions(bind_address="127.0.0.1:0")),
+                      clock=clock)
     reconciler = ScriptedReconciler(lambda key, n: None)
     controller = Controller("demo", reconciler, clock=clock, registry=manager.registry)
     _poison_queue(controller, "ns/poison")

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from pyctrl import LeaderElectionOptions, ManagerOptions
 from pyctrl.controller import Controller, Result
 from pyctrl.errors import NotLeader
 from pyctrl.kube import FencedClient
 from pyctrl.kube.resource import CONFIGMAPS, EVENTS
-from pyctrl.leaderelection import LeaderElectionConfig
 from pyctrl.manager import Manager
 from pyctrl.record import EventBroadcaster
 from pyctrl.testing.fake_client import FakeClient
@@ -159,13 +159,11 @@ def test_a_clean_stop_fences_writes_before_releasing(leader: Candidate) -> None:
 
 def test_manager_hands_out_a_fenced_client_only_with_leader_election(clock: FakeClock) -> None:
     fake = FakeClient(clock)
-    plain = Manager(fake, clock=clock, metrics_bind_address="0",
-                    health_probe_bind_address="0")
+    plain = Manager(fake, clock=clock)
     assert plain.client_for_leader() is fake
     elected = Manager(
-        fake, clock=clock, metrics_bind_address="0", health_probe_bind_address="0",
-        leader_election=LeaderElectionConfig(FakeLock(FakeLockStore(), "me"), name="m"),
-    )
+        fake, ManagerOptions(leader_election=LeaderElectionOptions(
+            id="m", lock=FakeLock(FakeLockStore(), "me"))), clock=clock)
     fenced = elected.client_for_leader()
     assert isinstance(fenced, FencedClient)
     with pytest.raises(NotLeader):  # not leading yet

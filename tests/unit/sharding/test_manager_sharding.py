@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from kubernetes.client import Configuration
 
-from pyctrl import FencedClient, Manager, Request
+from pyctrl import FencedClient, Manager, ManagerOptions, MetricsOptions, Request
 from pyctrl.kube import CONFIGMAPS, SECRETS
 from pyctrl.kube.client import RESTClient
 from pyctrl.sharding import Sharder, ShardReconciler, ShardWatch
 from pyctrl.testing import FakeClient, FakeClock
 from tests.unit.sharding.helpers import NS, SHARD, configmap, options
 
+NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
+
 
 def _manager() -> Manager:
     clock = FakeClock()
-    return Manager(FakeClient(clock), clock=clock, metrics_bind_address="0",
-                   health_probe_bind_address="0", runtime_metrics=False,
+    return Manager(FakeClient(clock), NO_RUNTIME_METRICS, clock=clock,
                    sharding=options("pod-a"))
 
 
@@ -40,7 +41,7 @@ def test_leader_election_is_created_for_the_sharder_and_writes_use_the_shard_lea
     assert m.elector is not None and m.elector.describe() == "system/mirror-sharder"
     assert m.shard_elector is not None
     assert m.shard_elector.describe() == "system/mirror-shard-pod-a"
-    entries = [e for e in m._runnables if isinstance(e.runnable, Sharder)]
+    entries = [e for e in m.runnables() if isinstance(e.runnable, Sharder)]
     assert len(entries) == 1 and entries[0].needs_leader
     assert isinstance(m.client_for_leader(), FencedClient)
     assert m.shard_elector.holds_lease() is False
@@ -48,9 +49,9 @@ def test_leader_election_is_created_for_the_sharder_and_writes_use_the_shard_lea
 
 def test_every_replica_runs_the_shard_watch_and_the_sharder_plans_from_it() -> None:
     m = _manager()
-    watches = [e for e in m._runnables if isinstance(e.runnable, ShardWatch)]
+    watches = [e for e in m.runnables() if isinstance(e.runnable, ShardWatch)]
     assert len(watches) == 1 and not watches[0].needs_leader
-    sharder = next(e.runnable for e in m._runnables if isinstance(e.runnable, Sharder))
+    sharder = next(e.runnable for e in m.runnables() if isinstance(e.runnable, Sharder))
     assert isinstance(sharder, Sharder) and sharder.watch is watches[0].runnable
 
 
@@ -59,8 +60,7 @@ def test_a_rest_client_sharder_gets_a_write_budget_of_its_own() -> None:
     config.host = "https://127.0.0.1:1"
     client = RESTClient(config, qps=5, burst=10)
     clock = FakeClock()
-    m = Manager(client, clock=clock, metrics_bind_address="0",
-                health_probe_bind_address="0", runtime_metrics=False,
+    m = Manager(client, NO_RUNTIME_METRICS, clock=clock,
                 sharding=options("pod-a", write_qps=300, write_burst=600))
     try:
         assert len(m._owned_clients) == 1

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from cronjob_controller.__main__ import _webhook, build_parser
 from cronjob_controller.webhook import HANDLERS, VALIDATE_PATH
+from pyctrl import HealthOptions, ManagerOptions
 from pyctrl.manager import Manager
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerConfig
@@ -62,7 +63,8 @@ def test_cli_builds_the_cronjob_webhook_with_its_certificate_loaded(tmp_path: Pa
 
 
 def _manager_with(server: WebhookServer) -> Manager:
-    manager = Manager(FakeClient(), health_probe_bind_address="127.0.0.1:0")
+    manager = Manager(FakeClient(),
+                      ManagerOptions(health=HealthOptions(bind_address="127.0.0.1:0")))
     manager.add(server)
     manager.add_readyz_check("webhook", server.check)
     return manager

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pyctrl import ManagerOptions, MetricsOptions
 from pyctrl.handlers import enqueue_object, enqueue_owner, enqueue_requests
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import CONFIGMAPS
@@ -22,6 +23,8 @@ from pyctrl.workqueue import (
     RateLimitingQueue,
 )
 from tests.unit.workqueue.helpers import wait_until
+
+NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
 
 Make = Callable[..., Any]
 
@@ -133,7 +136,7 @@ def client(clock: FakeClock) -> FakeClient:
 
 @pytest.fixture
 def manager(client: FakeClient, clock: FakeClock) -> Manager:
-    return Manager(client, clock=clock, runtime_metrics=False)
+    return Manager(client, NO_RUNTIME_METRICS, clock=clock)
 
 
 @pytest.fixture

@@ -1,0 +1,135 @@
+"""ManagerOptions: everything a Manager is configured with, grouped, frozen and validated.
+
+Contract: each options object is immutable and valid once built (``__post_init__`` raises
+ValueError naming the field otherwise). There is one way to configure each thing:
+
+* :class:`LeaderElectionOptions` (``ManagerOptions.leader_election``; None: no election, the
+  controllers run at once): a ``coordination.k8s.io/v1`` Lease named ``id`` in ``namespace``
+  held as ``identity`` (default ``<hostname>_<uuid>``), with client-go's timing (15 / 10 / 2 s,
+  jitter 1.2; ``lease_duration > renew_deadline > jitter_factor * retry_period``) and
+  ``release_on_cancel`` (True: a clean stop hands the Lease over at once). ``lock`` replaces
+  the Lease with a lock of your own (tests use :class:`pyctrl.testing.FakeLock`); ``id`` then
+  only names the ``leader_election_master_status`` metric and may be empty.
+* :class:`MetricsOptions` (``ManagerOptions.metrics``): ``bind_address`` of /metrics (``"0"``:
+  off, the default; ``":8080"``: every interface; port 0: any free port); ``secure`` serves
+  HTTPS with ``cert_dir``'s tls.crt/tls.key (a self-signed certificate made in memory without
+  one; ``cert_dir`` is ignored unless ``secure``) and checks every request with ``auth``
+  (default: a :class:`pyctrl.serving.MetricsAuth`, TokenReview + SubjectAccessReview);
+  ``runtime_metrics`` (True) adds the process, GC and platform collectors to the registry.
+* :class:`HealthOptions` (``ManagerOptions.health``): ``bind_address`` of /healthz and
+  /readyz (``"0"``: off, the default).
+* ``ManagerOptions`` itself: ``namespace`` (None: every namespace) the informers watch by
+  default, ``default_resync`` (0: never) seconds, ``graceful_shutdown_timeout`` (30 s) for
+  in-flight reconciles and runnables, ``component`` ("pyctrl", the events' source) and
+  ``event_queue_size`` (10000 events buffered before the sink writes them).
+
+The Manager's dependencies (client, registry, clock) are arguments of the Manager, not options.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from dataclasses import dataclass, field
+
+from pyctrl.kube.interface import Client
+from pyctrl.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLock
+from pyctrl.leaderelection.config import check_timing
+from pyctrl.serving import Authorizer, parse_bind_address
+
+__all__ = ["HealthOptions", "LeaderElectionOptions", "ManagerOptions", "MetricsOptions",
+           "default_identity"]
+
+
+def default_identity() -> str:
+    """``<hostname>_<uuid>``: unique per process, readable in the Lease."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def _check_bind(what: str, address: str) -> None:
+    try:
+        parse_bind_address(address)
+    except ValueError as err:
+        raise ValueError(f"{what}: {err}") from None
+
+
+@dataclass(frozen=True)
+class LeaderElectionOptions:
+    """Leader election on a Lease (see module docstring)."""
+
+    id: str = ""
+    namespace: str = "default"
+    identity: str | None = None
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    jitter_factor: float = 1.2
+    release_on_cancel: bool = True
+    lock: ResourceLock | None = None
+
+    def __post_init__(self) -> None:
+        if not self.id and self.lock is None:
+            raise ValueError("leader election needs an id (the Lease name) or a lock")
+        if not self.namespace:
+            raise ValueError("leader election needs a namespace for its Lease")
+        if self.identity is not None and not self.identity:
+            raise ValueError("leader election identity must not be empty (None: generated)")
+        check_timing(self.lease_duration, self.renew_deadline, self.retry_period,
+                     self.jitter_factor)
+
+    def config(self, client: Client) -> LeaderElectionConfig:
+        """The elector's config: the Lease (or ``lock``) and the timing."""
+        lock = self.lock or LeaseLock(client, self.namespace, self.id,
+                                      self.identity or default_identity())
+        return LeaderElectionConfig(
+            lock, lease_duration=self.lease_duration, renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period, jitter_factor=self.jitter_factor, name=self.id,
+            release_on_cancel=self.release_on_cancel)
+
+
+@dataclass(frozen=True)
+class MetricsOptions:
+    """The /metrics server (see module docstring)."""
+
+    bind_address: str = "0"
+    secure: bool = False
+    cert_dir: str | None = None
+    auth: Authorizer | None = None
+    runtime_metrics: bool = True
+
+    def __post_init__(self) -> None:
+        _check_bind("metrics bind_address", self.bind_address)
+
+
+@dataclass(frozen=True)
+class HealthOptions:
+    """The /healthz and /readyz server (see module docstring)."""
+
+    bind_address: str = "0"
+
+    def __post_init__(self) -> None:
+        _check_bind("health bind_address", self.bind_address)
+
+
+@dataclass(frozen=True)
+class ManagerOptions:
+    """Everything a Manager is configured with (see module docstring)."""
+
+    leader_election: LeaderElectionOptions | None = None
+    metrics: MetricsOptions = field(default_factory=MetricsOptions)
+    health: HealthOptions = field(default_factory=HealthOptions)
+    namespace: str | None = None
+    default_resync: float = 0.0
+    graceful_shutdown_timeout: float = 30.0
+    component: str = "pyctrl"
+    event_queue_size: int = 10_000
+
+    def __post_init__(self) -> None:
+        if self.default_resync < 0:
+            raise ValueError("default_resync must be >= 0 (0: never)")
+        if self.graceful_shutdown_timeout < 0:
+            raise ValueError("graceful_shutdown_timeout must be >= 0")
+        if not self.component:
+            raise ValueError("component must not be empty")
+        if self.event_queue_size < 1:
+            raise ValueError("event_queue_size must be at least 1")
