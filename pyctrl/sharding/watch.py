@@ -114,8 +114,12 @@ class ShardWatch:
         self._leases = SharedIndexInformer(
             ListWatch(client, LEASES, o.lease_namespace, o.lease_selector),
             clock=self._clock, name=f"shard-leases-{o.controller}")
-        self._leases.add_event_handler(
-            _Handler(self, self.membership.observe, self.membership.forget))
+        # The registrations, not only the informers, are waited for: an informer is synced
+        # when its store is, but its handlers run later on the processor thread, so a
+        # Lease seen in the initial list could be observed (and its expiry counted) only
+        # after the caller's clock moved on.
+        self._registrations = [self._leases.add_event_handler(
+            _Handler(self, self.membership.observe, self.membership.forget))]
         self._leader: SharedIndexInformer | None = None
         lock = elector.config.lock if elector is not None else None
         if elector is not None and isinstance(lock, LeaseLock):
@@ -124,8 +128,8 @@ class ShardWatch:
                 ListWatch(client, LEASES, lock.namespace,
                           field_selector=f"metadata.name={lock.name}"),
                 clock=self._clock, name=f"sharder-lease-{o.controller}")
-            self._leader.add_event_handler(
-                _Handler(self, lambda lease: feed(record_from_lease(lease))))
+            self._registrations.append(self._leader.add_event_handler(
+                _Handler(self, lambda lease: feed(record_from_lease(lease)))))
         scopes: list[str | None] = list(o.namespaces) or [None]
         reduce = planned_metadata(o.resource)
         self._objects = [SharedIndexInformer(ListWatch(client, o.resource, ns,
@@ -134,7 +138,7 @@ class ShardWatch:
                                              name=f"shard-{o.resource.plural}@{ns or 'all'}")
                          for ns in scopes]
         for informer in self._objects:
-            informer.add_event_handler(_Handler(self))
+            self._registrations.append(informer.add_event_handler(_Handler(self)))
 
     def moves_sharding(self, old: Object, new: Object) -> bool:
         """Whether an update of an object changes what the sharder plans with (its shard or
@@ -184,9 +188,15 @@ class ShardWatch:
         try:
             if not self._leases.wait_for_sync(stop):
                 return
+            while not self._registrations[0].has_synced():  # the initial Leases observed
+                if stop.wait(0.01):
+                    return
             self.observing_since = self._clock.monotonic()
             for informer in informers:
                 if not informer.wait_for_sync(stop):
+                    return
+            while not all(r.has_synced() for r in self._registrations):
+                if stop.wait(0.01):
                     return
             self._synced.set()
             self.notify()
