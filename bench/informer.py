@@ -12,6 +12,16 @@ Each implementation runs in its own subprocess and reports:
   exact LIST at that version) so its watch replays all N updates; events per second counts
   from the watch call to the N-th update delivered to a handler.
 
+``--modes``: how the informers sync. ``list`` (the default) is a paged LIST then a WATCH;
+``watch-list`` is a streaming list (``sendInitialEvents``, KEP-3157: pyctrl's
+``watch_list=True``, client-go's ``WatchListClient`` feature, which client-go v0.35 turns on
+by default, so the ``list`` mode sets ``KUBE_FEATURE_WatchListClient=false`` for it). Each
+mode runs both implementations; keys of a mode other than ``list`` carry its name
+(``pyctrl_watch_list``, ``client_go_watch_list``, ``ratio_watch_list``). With an owned
+control plane the pyctrl child also reports ``apiserver_cpu_sync_seconds``: kube-apiserver's
+CPU from informer start to synced (the server's cost of the mode). The events phase always
+starts from a LIST snapshot (both implementations), so it measures the watch either way.
+
 Implementations: pyctrl's SharedIndexInformer (JSON decoded by orjson, managedFields dropped),
 client-go v0.35.4's SharedInformerFactory informer using protobuf (bench/anchors/informer),
 and the ``kubernetes`` package's ``kubernetes.informer.SharedInformer`` (typed models) when
@@ -44,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--objects", type=int, default=10_000, help="ConfigMaps to create")
     parser.add_argument("--kubeconfig", default=None, help="use this cluster, not envtest")
     parser.add_argument("--page-size", type=int, default=500, help="pyctrl LIST page size")
+    parser.add_argument("--modes", default="list",
+                        help="comma-separated sync modes: list, watch-list")
     parser.add_argument("--no-go", action="store_true", help="skip the client-go anchor")
     parser.add_argument("--no-kubernetes", action="store_true",
                         help="skip the kubernetes package's informer")
@@ -56,6 +68,18 @@ def rss_bytes() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of process ``pid`` (0.0 when unknown)."""
+    if pid <= 0:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def settled_rss() -> int:
@@ -101,7 +125,8 @@ def update_round(kubeconfig: str, namespace: str, n: int) -> str:
 
 # -- children (one process each) ----------------------------------------------------------------
 def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
-                 page_size: int) -> dict[str, Any]:
+                 page_size: int, watch_list: bool = False,
+                 apiserver_pid: int = 0) -> dict[str, Any]:
     from pyctrl.cache.informer import SharedIndexInformer
     from pyctrl.cache.listwatch import ListWatch
     from pyctrl.cache.processor import ResourceEventHandlerFuncs
@@ -113,13 +138,16 @@ def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
     out: dict[str, Any] = {}
     baseline = settled_rss()
     stop = threading.Event()
+    server_cpu = cpu_seconds(apiserver_pid)
     start = time.perf_counter()
     informer = SharedIndexInformer(ListWatch(client, CONFIGMAPS, namespace), name="bench",
-                                   page_size=page_size)
+                                   page_size=page_size, watch_list=watch_list)
     t = threading.Thread(target=informer.run, args=(stop,))
     t.start()
     informer.wait_for_sync(stop)
     out["sync_seconds"] = time.perf_counter() - start
+    if apiserver_pid > 0:
+        out["apiserver_cpu_sync_seconds"] = cpu_seconds(apiserver_pid) - server_cpu
     count = len(informer.get_indexer().list_keys())
     after = settled_rss()
     out.update(objects=count, rss_growth_bytes=after - baseline,
@@ -233,14 +261,17 @@ def child_kubernetes(kubeconfig: str, namespace: str, n: int, rv_before: str) ->
 
 
 def _run_child(kind: str, kubeconfig: str, namespace: str, n: int, rv: str,
-               page_size: int) -> dict[str, Any]:
+               page_size: int, mode: str = "list", apiserver_pid: int = 0) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "bench.informer", "--child", kind, "--kubeconfig", kubeconfig,
            "--namespace", namespace, "--objects", str(n), "--rv-before", rv,
-           "--page-size", str(page_size)]
+           "--page-size", str(page_size), "--apiserver-pid", str(apiserver_pid)]
+    if mode == "watch-list":
+        cmd.append("--watch-list")
     if kind == "client-go":
         cmd = [str(GO_BINARY), "--kubeconfig", kubeconfig, "--namespace", namespace,
                "--objects", str(n), "--rv-before", rv]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "KUBE_FEATURE_WatchListClient": "true" if mode == "watch-list" else "false"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200,
                           check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -269,21 +300,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         populate(kubeconfig, namespace, n)
         result: dict[str, Any] = {"objects": n, "populate_seconds": time.perf_counter() - t0}
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+        if not modes or set(modes) - {"list", "watch-list"}:
+            raise SystemExit(f"--modes: list and/or watch-list, not {args.modes!r}")
         kinds = ["pyctrl"]
         if not args.no_go and build_go_binary() is not None:
             kinds.append("client-go")
+        apiserver_pid = (control_plane.apiserver_pid or 0) if control_plane else 0
+        for mode in modes:
+            suffix = "" if mode == "list" else "_" + mode.replace("-", "_")
+            for kind in kinds:
+                rv = update_round(kubeconfig, namespace, n)
+                result[kind.replace("-", "_") + suffix] = _run_child(
+                    kind, kubeconfig, namespace, n, rv, args.page_size, mode, apiserver_pid)
+            py = result.get("pyctrl" + suffix, {})
+            go = result.get("client_go" + suffix, {})
+            ratio: dict[str, float] = {}
+            for key in ("sync_seconds", "bytes_per_object", "events_per_s"):
+                if isinstance(py.get(key), float) and isinstance(go.get(key), float) and go[key]:
+                    ratio[key] = py[key] / go[key]
+            result["ratio" + suffix] = ratio
         if not args.no_kubernetes:
-            kinds.append("kubernetes")
-        for kind in kinds:
             rv = update_round(kubeconfig, namespace, n)
-            result[kind.replace("-", "_")] = _run_child(kind, kubeconfig, namespace, n, rv,
-                                                        args.page_size)
-        py, go = result.get("pyctrl", {}), result.get("client_go", {})
-        ratio: dict[str, float] = {}
-        for key in ("sync_seconds", "bytes_per_object", "events_per_s"):
-            if isinstance(py.get(key), float) and isinstance(go.get(key), float) and go[key]:
-                ratio[key] = py[key] / go[key]
-        result["ratio"] = ratio
+            result["kubernetes"] = _run_child("kubernetes", kubeconfig, namespace, n, rv,
+                                              args.page_size)
         result["goals"] = GOALS
         return result
     finally:
@@ -299,9 +339,12 @@ def _child_main() -> None:
     p.add_argument("--objects", type=int, required=True)
     p.add_argument("--rv-before", required=True)
     p.add_argument("--page-size", type=int, default=500)
+    p.add_argument("--watch-list", action="store_true")
+    p.add_argument("--apiserver-pid", type=int, default=0)
     a = p.parse_args()
     if a.child == "pyctrl":
-        out = child_pyctrl(a.kubeconfig, a.namespace, a.objects, a.rv_before, a.page_size)
+        out = child_pyctrl(a.kubeconfig, a.namespace, a.objects, a.rv_before, a.page_size,
+                           a.watch_list, a.apiserver_pid)
     else:
         out = child_kubernetes(a.kubeconfig, a.namespace, a.objects, a.rv_before)
     print(json.dumps(out), flush=True)

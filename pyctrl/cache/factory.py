@@ -18,6 +18,11 @@ Contract (client-go ``SharedInformerFactory``):
   controller-runtime sets the GVK), so keys, owner references, indexers, label selection and
   events work on them as on full objects; a server that cannot convert sends full objects,
   which are reduced to the same three fields. The factory's transform still follows.
+* ``watch_list=True`` makes every informer sync by a streaming list (client-go's
+  WatchListClient; see :mod:`pyctrl.cache.watchlist`) instead of paged LISTs, falling back to
+  LISTs per informer when the API server cannot (one warning each). Off by default
+  (client-go turned it on by default in v0.35); ``python -m bench informer --modes
+  list,watch-list`` compares the two against client-go in either mode.
 * ``lister_for`` reads one informer's cache through a :class:`Lister`; with
   ``namespaces=[...]`` it reads one informer per namespace (each shared as above) as one
   :class:`MultiNamespaceLister` (``""`` among them: all namespaces, then the only scope;
@@ -63,13 +68,14 @@ class SharedInformerFactory:
     def __init__(self, client: Client, *, default_resync: float = 0.0,
                  namespace: str | None = None, clock: Clock | None = None,
                  transform: TransformFunc | None = drop_managed_fields,
-                 page_size: int = 500) -> None:
+                 page_size: int = 500, watch_list: bool = False) -> None:
         self._client = client
         self._default_resync = default_resync
         self._namespace = namespace
         self._clock: Clock = clock or RealClock()
         self._transform = transform
         self._page_size = page_size
+        self._watch_list = watch_list
         self._lock = threading.Lock()
         self._informers: dict[_Key, SharedIndexInformer] = {}
         self._started: dict[_Key, threading.Thread] = {}
@@ -99,6 +105,7 @@ class SharedInformerFactory:
                     indexers={NAMESPACE_INDEX: meta_namespace_index_func},
                     transform=typed(resource, self._transform), clock=self._clock,
                     name=_informer_name(key), page_size=self._page_size,
+                    watch_list=self._watch_list,
                 )
                 self._informers[key] = informer
             if indexers:

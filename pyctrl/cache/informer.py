@@ -18,6 +18,9 @@ Contract (client-go ``sharedIndexInformer``):
   1 s are raised to 1 s; a handler added after start cannot resync faster than the
   informer's check period.
 * ``has_synced()`` is True once the initial LIST has been fully processed into the cache.
+* ``watch_list=True``: the initial state (and every relist) comes from a streaming list
+  instead of paged LISTs, falling back to LISTs when the server cannot (see
+  :class:`~pyctrl.cache.reflector.Reflector`).
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ class SharedIndexInformer:
                  clock: Clock | None = None, name: str = "",
                  detect_mutations: bool | None = None, page_size: int = 500,
                  watch_silence_timeout: float | None = None,
-                 initial_list_resource_version: str = "") -> None:
+                 initial_list_resource_version: str = "", watch_list: bool = False) -> None:
         self.name = name or "informer"
         self._lw = lw
         self._clock: Clock = clock or RealClock()
@@ -91,6 +94,7 @@ class SharedIndexInformer:
         self._page_size = page_size
         self._watch_silence_timeout = watch_silence_timeout
         self._initial_list_rv = initial_list_resource_version
+        self._watch_list = watch_list
         self._indexer = Indexer(indexers=indexers)
         self._processor = SharedProcessor()
         self._lock = threading.Lock()
@@ -217,7 +221,7 @@ class SharedIndexInformer:
                 self._lw, fifo, name=f"{self.name}-reflector", clock=self._clock,
                 page_size=self._page_size, watch_silence_timeout=self._watch_silence_timeout,
                 initial_list_resource_version=self._initial_list_rv,
-                transform=self._transform,
+                transform=self._transform, watch_list=self._watch_list,
             )
             with self._block_deltas:
                 for listener in self._processor.listeners():

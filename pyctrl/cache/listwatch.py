@@ -24,6 +24,10 @@ the consumer with Python's cyclic garbage collector paused
 walks the fresh objects; the collector resumes when the consumer asks for the next page,
 before that page is awaited.
 
+:meth:`ListWatch.watch_list` opens the streaming list of :mod:`pyctrl.cache.watchlist` (a
+WATCH with ``send_initial_events``) straight through the client, even in a subclass that
+overrides ``watch``.
+
 With ``metadata_only=True`` every LIST and WATCH asks for ``PartialObjectMetadata`` (see
 :class:`pyctrl.kube.ListOptions`): pages and events carry only each object's metadata, typed
 ``meta.k8s.io/v1`` ``PartialObjectMetadata`` (or the full objects, from a server that cannot
@@ -130,6 +134,13 @@ class ListWatch:
                                  resource_version=resource_version,
                                  timeout_seconds=timeout_seconds,
                                  allow_watch_bookmarks=allow_watch_bookmarks)
+
+    def watch_list(self, *, resource_version: str, timeout_seconds: int) -> WatchStream:
+        """A WATCH that first streams the current objects, ended by the initial-events-end
+        bookmark (see :mod:`pyctrl.cache.watchlist`)."""
+        return self.client.watch(self.resource, self.namespace, options=self._selectors,
+                                 resource_version=resource_version,
+                                 timeout_seconds=timeout_seconds, send_initial_events=True)
 
 
 class _Fetcher:

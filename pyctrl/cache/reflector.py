@@ -32,6 +32,16 @@ Contract:
   :class:`~pyctrl.cache.listwatch.ListWatch` over a RESTClient requests page N+1 while page
   N is decoded and transformed), else from ``list`` one call per page. The generator is
   closed (its prefetch thread joined) when the list ends, fails or is stopped.
+* ``watch_list=True`` (client-go's WatchListClient, KEP-3157) syncs by a streaming list
+  instead of a LIST: one WATCH with ``sendInitialEvents`` from the version a LIST would ask
+  for, whose initial events up to the ``k8s.io/initial-events-end`` bookmark become the
+  ``replace`` (streamed to a ``stream_initial`` store in ``page_size`` batches; see
+  :mod:`pyctrl.cache.watchlist`), after which the same stream goes on as the watch. A 410 on
+  a non-empty version retries at once with "" (a consistent read); other failures are the
+  list-and-watch's (logged, backed off, retried as a watch-list). A server that refuses the
+  request (the WatchList feature gate off, or older than it) or ignores it (an ordinary
+  bookmark first), or a lister without ``watch_list``, turns it off for this reflector: one
+  warning, and paged LISTs from then on (at once, in the same attempt).
 * ``transform`` (optional) is applied to every listed object page by page, and to every
   watched object, before the store sees it (see :mod:`pyctrl.cache.mutation`).
 * A store with ``stream_initial`` (the DeltaFIFO) gets each page of the first list as soon as
@@ -57,7 +67,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Protocol
 
 import structlog
@@ -66,6 +76,7 @@ from pyctrl._errorlog import ErrorLog
 from pyctrl.cache.backoff import Backoff
 from pyctrl.cache.keys import DeletedFinalStateUnknown
 from pyctrl.cache.listwatch import ListerWatcher, sequential_pages
+from pyctrl.cache.watchlist import initial_events, rejects_watch_list
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import (
     ApiError,
@@ -79,7 +90,7 @@ from pyctrl.errors import (
     from_status,
 )
 from pyctrl.kube.body import gc_paused
-from pyctrl.kube.interface import Object, WatchStream
+from pyctrl.kube.interface import Object, WatchEvent, WatchStream
 from pyctrl.kube.resource import Resource
 
 __all__ = ["Reflector", "ReflectorStore"]
@@ -110,6 +121,10 @@ class _Relist(Exception):
     pass
 
 
+# An open watch: the stream, its one event iterator, and when it was opened.
+_Opened = tuple[WatchStream, Iterator[WatchEvent], float]
+
+
 def _is_expired(err: BaseException) -> bool:
     if isinstance(err, Gone):
         return True
@@ -137,7 +152,7 @@ class Reflector:
                  backoff_reset: float = 120.0, backoff_jitter: float = 1.0,
                  initial_list_resource_version: str = "",
                  transform: Callable[[Object], Object] | None = None,
-                 rand: random.Random | None = None) -> None:
+                 rand: random.Random | None = None, watch_list: bool = False) -> None:
         if min_watch_timeout <= 0 or max_watch_timeout < min_watch_timeout:
             raise ValueError("need 0 < min_watch_timeout <= max_watch_timeout")
         self.name = name or "reflector"
@@ -164,6 +179,7 @@ class Reflector:
         self._stream: WatchStream | None = None
         self._last_activity = 0.0
         self._silenced = False
+        self._watch_list = watch_list
 
     # -- public ---------------------------------------------------------------------------
     def last_sync_resource_version(self) -> str:
@@ -208,12 +224,14 @@ class Reflector:
                              reflector=self.name, retry_in=round(delay, 3))
 
     def list_and_watch(self, stop: threading.Event) -> None:
-        """One LIST, then WATCHes until a relist is needed (returns) or a hard error."""
-        self._list(stop)
+        """One LIST (or watch-list), then WATCHes until a relist is needed (returns) or a
+        hard error."""
+        opened = self._sync(stop)
         listed_rv = self._last_rv
         while not stop.is_set():
+            first, opened = opened, None
             try:
-                self._watch_once(stop)
+                self._watch_once(stop, first)
             except _Relist:
                 return
             except _Stopped:
@@ -236,7 +254,77 @@ class Reflector:
                 if self._clock.sleep(delay, stop):
                     raise _Stopped from None
 
-    # -- LIST -------------------------------------------------------------------------------
+    # -- LIST or watch-list ----------------------------------------------------------------
+    def _sync(self, stop: threading.Event) -> _Opened | None:
+        """Fill the store: by watch-list (returning its open stream) when on, else LIST."""
+        if self._watch_list:
+            opened = self._watch_list_sync(stop)
+            if opened is not None:
+                return opened
+        self._list(stop)
+        return None
+
+    def _watch_list_off(self, reason: str) -> None:
+        self._watch_list = False
+        log.warning("watch-list not supported, syncing with paged LIST from now on",
+                    reflector=self.name, reason=reason)
+
+    def _watch_list_sync(self, stop: threading.Event) -> _Opened | None:
+        """A watch-list into the store; None (and watch-list off) if the server or lister
+        cannot do it."""
+        watch_list = getattr(self._lw, "watch_list", None)
+        if watch_list is None:
+            self._watch_list_off("the lister has no watch_list")
+            return None
+        rv = self._relist_resource_version()
+        while True:
+            if stop.is_set():
+                raise _Stopped
+            started = self._clock.monotonic()
+            try:
+                stream: WatchStream = watch_list(resource_version=rv,
+                                                 timeout_seconds=self._watch_timeout())
+            except ApiError as err:
+                if rejects_watch_list(err):
+                    self._watch_list_off(str(err))
+                    return None
+                if rv == "" or not _is_expired(err):
+                    raise
+                self._rv_unavailable, rv = True, ""  # that version is gone: a consistent one
+                continue
+            break
+        self._opened(stream, started)
+        events = iter(stream)
+        try:
+            clock = self._clock
+
+            def on_event() -> None:
+                self._last_activity = clock.monotonic()
+                if stop.is_set():
+                    raise _Stopped
+
+            synced = initial_events(events, transform=self._transform,
+                                    stream_to=getattr(self._store, "stream_initial", None),
+                                    batch_size=self._page_size, on_event=on_event)
+        except BaseException:
+            self._closed(stream)
+            if stop.is_set():
+                raise _Stopped from None
+            raise
+        if synced is None:
+            self._closed(stream)
+            self._watch_list_off("the server sent an ordinary bookmark first: it ignores "
+                                 "sendInitialEvents")
+            return None
+        items, synced_rv = synced
+        self._rv_unavailable = False
+        with gc_paused():
+            self._store.replace(items, synced_rv)
+        self._last_rv = synced_rv
+        log.debug("watch-listed", reflector=self.name, items=len(items),
+                  resource_version=synced_rv)
+        return stream, events, started
+
     def _relist_resource_version(self) -> str:
         if self._rv_unavailable:
             return ""
@@ -313,19 +401,35 @@ class Reflector:
         return list(full), md.get("resourceVersion", "")
 
     # -- WATCH ------------------------------------------------------------------------------
-    def _watch_once(self, stop: threading.Event) -> None:
-        timeout = int(self._min_watch + self._rand.random() * (self._max_watch - self._min_watch))
-        started = self._clock.monotonic()
-        stream = self._lw.watch(resource_version=self._last_rv, timeout_seconds=timeout,
-                                allow_watch_bookmarks=True)
+    def _watch_timeout(self) -> int:
+        return int(self._min_watch + self._rand.random() * (self._max_watch - self._min_watch))
+
+    def _opened(self, stream: WatchStream, started: float) -> None:
+        """Hand a newly opened watch to the watchdog (stop and silence close it)."""
         with self._lock:
             self._stream = stream
             self._last_activity = started
             self._silenced = False
+
+    def _closed(self, stream: WatchStream) -> None:
+        with self._lock:
+            self._stream = None
+        stream.close()
+
+    def _watch_once(self, stop: threading.Event, opened: _Opened | None = None) -> None:
+        if opened is None:
+            started = self._clock.monotonic()
+            stream = self._lw.watch(resource_version=self._last_rv,
+                                    timeout_seconds=self._watch_timeout(),
+                                    allow_watch_bookmarks=True)
+            self._opened(stream, started)
+            events = iter(stream)
+        else:  # the watch-list's stream, past its initial events
+            stream, events, started = opened
         if stop.is_set():
             stream.close()
         try:
-            count = self._handle_stream(stream, stop)
+            count = self._handle_stream(events, stop)
         except Exception:
             with self._lock:
                 silenced = self._silenced
@@ -333,9 +437,7 @@ class Reflector:
                 raise
             count = -1
         finally:
-            with self._lock:
-                self._stream = None
-            stream.close()
+            self._closed(stream)
         if stop.is_set():
             raise _Stopped
         with self._lock:
@@ -347,12 +449,12 @@ class Reflector:
         if count == 0 and self._clock.monotonic() - started < _SHORT_WATCH_SECONDS:
             raise ServerError("very short watch: ended with no events", 0, "ShortWatch")
 
-    def _handle_stream(self, stream: WatchStream, stop: threading.Event) -> int:
+    def _handle_stream(self, events: Iterator[WatchEvent], stop: threading.Event) -> int:
         store = self._store
         clock = self._clock
         transform = self._transform
         count = 0
-        for event in stream:
+        for event in events:
             self._last_activity = clock.monotonic()
             if stop.is_set():
                 break

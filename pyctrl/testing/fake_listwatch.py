@@ -5,14 +5,17 @@ Contract:
 * ``list`` answers with the next queued response, in order: a page (``queue_list`` /
   ``queue_list_pages``) or an :class:`pyctrl.errors.ApiError` to raise (``queue_list_error``).
   With nothing queued it raises ``ServerError`` (a test forgot to script a list).
-* ``watch`` returns the next queued :class:`FakeWatchStream` (``queue_watch``) or raises the
-  next queued error (``queue_watch_error``: e.g. ``ServerError``, ``TooManyRequests``,
-  ``Gone``). With nothing queued it opens a fresh stream that stays silent until closed, and
-  which the test can still script through ``streams[-1]``.
+* ``watch`` (and ``watch_list``, the streaming list: recorded in ``watch_calls`` with
+  ``send_initial_events=True``) returns the next queued :class:`FakeWatchStream`
+  (``queue_watch``) or raises the next queued error (``queue_watch_error``: e.g.
+  ``ServerError``, ``TooManyRequests``, ``Gone``). With nothing queued it opens a fresh
+  stream that stays silent until closed, and which the test can still script through
+  ``streams[-1]``.
 * A :class:`FakeWatchStream` yields what the test pushes (``add``/``modify``/``delete``/
-  ``bookmark``/``error``/``error_gone``), live, in order. ``end()`` drops the connection
-  after what is queued; with nothing queued and not ended it blocks ("silent") until
-  ``close()`` (which the reflector's stop/silence watchdog calls from another thread).
+  ``bookmark``/``initial_events_end``/``error``/``error_gone``), live, in order. ``end()``
+  drops the connection after what is queued; with nothing queued and not ended it blocks
+  ("silent") until ``close()`` (which the reflector's stop/silence watchdog calls from
+  another thread).
 * Every call is recorded (``list_calls``/``watch_calls``: the keyword arguments), and
   ``wait_for_*`` lets a test block (real time, bounded) until the code under test got there.
 """
@@ -26,6 +29,7 @@ from typing import Any
 
 from pyctrl.errors import ApiError, ServerError
 from pyctrl.kube.interface import Object, WatchEvent
+from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION
 
 __all__ = ["FakeListWatch", "FakeWatchStream"]
 
@@ -67,6 +71,12 @@ class FakeWatchStream:
         return self.push({"type": "ERROR", "object": {
             "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
             "reason": reason, "message": message or f"error {code}"}})
+
+    def initial_events_end(self, resource_version: str) -> FakeWatchStream:
+        """The BOOKMARK that ends a watch-list's initial events."""
+        return self.push({"type": "BOOKMARK", "object": {"metadata": {
+            "resourceVersion": resource_version,
+            "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"}}}})
 
     def error_gone(self) -> FakeWatchStream:
         return self.error(410, "Expired", "too old resource version: 1 (2)")
@@ -179,10 +189,18 @@ class FakeListWatch:
 
     def watch(self, *, resource_version: str, timeout_seconds: int,
               allow_watch_bookmarks: bool) -> FakeWatchStream:
+        return self._open({"resource_version": resource_version,
+                           "timeout_seconds": timeout_seconds,
+                           "allow_watch_bookmarks": allow_watch_bookmarks})
+
+    def watch_list(self, *, resource_version: str, timeout_seconds: int) -> FakeWatchStream:
+        return self._open({"resource_version": resource_version,
+                           "timeout_seconds": timeout_seconds, "allow_watch_bookmarks": True,
+                           "send_initial_events": True})
+
+    def _open(self, call: dict[str, Any]) -> FakeWatchStream:
         with self._cond:
-            self.watch_calls.append({"resource_version": resource_version,
-                                     "timeout_seconds": timeout_seconds,
-                                     "allow_watch_bookmarks": allow_watch_bookmarks})
+            self.watch_calls.append(call)
             answer = self._watches.popleft() if self._watches else FakeWatchStream()
             if isinstance(answer, FakeWatchStream):
                 self.streams.append(answer)
