@@ -12,6 +12,7 @@ its typed class is the cost every typed read pays, and msgspec's is the lowest o
 candidates while its classes type-check like dataclasses.
 """
 
+from pyctrl.api.conversion import STASH_ANNOTATION, Conversion, ConversionError
 from pyctrl.api.crd import crd, crds, kind_info, to_yaml
 from pyctrl.api.markers import (
     Default,
@@ -62,7 +63,10 @@ from pyctrl.api.types import (
 )
 
 __all__ = [
+    "STASH_ANNOTATION",
     "Condition",
+    "Conversion",
+    "ConversionError",
     "DecodeError",
     "Default",
     "Embedded",

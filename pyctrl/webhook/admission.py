@@ -10,10 +10,14 @@ Contract:
   anything else it raises is answered with HTTP 500 and logged.
 * :func:`review_request` checks the envelope (``apiVersion``, ``kind``, a request with a
   string ``uid``) and returns the request, or raises :class:`ReviewError`.
+* A :class:`ReviewHandler` is an object answering a whole review body itself (its
+  ``handle_review(review)`` returns the response body): how other review types share the
+  server, e.g. the ``apiextensions.k8s.io/v1`` ConversionReview of
+  :class:`pyctrl.api.Conversion`. It raises :class:`ReviewError` for a body it can not read.
 * :func:`review_response` wraps a response into the AdmissionReview the API server expects,
   echoing the request's ``uid``; :func:`handle_review` is ``review_request`` + handler +
-  ``review_response``. Fields that are unset are omitted, so an allowed response is exactly
-  ``{"uid": ..., "allowed": true}``.
+  ``review_response`` (or the ReviewHandler's own ``handle_review``). Fields that are unset
+  are omitted, so an allowed response is exactly ``{"uid": ..., "allowed": true}``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Protocol, cast, runtime_checkable
 
 import orjson
 
@@ -30,6 +34,8 @@ __all__ = [
     "AdmissionResponse",
     "Handler",
     "ReviewError",
+    "ReviewHandler",
+    "ServedHandler",
     "allowed",
     "denied",
     "handle_review",
@@ -56,7 +62,18 @@ class AdmissionResponse:
     warnings: Sequence[str] = field(default_factory=tuple)
 
 
+@runtime_checkable
+class ReviewHandler(Protocol):
+    """Answers a whole review body (request envelope in, response envelope out)."""
+
+    def handle_review(self, review: Mapping[str, object]) -> dict[str, object]:
+        """The response body for ``review``; :class:`ReviewError` if it is unreadable."""
+        ...
+
+
 Handler = Callable[[Mapping[str, object]], AdmissionResponse]
+ServedHandler = Handler | ReviewHandler
+"""What :class:`pyctrl.webhook.WebhookServer` serves at a path: either kind of handler."""
 
 
 def allowed(*warnings: str) -> AdmissionResponse:
@@ -103,7 +120,9 @@ def review_response(uid: str, response: AdmissionResponse) -> dict[str, object]:
     return {"apiVersion": REVIEW_API_VERSION, "kind": "AdmissionReview", "response": body}
 
 
-def handle_review(handler: Handler, review: Mapping[str, object]) -> dict[str, object]:
+def handle_review(handler: ServedHandler, review: Mapping[str, object]) -> dict[str, object]:
     """Check ``review``, run ``handler`` on its request and wrap the answer."""
+    if isinstance(handler, ReviewHandler):
+        return handler.handle_review(review)
     request = review_request(review)
     return review_response(cast(str, request["uid"]), handler(request))

@@ -3,7 +3,8 @@
 Contract:
 
 * :class:`WebhookServer` serves ``POST <path>`` for every registered
-  :data:`~pyctrl.webhook.admission.Handler` (AdmissionReview in, AdmissionReview out) and
+  :data:`~pyctrl.webhook.admission.Handler` (AdmissionReview in, AdmissionReview out;
+  a :class:`~pyctrl.webhook.admission.ReviewHandler` answers other reviews, e.g. conversion) and
   ``GET /healthz`` / ``GET /readyz``. It is a Manager runnable: ``run(stop)`` starts, serves
   until ``stop`` is set and shuts down. :meth:`start` loads the certificate and binds
   synchronously, so a missing certificate directory raises :class:`CertificateError` (naming
@@ -50,7 +51,7 @@ import structlog
 from pyctrl.clock import Clock
 from pyctrl.frontend import Frontend, FrontendConfig, Reply, Request, RequestHead, text
 from pyctrl.frontend import Handler as HTTPHandler
-from pyctrl.webhook.admission import Handler, ReviewError, handle_review
+from pyctrl.webhook.admission import ReviewError, ServedHandler, handle_review
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
 
 __all__ = ["CertificateError", "WebhookServer", "WebhookServerConfig"]
@@ -116,12 +117,12 @@ class WebhookServer:
     """The HTTPS admission server (see module docstring)."""
 
     def __init__(self, config: WebhookServerConfig,
-                 handlers: Mapping[str, Handler] | None = None, *,
+                 handlers: Mapping[str, ServedHandler] | None = None, *,
                  clock: Clock | None = None) -> None:
         self.config = config
         self.certs = CertWatcher(config.cert_file, config.key_file, clock=clock,
                                  interval=config.cert_poll_seconds)
-        self._handlers: dict[str, Handler] = {}
+        self._handlers: dict[str, ServedHandler] = {}
         for path, handler in (handlers or {}).items():
             self.register(path, handler)
         self._lock = threading.Lock()
@@ -132,7 +133,7 @@ class WebhookServer:
         self.ready = threading.Event()  # set while listening with a loaded certificate
 
     # -- wiring -------------------------------------------------------------------------
-    def register(self, path: str, handler: Handler) -> None:
+    def register(self, path: str, handler: ServedHandler) -> None:
         """Serve ``handler`` at ``POST path``; register before :meth:`start`."""
         if not path.startswith("/") or path in ("/healthz", "/readyz"):
             raise ValueError(f"invalid webhook path {path!r}")
@@ -220,7 +221,7 @@ class WebhookServer:
         return lambda request: self._handle(request, handler)
 
     @staticmethod
-    def _handle(request: Request, handler: Handler) -> Reply:
+    def _handle(request: Request, handler: ServedHandler) -> Reply:
         path, body = request.path, request.body
         try:
             review = orjson.loads(body)

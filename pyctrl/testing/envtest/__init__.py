@@ -19,6 +19,7 @@ from pyctrl.testing.envtest.webhooks import (
     LocalWebhookServer,
     WebhookInstallError,
     install_webhooks,
+    rewrite_conversion_webhook,
     rewrite_webhook_configuration,
 )
 
@@ -35,5 +36,6 @@ __all__ = [
     "find_binaries",
     "install_webhooks",
     "load_manifests",
+    "rewrite_conversion_webhook",
     "rewrite_webhook_configuration",
 ]

@@ -51,7 +51,7 @@ from typing import Any
 from pyctrl.clock import RealClock
 from pyctrl.testing.envtest.http import AdminHttp
 from pyctrl.testing.envtest.manifests import load_manifests
-from pyctrl.webhook import CertificatePaths, Handler, WebhookServer, WebhookServerConfig
+from pyctrl.webhook import CertificatePaths, ServedHandler, WebhookServer, WebhookServerConfig
 from pyctrl.webhook import generate_certs as _generate_certs
 
 __all__ = [
@@ -64,6 +64,7 @@ __all__ = [
     "install_serving_cert",
     "install_webhooks",
     "namespace_selector",
+    "rewrite_conversion_webhook",
     "rewrite_webhook_configuration",
     "webhook_calls",
     "webhook_configurations",
@@ -171,6 +172,27 @@ def rewrite_webhook_configuration(
         if selector is not None:
             webhook["namespaceSelector"] = _and_selectors(webhook.get("namespaceSelector"),
                                                           selector)
+    return out
+
+
+def rewrite_conversion_webhook(crd: Mapping[str, Any], url_base: str,
+                               ca_pem: bytes) -> dict[str, Any]:
+    """``crd`` (a CustomResourceDefinition with ``conversion.strategy: Webhook``) with its
+    conversion webhook pointed at ``url_base`` plus the path of its ``service`` (``/`` when
+    it has none) and ``ca_pem`` trusted: how a test serves conversion from this host."""
+    if crd.get("kind") != "CustomResourceDefinition":
+        raise ValueError(f"not a CRD: kind {crd.get('kind')!r}")
+    if not url_base.startswith("https://"):
+        raise ValueError(f"the apiserver calls webhooks over https only, got {url_base!r}")
+    out = copy.deepcopy(dict(crd))
+    conversion = out.get("spec", {}).get("conversion") or {}
+    if conversion.get("strategy") != "Webhook":
+        raise ValueError(f"CRD {out.get('metadata', {}).get('name')} has no conversion webhook")
+    webhook = conversion.setdefault("webhook", {})
+    webhook.setdefault("conversionReviewVersions", ["v1"])
+    webhook["clientConfig"] = {
+        "url": url_base.rstrip("/") + _url_path(webhook.get("clientConfig") or {}),
+        "caBundle": base64.b64encode(ca_pem).decode("ascii")}
     return out
 
 
@@ -358,7 +380,7 @@ def install_serving_cert(source: CertificatePaths, cert_dir: Path) -> None:
 class LocalWebhookServer:
     """A :class:`WebhookServer` on 127.0.0.1 with its own certificates (module docstring)."""
 
-    def __init__(self, handlers: Mapping[str, Handler], directory: Path, *,
+    def __init__(self, handlers: Mapping[str, ServedHandler], directory: Path, *,
                  cert_poll_seconds: float = 0.2) -> None:
         self.handlers = dict(handlers)
         self.directory = Path(directory)

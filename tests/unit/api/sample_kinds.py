@@ -89,3 +89,24 @@ class WebsiteV1alpha1(api.Object):
 @api.kind("web.pyctrl.io/v1", "Cluster", scope="Cluster", status_subresource=False)
 class Cluster(api.Object):
     spec: dict[str, str] = api.field(default_factory=dict)
+
+
+def website_from_v1alpha1(old: WebsiteV1alpha1) -> Website:
+    spec = old.spec
+    return Website(spec=WebsiteSpec(host=spec.host, image=spec.image, replicas=spec.replicas),
+                   status=old.status)
+
+
+def website_to_v1alpha1(new: Website) -> WebsiteV1alpha1:
+    spec = new.spec
+    return WebsiteV1alpha1(spec=WebsiteSpecV1alpha1(host=spec.host, image=spec.image,
+                                                    replicas=spec.replicas),
+                           status=new.status)
+
+
+def website_conversion() -> api.Conversion[Website]:
+    """v1 is the hub; v1alpha1 lacks maxReplicas, tier, routes and pod."""
+    conversion = api.Conversion(Website)
+    conversion.spoke(WebsiteV1alpha1, to_hub=website_from_v1alpha1,
+                     from_hub=website_to_v1alpha1)
+    return conversion
