@@ -21,6 +21,9 @@ Contract:
   listener and aborts every client connection at once, then joins the loop thread and the
   workers, waiting at most ``shutdown_timeout_seconds`` in all (a handler still running
   after that is logged); it is idempotent.
+* :meth:`start` raises the process's soft open-file limit when it is below
+  ``max_connections`` plus some headroom (up to the hard limit; Go's runtime raises it at
+  start-up), and logs a warning when even the hard limit is below.
 * Deadlines run on the event loop's monotonic clock: they bound real sockets, so they are
   real time whatever Clock the rest of the program uses.
 """
@@ -50,6 +53,7 @@ log = structlog.get_logger(__name__)
 
 _REAL = RealClock()
 _MIB = 1024 * 1024
+_FD_HEADROOM = 256  # files besides client connections (listeners, API clients, logs)
 _LOG_INTERVAL = 10.0  # at most one line per interval for floods (refusals, deadlines)
 
 
@@ -283,8 +287,22 @@ class Frontend:
                       message=str(context.get("message")), error=repr(context.get("exception")))
 
     def _check_fd_limit(self) -> None:
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft != resource.RLIM_INFINITY and soft < self.config.max_connections + 64:
+        # As Go's runtime does at start-up, raise the soft open-file limit (often 1024) when
+        # the connection cap needs more; only as far as needed, never above the hard limit.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = self.config.max_connections + _FD_HEADROOM
+        if soft == resource.RLIM_INFINITY or soft >= want:
+            return
+        target = want if hard == resource.RLIM_INFINITY else min(hard, want)
+        if target > soft:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+                log.info("raised the open-file limit for the connection cap", server=self.name,
+                         nofile=target, previous=soft)
+                soft = target
+            except (ValueError, OSError) as err:
+                log.debug("could not raise the open-file limit", error=str(err))
+        if soft < want:
             log.warning("the open-file limit is below the connection cap; connections past it "
                         "fail to be accepted", server=self.name, nofile=soft,
                         max_connections=self.config.max_connections)

@@ -4,6 +4,7 @@ the header deadline is separate from the request's, per-client caps, routes and 
 from __future__ import annotations
 
 import http.client
+import resource
 import socket
 import ssl
 import threading
@@ -191,6 +192,18 @@ def test_shutdown_aborts_clients_at_once_and_is_bounded_with_a_handler_stuck(
         stuck.close()
     eventually(lambda: not any(t.name.startswith("test-") for t in threading.enumerate()),
                what="worker threads ended")
+
+
+def test_start_raises_a_low_open_file_limit_to_cover_the_cap(serve: Any) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 3000:
+        pytest.skip(f"the hard open-file limit ({hard}) is too low to show it")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:
+        serve(max_connections=2000)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 2000 + 256
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_config_is_validated() -> None:
