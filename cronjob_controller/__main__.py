@@ -48,6 +48,7 @@ from pyctrl import (
 from pyctrl.duration import duration_arg
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.kube import JOBS, ConfigError, RESTClient
+from pyctrl.leaderelection import default_identity
 from pyctrl.serving import serving_context
 from pyctrl.sharding import ShardingOptions
 from pyctrl.webhook import WebhookServer, WebhookServerConfig
@@ -223,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    identity = f"{os.environ.get('POD_NAME') or os.uname().nodename}_{uuid.uuid4().hex[:8]}"
+    identity = default_identity()
     election: LeaderElectionOptions | None = None
     sharding: ShardingOptions | None = None
     if args.sharding:

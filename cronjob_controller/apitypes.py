@@ -28,7 +28,7 @@ from cronjob_controller.validation import (
     InvalidCronJobError,
     type_errors,
 )
-from pyctrl.kube import Resource
+from pyctrl.kube import Resource, format_time  # format_time: pyctrl's one metav1.Time
 
 __all__ = [
     "API_VERSION", "CONDITION_READY", "CRONJOBS", "GROUP", "KIND", "REASON_INVALID_SCHEDULE",
@@ -77,11 +77,6 @@ def format_rfc3339(t: datetime) -> str:
     minutes = int(offset.total_seconds()) // 60
     sign = "+" if minutes >= 0 else "-"
     return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-
-
-def format_time(t: datetime) -> str:
-    """A metav1.Time string: RFC 3339 in UTC, seconds precision."""
-    return format_rfc3339(t.astimezone(UTC))
 
 
 def condition_reason(errors: Sequence[FieldError]) -> str:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from pyctrl.duration import parse_go_duration as _parse_go_duration
+
 __all__ = [
     "MIN_EVERY",
     "CronFields",
@@ -211,53 +213,13 @@ def _parse_fields(spec: str) -> CronFields:
     )
 
 
-_DURATION_UNITS = {
-    "ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
-    "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,
-}
-_NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?")
-_UNIT = re.compile(r"[^0-9.]*")
-_MAX_DURATION = 2**63 - 1
-
-
 def parse_go_duration(text: str) -> int:
-    """Nanoseconds in a Go ``time.ParseDuration`` string such as ``1h30m`` or ``1.5h``."""
-    rest = text
-    negative = rest[:1] == "-"
-    if rest[:1] in ("-", "+"):
-        rest = rest[1:]
-    if rest == "0":
-        return 0
-    if not rest:
-        raise ScheduleError(f'invalid duration "{text}"')
-    total = 0
-    while rest:
-        number = _NUMBER.match(rest)
-        assert number is not None  # the pattern matches the empty string
-        whole, fraction = number.group(1), number.group(2) or ""
-        if not whole and not fraction:
-            raise ScheduleError(f'invalid duration "{text}"')
-        rest = rest[number.end():]
-        unit_match = _UNIT.match(rest)
-        unit = unit_match.group(0) if unit_match else ""
-        if not unit:
-            raise ScheduleError(f'missing unit in duration "{text}" (use ns, us, ms, s, m or h)')
-        if unit not in _DURATION_UNITS:
-            raise ScheduleError(
-                f'unknown unit "{unit}" in duration "{text}" (use ns, us, ms, s, m or h)')
-        rest = rest[len(unit):]
-        scale = _DURATION_UNITS[unit]
-        whole = whole.lstrip("0")
-        if len(whole) > 19:  # beyond int64 in any unit; and spares int() a huge string
-            raise ScheduleError(f'invalid duration "{text}": too large')
-        total += int(whole or "0") * scale
-        if fraction:
-            # Go stops reading fraction digits once they exceed its precision; so do we.
-            fraction = fraction[:18]
-            total += int(fraction) * scale // 10 ** len(fraction)
-        if total > _MAX_DURATION:
-            raise ScheduleError(f'invalid duration "{text}": too large')
-    return -total if negative else total
+    """Nanoseconds in a Go ``time.ParseDuration`` string (:func:`pyctrl.duration.
+    parse_go_duration`, Go's messages) raising :class:`ScheduleError`."""
+    try:
+        return _parse_go_duration(text)
+    except ValueError as err:
+        raise ScheduleError(str(err)) from None
 
 
 # --------------------------------------------------------------------------------------

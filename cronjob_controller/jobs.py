@@ -13,8 +13,8 @@ Contract:
   ``Failed`` condition is True. ``SuccessCriteriaMet`` / ``FailureTarget`` (batch/v1 since
   1.31) only announce that outcome while pods are still terminating, so such a Job is still
   active (it still counts for Forbid/Replace) until the terminal condition arrives.
-* Ownership is by UID only (:func:`is_controlled_by`): a Job of a deleted-and-recreated
-  CronJob of the same name is not ours.
+* Ownership is by UID only (:func:`is_controlled_by`, ``pyctrl.is_controlled_by`` given the
+  CronJob's uid): a Job of a deleted-and-recreated CronJob of the same name is not ours.
 * :func:`age_key` orders finished Jobs for history cleanup: oldest start time first.
 * :func:`scheduled_time_of` reads the scheduled-timestamp annotation; given the CronJob's
   name it falls back to the ``<name>-<unix minutes>`` suffix (upstream's
@@ -36,7 +36,7 @@ from cronjob_controller.api import (
     format_rfc3339,
     parse_time,
 )
-from pyctrl import controller_of
+from pyctrl import controller_of, is_controlled_by
 
 __all__ = [
     "JobFinishedType",
@@ -172,8 +172,3 @@ def controller_uid_of(obj: Mapping[str, object]) -> str | None:
     ref = controller_of(obj)
     uid = ref.get("uid") if ref is not None else None
     return uid if isinstance(uid, str) else None
-
-
-def is_controlled_by(job: Mapping[str, object], uid: str) -> bool:
-    """Whether ``job``'s controller reference points at the object with ``uid``."""
-    return bool(uid) and controller_uid_of(job) == uid

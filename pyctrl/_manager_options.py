@@ -5,7 +5,8 @@ ValueError naming the field otherwise). There is one way to configure each thing
 
 * :class:`LeaderElectionOptions` (``ManagerOptions.leader_election``; None: no election, the
   controllers run at once): a ``coordination.k8s.io/v1`` Lease named ``id`` in ``namespace``
-  held as ``identity`` (default ``<hostname>_<uuid>``), with client-go's timing (15 / 10 / 2 s,
+  held as ``identity`` (default :func:`pyctrl.leaderelection.default_identity`), with
+  client-go's timing (15 / 10 / 2 s,
   jitter 1.2; ``lease_duration > renew_deadline > jitter_factor * retry_period``) and
   ``release_on_cancel`` (True: a clean stop hands the Lease over at once). ``lock`` replaces
   the Lease with a lock of your own (tests use :class:`pyctrl.testing.FakeLock`); ``id`` then
@@ -28,22 +29,15 @@ The Manager's dependencies (client, registry, clock) are arguments of the Manage
 
 from __future__ import annotations
 
-import socket
-import uuid
 from dataclasses import dataclass, field
 
 from pyctrl.kube.interface import Client
-from pyctrl.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLock
+from pyctrl.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLock, default_identity
 from pyctrl.leaderelection.config import check_timing
 from pyctrl.serving import Authorizer, parse_bind_address
 
 __all__ = ["HealthOptions", "LeaderElectionOptions", "ManagerOptions", "MetricsOptions",
            "default_identity"]
-
-
-def default_identity() -> str:
-    """``<hostname>_<uuid>``: unique per process, readable in the Lease."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
 def _check_bind(what: str, address: str) -> None:

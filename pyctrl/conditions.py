@@ -24,6 +24,7 @@ from collections.abc import MutableSequence, Sequence
 from typing import Any
 
 from pyctrl.clock import Clock, RealClock
+from pyctrl.kube.meta import format_time
 
 __all__ = [
     "Condition",
@@ -34,7 +35,6 @@ __all__ = [
 ]
 
 Condition = dict[str, Any]
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def find_status_condition(conditions: Sequence[Condition] | None,
@@ -86,4 +86,4 @@ def remove_status_condition(conditions: MutableSequence[Condition], type: str) -
 
 
 def _now(clock: Clock | None) -> str:
-    return (clock or RealClock()).now().strftime(_TIME_FORMAT)
+    return format_time((clock or RealClock()).now())

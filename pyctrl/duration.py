@@ -1,50 +1,86 @@
-"""Durations as Kubernetes components take them on the command line (Go's time.ParseDuration).
+"""Durations as Kubernetes components write them (Go's ``time.ParseDuration``): one parser.
 
-Contract: :func:`parse_duration` accepts Go duration strings (``15s``, ``1m30s``, ``500ms``,
-``1.5h``, ``-2m``, ``0``; units ``ns``, ``us``/``µs``, ``ms``, ``s``, ``m``, ``h``; a sign
-applies to the whole string) and, for compatibility with earlier pyctrl flags, plain numbers
-meaning seconds (``2``, ``0.5``). It returns seconds as a float and raises ``ValueError``
-naming the input for anything else (no unit between numbers, unknown unit, empty, ``inf``,
-``nan``). :func:`duration_arg` is an argparse ``type`` that also refuses negative values.
+Contract:
+
+* :func:`parse_go_duration` is Go's ``time.ParseDuration``, exactly: a sign for the whole
+  string, then one or more ``<number><unit>`` parts (``1h30m``, ``1.5h``, ``.5s``, ``300ms``;
+  units ``ns``, ``us``/``µs``, ``ms``, ``s``, ``m``, ``h``; ``0`` alone needs no unit). It
+  returns integer nanoseconds and raises ``ValueError`` with Go's message (``invalid
+  duration``, ``missing unit in duration``, ``unknown unit``, ``too large`` beyond int64).
+* :func:`parse_duration` is the command-line form: a Go duration, or (for compatibility with
+  earlier pyctrl flags) a plain number of seconds (``2``, ``0.5``); surrounding blanks are
+  ignored. It returns seconds as a float and raises ``ValueError`` starting ``invalid
+  duration`` and naming the input for anything else (``inf``, ``nan``, ``1d``, ``1 m``...).
+* :func:`duration_arg` is an argparse ``type`` that also refuses negative values.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import re
 
-__all__ = ["duration_arg", "parse_duration"]
+__all__ = ["duration_arg", "parse_duration", "parse_go_duration"]
 
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-          "h": 3600.0}
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)")
+_UNITS_NS = {
+    "ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
+    "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,
+}
+_GO_NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?")
+_GO_UNIT = re.compile(r"[^0-9.]*")
+_MAX_DURATION = 2**63 - 1
+_SECONDS = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)")
+
+
+def parse_go_duration(text: str) -> int:
+    """Nanoseconds in a Go ``time.ParseDuration`` string such as ``1h30m`` or ``1.5h``."""
+    rest = text
+    negative = rest[:1] == "-"
+    if rest[:1] in ("-", "+"):
+        rest = rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        raise ValueError(f'invalid duration "{text}"')
+    total = 0
+    while rest:
+        number = _GO_NUMBER.match(rest)
+        assert number is not None  # the pattern matches the empty string
+        whole, fraction = number.group(1), number.group(2) or ""
+        if not whole and not fraction:
+            raise ValueError(f'invalid duration "{text}"')
+        rest = rest[number.end():]
+        unit_match = _GO_UNIT.match(rest)
+        unit = unit_match.group(0) if unit_match else ""
+        if not unit:
+            raise ValueError(f'missing unit in duration "{text}" (use ns, us, ms, s, m or h)')
+        if unit not in _UNITS_NS:
+            raise ValueError(
+                f'unknown unit "{unit}" in duration "{text}" (use ns, us, ms, s, m or h)')
+        rest = rest[len(unit):]
+        scale = _UNITS_NS[unit]
+        whole = whole.lstrip("0")
+        if len(whole) > 19:  # beyond int64 in any unit; and spares int() a huge string
+            raise ValueError(f'invalid duration "{text}": too large')
+        total += int(whole or "0") * scale
+        if fraction:
+            # Go stops reading fraction digits once they exceed its precision; so do we.
+            fraction = fraction[:18]
+            total += int(fraction) * scale // 10 ** len(fraction)
+        if total > _MAX_DURATION:
+            raise ValueError(f'invalid duration "{text}": too large')
+    return -total if negative else total
 
 
 def parse_duration(text: str) -> float:
     """Seconds in ``text`` (a Go duration or a plain number of seconds); see module docs."""
     s = text.strip()
-    if _NUMBER.fullmatch(s):
+    if _SECONDS.fullmatch(s):
         return float(s)
-    sign = 1.0
-    if s[:1] in ("+", "-"):
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if not s:
-        raise ValueError(f"invalid duration {text!r}")
-    total = 0.0
-    pos = 0
-    while pos < len(s):
-        m = _PART.match(s, pos)
-        if m is None:
-            raise ValueError(f"invalid duration {text!r} (use e.g. 15s, 1m30s, 500ms or a "
-                             "number of seconds)")
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not math.isfinite(total):
-        raise ValueError(f"invalid duration {text!r}")
-    return sign * total
+    try:
+        return parse_go_duration(s) / 1e9
+    except ValueError as err:
+        raise ValueError(f"invalid duration {text!r} (use e.g. 15s, 1m30s, 500ms or a number "
+                         f"of seconds): {err}") from None
 
 
 def duration_arg(text: str) -> float:

@@ -6,7 +6,8 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
   ``controller: true``; an object has at most one), or None. It is
   :func:`pyctrl.kube.meta.controller_of`, the one walk over owner references (the cache's
   controller-UID index uses it too).
-* :func:`is_controlled_by` is True when that reference's ``uid`` is the owner's uid.
+* :func:`is_controlled_by` is True when that reference's ``uid`` is the owner's uid; the
+  owner is given as an object or as its uid (never true for an empty uid).
 * :func:`owner_reference` builds a controller reference to ``owner`` (which needs
   ``apiVersion``, ``kind``, ``metadata.name`` and ``metadata.uid``: objects read from the
   cache carry apiVersion/kind, see :class:`pyctrl.cache.SharedInformerFactory`).
@@ -20,6 +21,7 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pyctrl.kube.interface import Object
@@ -48,11 +50,13 @@ def _group(api_version: object) -> str:
     return text.rpartition("/")[0] if "/" in text else ""
 
 
-def is_controlled_by(obj: Object, owner: Object) -> bool:
-    """True when ``owner`` (matched by uid) is ``obj``'s controller."""
+def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any] | str) -> bool:
+    """True when ``owner`` (an object, or its uid) is ``obj``'s controller, by uid."""
+    uid = owner if isinstance(owner, str) else (owner.get("metadata") or {}).get("uid")
+    if not uid:
+        return False
     ref = controller_of(obj)
-    uid = _meta(owner).get("uid")
-    return ref is not None and bool(uid) and ref.get("uid") == uid
+    return ref is not None and ref.get("uid") == uid
 
 
 def owner_reference(owner: Object, *, controller: bool = True,

@@ -1,6 +1,10 @@
 """Exponential backoff with jitter and a reset after a healthy period (client-go's
 ``ExponentialBackoffManager`` as the Reflector uses it).
 
+Named :class:`ExponentialBackoffManager` (client-go's name for it): it is a stateful source
+of delays, unlike :class:`pyctrl.retry.Backoff`, the retry *settings* (client-go's
+``wait.Backoff``). ``Backoff`` here is its old name, a deprecated alias.
+
 Contract: ``next()`` returns how long to wait before the next attempt. The base delay starts
 at ``initial``, doubles (``factor``) on every call up to ``maximum``, and returns to
 ``initial`` when more than ``reset_after`` seconds (by the injected clock) passed since the
@@ -13,12 +17,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from pyctrl._deprecation import alias_getattr
 from pyctrl.clock import Clock
 
-__all__ = ["Backoff"]
+__all__ = ["ExponentialBackoffManager"]
 
 
-class Backoff:
+class ExponentialBackoffManager:
     """Stateful exponential backoff (see module docstring). Not thread-safe: one owner."""
 
     __slots__ = ("_base", "_clock", "_factor", "_initial", "_jitter", "_last", "_max",
@@ -52,3 +57,8 @@ class Backoff:
     def reset(self) -> None:
         """Forget history: the next delay is ``initial`` again."""
         self._last = None
+
+
+# Deprecated name (README MIGRATION): one Backoff in pyctrl, the retry settings.
+__getattr__ = alias_getattr(__name__, {
+    "Backoff": (ExponentialBackoffManager, "pyctrl.cache.ExponentialBackoffManager")})

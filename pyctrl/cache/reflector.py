@@ -73,7 +73,7 @@ from typing import Protocol
 import structlog
 
 from pyctrl._errorlog import ErrorLog
-from pyctrl.cache.backoff import Backoff
+from pyctrl.cache.backoff import ExponentialBackoffManager
 from pyctrl.cache.keys import DeletedFinalStateUnknown
 from pyctrl.cache.listwatch import ListerWatcher, sequential_pages
 from pyctrl.cache.watchlist import initial_events, rejects_watch_list
@@ -168,9 +168,9 @@ class Reflector:
         if self._silence <= 0:
             raise ValueError("watch_silence_timeout must be positive")
         self._rand = rand or random.Random()
-        self._backoff = Backoff(self._clock, initial=backoff_initial, maximum=backoff_max,
-                                jitter=backoff_jitter, reset_after=backoff_reset,
-                                rand=self._rand.random)
+        self._backoff = ExponentialBackoffManager(
+            self._clock, initial=backoff_initial, maximum=backoff_max, jitter=backoff_jitter,
+            reset_after=backoff_reset, rand=self._rand.random)
         self._lock = threading.Lock()
         self._last_rv = ""
         self._initial_rv = initial_list_resource_version

@@ -19,6 +19,7 @@ from pyctrl.kube.interface import (
     WatchEvent,
     WatchStream,
 )
+from pyctrl.kube.meta import format_micro_time, format_time, parse_micro_time
 from pyctrl.kube.options import ListOptions
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import (
@@ -101,8 +102,11 @@ __all__ = [
     "WatchDecoder",
     "WatchEvent",
     "WatchStream",
+    "format_micro_time",
+    "format_time",
     "in_cluster",
     "load_config",
     "parse_field_selector",
     "parse_label_selector",
+    "parse_micro_time",
 ]

@@ -7,6 +7,7 @@ anyone else could take over when renewing fails, and releases it on a clean stop
 
 from pyctrl.leaderelection.config import LeaderCallbacks, LeaderElectionConfig
 from pyctrl.leaderelection.elector import LeaderElector
+from pyctrl.leaderelection.identity import default_identity
 from pyctrl.leaderelection.lease_lock import LeaseLock
 from pyctrl.leaderelection.lock import LeaderElectionRecord, ResourceLock
 
@@ -17,4 +18,5 @@ __all__ = [
     "LeaderElector",
     "LeaseLock",
     "ResourceLock",
+    "default_identity",
 ]

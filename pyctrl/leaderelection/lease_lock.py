@@ -5,36 +5,21 @@ acquireTime, renewTime, leaseTransitions); times are written as MicroTime
 (``2006-01-02T15:04:05.000000Z``). ``update`` sends the resourceVersion of the Lease this lock
 last read or wrote, so a concurrent writer makes it fail with Conflict (optimistic
 concurrency); the lock never blindly overwrites. Failures propagate as
-:mod:`pyctrl.errors` types.
+:mod:`pyctrl.errors` types. ``labels`` are set on a Lease this lock creates (updates send the
+Lease last read, so they keep whatever labels it has).
 """
 
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Mapping
 
 from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.meta import format_micro_time, parse_micro_time
 from pyctrl.kube.resource import LEASES
 from pyctrl.leaderelection.lock import LeaderElectionRecord
 
 __all__ = ["LeaseLock", "format_micro_time", "parse_micro_time"]
-
-
-def format_micro_time(when: datetime) -> str:
-    """RFC 3339 with microseconds in UTC, as metav1.MicroTime serialises."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_micro_time(value: Any) -> datetime | None:
-    """Parse a MicroTime/Time string; None for missing or malformed values."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def record_from_lease(lease: Object) -> LeaderElectionRecord:
@@ -65,9 +50,11 @@ def _spec_from_record(record: LeaderElectionRecord) -> Object:
 class LeaseLock:
     """Leader-election lock stored in the Lease ``namespace/name``."""
 
-    def __init__(self, client: Client, namespace: str, name: str, identity: str) -> None:
+    def __init__(self, client: Client, namespace: str, name: str, identity: str, *,
+                 labels: Mapping[str, str] | None = None) -> None:
         if not identity:
             raise ValueError("LeaseLock needs a non-empty identity")
+        self._labels = dict(labels or {})
         self._client = client
         self._namespace = namespace
         self._name = name
@@ -91,7 +78,8 @@ class LeaseLock:
         lease: Object = {
             "apiVersion": LEASES.api_version,
             "kind": LEASES.kind,
-            "metadata": {"name": self._name, "namespace": self._namespace},
+            "metadata": {"name": self._name, "namespace": self._namespace,
+                         **({"labels": dict(self._labels)} if self._labels else {})},
             "spec": _spec_from_record(record),
         }
         self._lease = self._client.create(LEASES, lease, self._namespace)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from datetime import UTC
 from typing import Any, Literal, Protocol
 
 import structlog
@@ -61,6 +60,7 @@ from pyctrl.errors import (
     TooManyRequests,
 )
 from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.meta import format_time
 from pyctrl.kube.resource import EVENTS
 from pyctrl.record.correlator import CorrelateResult, EventCorrelator
 from pyctrl.serving.metrics import per_registry
@@ -99,10 +99,6 @@ def _check_deferral(max_defer: float, min_rate: float) -> None:
         raise ValueError("max_defer must be greater than zero")
     if not min_rate >= 0:
         raise ValueError("min_rate must not be negative")
-
-
-def _time_str(clock: Clock) -> str:
-    return clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _Recorder:
@@ -204,7 +200,7 @@ class EventBroadcaster:
             "resourceVersion": md.get("resourceVersion", ""),
         }
         ref = {k: v for k, v in ref.items() if v}
-        stamp = _time_str(self._clock)
+        stamp = format_time(self._clock.now())
         with self._cond:
             ns = max(int(self._clock.time() * 1e9), self._last_ns + 1)
             self._last_ns = ns

@@ -28,9 +28,7 @@ from typing import Any
 
 from pyctrl.clock import Clock
 from pyctrl.kube.interface import Client, Object
-from pyctrl.kube.resource import LEASES
-from pyctrl.leaderelection import LeaderElectionRecord, LeaseLock
-from pyctrl.leaderelection.lease_lock import format_micro_time
+from pyctrl.leaderelection import LeaseLock
 from pyctrl.sharding.options import LEASE_CONTROLLER_LABEL, LEASE_SHARD_LABEL, ShardingOptions
 
 __all__ = ["ShardLeaseLock", "ShardMembership"]
@@ -40,28 +38,10 @@ class ShardLeaseLock(LeaseLock):
     """The Lease lock of one shard (see module docstring)."""
 
     def __init__(self, client: Client, options: ShardingOptions) -> None:
-        super().__init__(client, options.lease_namespace, options.lease_name, options.shard_id)
+        super().__init__(client, options.lease_namespace, options.lease_name, options.shard_id,
+                         labels={LEASE_CONTROLLER_LABEL: options.controller,
+                                 LEASE_SHARD_LABEL: options.shard_id})
         self._options = options
-
-    def create(self, record: LeaderElectionRecord) -> None:
-        o = self._options
-        spec: Object = {
-            "holderIdentity": record.holder_identity,
-            "leaseDurationSeconds": record.lease_duration_seconds,
-            "leaseTransitions": record.leader_transitions,
-        }
-        if record.acquire_time is not None:
-            spec["acquireTime"] = format_micro_time(record.acquire_time)
-        if record.renew_time is not None:
-            spec["renewTime"] = format_micro_time(record.renew_time)
-        lease: Object = {
-            "apiVersion": LEASES.api_version, "kind": LEASES.kind,
-            "metadata": {"name": o.lease_name, "namespace": o.lease_namespace,
-                         "labels": {LEASE_CONTROLLER_LABEL: o.controller,
-                                    LEASE_SHARD_LABEL: o.shard_id}},
-            "spec": spec,
-        }
-        self._lease = self._client.create(LEASES, lease, o.lease_namespace)
 
 
 @dataclass(frozen=True)

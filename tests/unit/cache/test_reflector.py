@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 
 import pytest
 
-from pyctrl.cache.backoff import Backoff
+from pyctrl.cache.backoff import ExponentialBackoffManager
 from pyctrl.cache.listwatch import sequential_pages
 from pyctrl.cache.reflector import Reflector
 from pyctrl.errors import Forbidden, Gone, ServerError, TooManyRequests, Unreachable
@@ -233,11 +233,11 @@ def test_list_failure_backs_off_and_retries() -> None:
 
 def test_backoff_grows_caps_and_resets() -> None:
     clock = FakeClock()
-    b = Backoff(clock, initial=1.0, maximum=4.0, jitter=0.0, reset_after=60.0)
+    b = ExponentialBackoffManager(clock, initial=1.0, maximum=4.0, jitter=0.0, reset_after=60.0)
     assert [b.next() for _ in range(4)] == [1.0, 2.0, 4.0, 4.0]
     clock.step(61)
     assert b.next() == 1.0
-    jittered = Backoff(clock, initial=1.0, jitter=1.0, rand=lambda: 0.5)
+    jittered = ExponentialBackoffManager(clock, initial=1.0, jitter=1.0, rand=lambda: 0.5)
     assert jittered.next() == 1.5
 
 

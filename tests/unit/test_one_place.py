@@ -1,0 +1,99 @@
+"""Issue 24 item 4: each concept exists once (times, durations, identities, ownership,
+backoffs, Lease records) and the old names keep working."""
+
+from __future__ import annotations
+
+import warnings
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+import pyctrl
+from cronjob_controller import api, dialect, jobs
+from pyctrl import _deprecation
+from pyctrl.cache import ExponentialBackoffManager
+from pyctrl.conditions import set_status_condition
+from pyctrl.duration import parse_duration, parse_go_duration
+from pyctrl.kube import LEASES, format_micro_time, format_time, parse_micro_time
+from pyctrl.leaderelection import LeaderElectionRecord, LeaseLock, default_identity
+from pyctrl.testing import FakeClient, FakeClock
+
+WHEN = datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+
+def test_metav1_times_are_formatted_in_one_place() -> None:
+    assert format_time(WHEN) == "2024-01-02T03:04:05Z"
+    assert format_micro_time(WHEN) == "2024-01-02T03:04:05.678901Z"
+    plus2 = WHEN.astimezone(timezone(timedelta(hours=2)))
+    assert format_time(plus2) == "2024-01-02T03:04:05Z", "any zone is written in UTC"
+    assert format_micro_time(WHEN.replace(microsecond=0)) == "2024-01-02T03:04:05.000000Z"
+    assert parse_micro_time(format_micro_time(WHEN)) == WHEN
+    assert parse_micro_time("garbage") is None and parse_micro_time(None) is None
+    assert api.format_time is format_time
+    conditions: list[dict[str, object]] = []
+    set_status_condition(conditions, {"type": "Ready", "status": "True"},
+                         clock=FakeClock(plus2))
+    assert conditions[0]["lastTransitionTime"] == "2024-01-02T03:04:05Z"
+
+
+def test_one_go_duration_parser() -> None:
+    assert parse_go_duration("1h30m") == dialect.parse_go_duration("1h30m") == 5400 * 10**9
+    assert parse_duration("1.5h") == 5400.0
+    for bad, message in (("1m30", "missing unit"), ("1d", "unknown unit"),
+                         ("99999999999999999999h", "too large")):
+        with pytest.raises(ValueError, match=message):
+            parse_go_duration(bad)
+        with pytest.raises(dialect.ScheduleError, match=message):
+            dialect.parse_go_duration(bad)
+        with pytest.raises(ValueError, match="invalid duration"):
+            parse_duration(bad)
+    with pytest.raises(ValueError):
+        parse_duration("\u0661s")  # an Arabic-Indic digit: Go reads ASCII digits only
+
+
+def test_one_leader_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POD_NAME", "cronjob-7d9f-abcde")
+    a, b = default_identity(), default_identity()
+    assert a.startswith("cronjob-7d9f-abcde_") and a != b
+    monkeypatch.delenv("POD_NAME")
+    assert default_identity().rpartition("_")[0]  # the host name
+    import pyctrl.manager
+
+    assert pyctrl.manager.default_identity is default_identity
+
+
+def test_one_is_controlled_by_for_objects_and_uids() -> None:
+    owner = {"metadata": {"name": "cj", "uid": "u1"}}
+    child = {"metadata": {"ownerReferences": [
+        {"apiVersion": "v1", "kind": "X", "name": "cj", "uid": "u1", "controller": True}]}}
+    assert pyctrl.is_controlled_by(child, owner) and pyctrl.is_controlled_by(child, "u1")
+    assert not pyctrl.is_controlled_by(child, "u2")
+    assert not pyctrl.is_controlled_by(child, "") and not pyctrl.is_controlled_by(
+        child, {"metadata": {}})
+    assert jobs.is_controlled_by is pyctrl.is_controlled_by
+
+
+def test_one_backoff_name_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_deprecation, "_warned", set())
+    assert pyctrl.Backoff is pyctrl.retry.Backoff  # the retry settings keep the name
+    with pytest.warns(DeprecationWarning, match="use pyctrl.cache.ExponentialBackoffManager"):
+        assert pyctrl.cache.Backoff is ExponentialBackoffManager
+    from pyctrl.cache import backoff
+
+    with pytest.warns(DeprecationWarning, match="pyctrl.cache.backoff.Backoff"):
+        assert backoff.Backoff is ExponentialBackoffManager
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pyctrl.cache.Backoff is ExponentialBackoffManager  # warned once only
+
+
+def test_lease_lock_creates_its_lease_with_labels() -> None:
+    client = FakeClient()
+    lock = LeaseLock(client, "ns", "l", "me", labels={"a": "b"})
+    lock.create(LeaderElectionRecord("me", 15, WHEN, WHEN, 0))
+    lease = client.get_object(LEASES, "l", "ns")
+    assert lease["metadata"]["labels"] == {"a": "b"}
+    assert lease["spec"]["renewTime"] == format_micro_time(WHEN)
+    assert lock.get().renew_time == WHEN
+    LeaseLock(client, "ns", "plain", "me").create(LeaderElectionRecord("me", 15, None, None, 0))
+    assert "labels" not in client.get_object(LEASES, "plain", "ns")["metadata"]
