@@ -101,6 +101,7 @@ def containers(wired: CronJobController, manager: Manager, clock: FakeClock) -> 
     reconciler = wired.reconciler
     sizes["reconciler.reporter"] = len(reconciler.reporter)
     sizes["reconciler.rejected"] = len(reconciler.rejected)
+    sizes["reconciler.gone"] = len(reconciler.gone)
     sizes["reconciler.runs"] = len(reconciler.runs)
     sizes["reconciler.runs._uids_of"] = _len(reconciler.runs, "_uids_of")
     broadcaster = manager.event_broadcaster()

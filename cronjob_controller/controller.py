@@ -61,7 +61,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Histogram
 
 from cronjob_controller import api, jobs, schedule
-from cronjob_controller.expectations import RunRecord
+from cronjob_controller.expectations import GoneJobs, RunRecord
 from cronjob_controller.rejections import RejectedCreate, RejectedCreates
 from cronjob_controller.reporting import MAX_MESSAGE_LENGTH, Reporter, truncate
 from cronjob_controller.status import (
@@ -202,6 +202,8 @@ class CronJobReconciler:
         # Creates the API server refused as invalid (422): not retried until a spec edit
         # or the next scheduled time.
         self.rejected = RejectedCreates()
+        # Jobs whose disappearance is explained: not reported MissingJob.
+        self.gone = GoneJobs()
 
     def observe_deleted_job(self, obj: Object | DeletedFinalStateUnknown) -> None:
         """Record the scheduled time of a deleted Job controlled by one of our CronJobs.
@@ -220,6 +222,8 @@ class CronJobReconciler:
             return
         owner_key = f"{job_meta.get('namespace')}/{ref.get('name', '')}"
         self.runs.seen(owner_key, str(job_meta.get("name", "")))
+        if jobs.is_job_finished(job)[0]:
+            self.gone.note(owner_key, str(job_meta.get("uid", "")))  # cleaned up, not missing
         scheduled = jobs.scheduled_time_of(job, str(ref.get("name", "")))
         if scheduled is not None:
             self.runs.observe(owner_key, str(ref.get("uid", "")), scheduled)
@@ -242,10 +246,11 @@ class CronJobReconciler:
         # 2. Status rebuilt from the world.
         plan = rebuild(key, raw, status, owned, self.runs)
         self._report_completed(key, raw, plan)
+        self._check_unlisted(key, raw, plan)
         # 3. History cleanup (even when suspended); stop if deleting or invalid.
         errors = api.validate(raw)
         if not any(e.field.endswith("HistoryLimit") for e in errors):
-            self._cleanup_history(raw, owned, plan)
+            self._cleanup_history(key, raw, owned, plan)
         if meta(raw).get("deletionTimestamp"):
             return self._finish(raw, status, plan, None)
         # Observed before the validity check: an invalid schedule is a schedule too, so
@@ -263,6 +268,7 @@ class CronJobReconciler:
         self.reporter.forget(key)
         self.runs.forget(key)
         self.rejected.forget(key)
+        self.gone.forget(key)
 
     def _job_cache_behind(self, key: str, raw: Object, owned: list[Object]) -> bool:
         """Whether the Job cache predates our own last create (Forbid and Replace only).
@@ -286,6 +292,31 @@ class CronJobReconciler:
             # more sync.
             self.reporter.once(key, raw, "Normal", "SawCompletedJob",
                                f"Saw completed job: {job.name}, condition: {job.condition}")
+
+    def _check_unlisted(self, key: str, raw: Object, plan: Plan) -> None:
+        """Upstream's MissingJob: a Job the status lists active that no longer exists.
+
+        Asked of the API server (the cache may lag it, as upstream does): gone, it gives one
+        Normal MissingJob event and leaves ``active``; found, the cache is behind and the Job
+        counts as it is there. Jobs we deleted or saw finish before they vanished are not
+        missing, and a reported one is remembered, so a deferred status write does not
+        report it again.
+        """
+        explained = self.gone.explained(key, {uid for _, uid in plan.unlisted})
+        for name, uid in plan.unlisted:
+            if uid in explained:
+                continue
+            try:
+                job = self.client.get(JOBS, name, str(meta(raw).get("namespace")))
+            except NotFound:
+                self.reporter.event(raw, "Normal", "MissingJob",
+                                    f"Active job went missing: {name}")
+                self.gone.note(key, uid)
+                log.info("active job went missing", key=key, job=name)
+                continue
+            if (meta(job).get("uid") == uid and not jobs.is_job_finished(job)[0]
+                    and jobs.is_controlled_by(job, str(meta(raw).get("uid", "")))):
+                plan.active.append(job)
 
     def _schedule(self, key: str, raw: Object, status: Mapping[str, Any], plan: Plan,
                   now: datetime, edited: datetime | None) -> Result | None:
@@ -315,7 +346,7 @@ class CronJobReconciler:
                 plan.next_schedule = sched.next_after(max(now, due), anchor=due)
         return self._finish(raw, status, plan, self._requeue_after(plan.next_schedule))
 
-    def _cleanup_history(self, raw: Object, owned: list[Object], plan: Plan) -> None:
+    def _cleanup_history(self, key: str, raw: Object, owned: list[Object], plan: Plan) -> None:
         spec = cast(Mapping[str, Any], raw.get("spec") or {})
         for how, limit_key in (("Complete", "successfulJobsHistoryLimit"),
                                ("Failed", "failedJobsHistoryLimit")):
@@ -328,9 +359,10 @@ class CronJobReconciler:
                 key=jobs.age_key,
             )
             for job in done[:max(0, len(done) - int(cast(int, limit)))]:
-                self._delete_job(raw, job, plan, active=False)
+                self._delete_job(key, raw, job, plan, active=False)
 
-    def _delete_job(self, raw: Object, job: Object, plan: Plan, *, active: bool) -> None:
+    def _delete_job(self, key: str, raw: Object, job: Object, plan: Plan, *,
+                    active: bool) -> None:
         job_meta = meta(job)
         name = str(job_meta.get("name"))
         try:
@@ -349,6 +381,7 @@ class CronJobReconciler:
             raise
         else:
             self.reporter.event(raw, "Normal", "SuccessfulDelete", f"Deleted job {name}")
+        self.gone.note(key, str(job_meta.get("uid", "")))  # a later sync: not missing
         plan.active = [j for j in plan.active if meta(j).get("uid") != job_meta.get("uid")]
 
     def _invalid(self, key: str, raw: Object, status: Mapping[str, Any], plan: Plan,
@@ -398,7 +431,7 @@ class CronJobReconciler:
             return
         if plan.active and cronjob.spec.concurrency_policy == "Replace":
             for job in list(plan.active):
-                self._delete_job(raw, job, plan, active=True)
+                self._delete_job(key, raw, job, plan, active=True)
         self._create(key, raw, cronjob, zone, due, plan)
 
     def _report_unexpected(self, key: str, raw: Object, name: str, due: datetime) -> None:

@@ -25,16 +25,23 @@ Why (floor): a sync that created a Job defers its status write to the next sync 
 If the Job is deleted in between (``ttlSecondsAfterFinished: 0``, a user), nothing in the
 cluster says the run happened; without this record the next sync would create it again.
 The record lives in memory only; see CRONJOB.md for the restart window it leaves.
+
+Contract of :class:`GoneJobs` (one per reconciler, thread-safe): the UIDs of a CronJob's Jobs
+whose disappearance is explained (this process deleted them, or the informer delivered the
+final state of a finished one), so a Job the status still lists active after that is not
+reported ``MissingJob``. :meth:`GoneJobs.explained` keeps, per key, only the UIDs the cached
+``status.active`` still lists: memory is bounded by the active lists.
 """
 
 from __future__ import annotations
 
 import threading
 from datetime import datetime
+from typing import Generic, TypeVar
 
 from pyctrl.clock import Clock, RealClock
 
-__all__ = ["RunRecord"]
+__all__ = ["GoneJobs", "PerKey", "RunRecord"]
 
 
 class RunRecord:
@@ -115,3 +122,44 @@ class RunRecord:
     def __len__(self) -> int:
         with self._lock:
             return len(self._by_uid)
+
+
+V = TypeVar("V")
+
+
+class PerKey(Generic[V]):
+    """A lock and one entry per CronJob key; :meth:`forget` drops a gone CronJob's entry."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, V] = {}
+        self._lock = threading.Lock()
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._by_key.pop(key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._by_key)
+
+
+class GoneJobs(PerKey[set[str]]):
+    """Per CronJob key, UIDs of Jobs whose disappearance is explained (module docstring)."""
+
+    def note(self, key: str, uid: str) -> None:
+        """Job ``uid`` of the CronJob at ``key`` is gone, and not missing: we know why."""
+        if not uid:
+            return
+        with self._lock:
+            self._by_key.setdefault(key, set()).add(uid)
+
+    def explained(self, key: str, listed: set[str]) -> set[str]:
+        """The noted UIDs among ``listed`` (the cached status.active); forgets the rest."""
+        with self._lock:
+            noted = self._by_key.get(key)
+            if noted is None:
+                return set()
+            noted &= listed
+            if not noted:
+                del self._by_key[key]
+            return set(noted)

@@ -14,9 +14,10 @@ Contract of :class:`RejectedCreates` (one per reconciler, thread-safe):
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from datetime import datetime
+
+from cronjob_controller.expectations import PerKey
 
 __all__ = ["RejectedCreate", "RejectedCreates"]
 
@@ -31,12 +32,8 @@ class RejectedCreate:
     message: str
 
 
-class RejectedCreates:
+class RejectedCreates(PerKey[RejectedCreate]):
     """Per CronJob key, the last create the API server refused as invalid."""
-
-    def __init__(self) -> None:
-        self._by_key: dict[str, RejectedCreate] = {}
-        self._lock = threading.Lock()
 
     def remember(self, key: str, rejected: RejectedCreate) -> None:
         with self._lock:
@@ -52,11 +49,3 @@ class RejectedCreates:
                 del self._by_key[key]
                 return None
             return entry.message
-
-    def forget(self, key: str) -> None:
-        with self._lock:
-            self._by_key.pop(key, None)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._by_key)

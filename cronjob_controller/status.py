@@ -7,7 +7,9 @@ Contract:
   ``lastSuccessfulTime`` (the latest completion among our Complete Jobs, never going
   backwards) and ``lastScheduleTime`` (the latest of the recorded value, our Jobs' scheduled
   times and the run record's floor), plus the Jobs that finished since the status listed them
-  active (for ``SawCompletedJob``). It notes the newest Job's run in the run record.
+  active (for ``SawCompletedJob``) and the ``status.active`` entries whose Job the cache does
+  not hold (``unlisted``: maybe a ``MissingJob``). It notes the newest Job's run in the run
+  record.
 * :func:`observe_schedule` decides ``status.observedSchedule``: a fixed-size digest of
   (schedule, timeZone) (:func:`schedule_digest`) and ``since``, the time of the last edit.
 * :func:`desired_status` is the status the plan asks for; its ``Ready`` condition is set
@@ -86,6 +88,8 @@ class Plan:
     observed_schedule: dict[str, str | None] | None = None
     created: bool = False
     completed: list[CompletedJob] = field(default_factory=list)
+    # status.active entries (name, uid) whose Job the cache does not hold.
+    unlisted: list[tuple[str, str]] = field(default_factory=list)
 
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -128,6 +132,10 @@ def rebuild(key: str, raw: Object, status: Mapping[str, Any], owned: list[Object
             last_successful = latest(last_successful, jobs.completion_time_of(job))
         if meta(job).get("uid") in previously_active:
             plan.completed.append(CompletedJob(str(meta(job).get("name")), how))
+    owned_uids = {meta(job).get("uid") for job in owned}
+    plan.unlisted = [(str(ref.get("name", "")), str(ref.get("uid", "")))
+                     for ref in status.get("active") or []
+                     if isinstance(ref, Mapping) and ref.get("uid") not in owned_uids]
     if newest_job is not None and (recorded is None or newest_job > recorded):
         runs.observe(key, uid, newest_job)
     plan.last_schedule = latest(last_schedule, newest_job)

@@ -1,0 +1,116 @@
+"""MissingJob like upstream (issue 27 item 4): a Job the status lists active that no longer
+exists gives one Normal ``MissingJob`` event "Active job went missing: NAME" and leaves
+``active``; no storm, no hot loop. Jobs we deleted, or saw finish before they vanished, are
+not missing; a Job the cache has not caught up with is asked of the API server."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pyctrl.kube import JOBS
+from tests.unit.cronjob.sync_fixture import NAMESPACE, Fixture, at, fmt, new_cronjob, new_job
+
+RUN = at("11:55")
+RUN_JOB = "hello-29552395"
+NOON_JOB = "hello-29552400"
+STATUS_PATCH = ("patch", "cronjobs", "hello", "status")
+GET_RUN_JOB = ("get", "jobs", RUN_JOB, None)
+
+
+def _active_run(f: Fixture, **spec: Any) -> Any:
+    """A CronJob whose status lists the 11:55 Job active, settled at 11:57."""
+    f.clock.set_time(at("11:57"))
+    cj = f.add_cronjob(new_cronjob(status={"lastScheduleTime": fmt(RUN)}, **spec))
+    job = f.add_job(new_job(cj, RUN))
+    f.settle()
+    assert [r["name"] for r in f.status()["active"]] == [RUN_JOB]
+    return job
+
+
+def _vanish(f: Fixture) -> None:
+    f.client.delete(JOBS, RUN_JOB, NAMESPACE)
+    f.refresh()
+    f.clear()
+
+
+def test_active_job_deleted_by_hand_is_reported_missing_once_and_leaves_active() -> None:
+    f = Fixture()
+    _active_run(f)
+    _vanish(f)
+
+    result = f.sync()
+
+    assert f.events() == [("Normal", "MissingJob")]
+    assert f.messages("MissingJob") == [f"Active job went missing: {RUN_JOB}"]
+    assert f.actions() == [GET_RUN_JOB, STATUS_PATCH]
+    assert f.status()["active"] == []
+    assert result is not None and result.requeue_after is not None  # the next run, no sooner
+    assert result.requeue_after > 60
+
+    f.refresh()
+    f.clear()
+    f.sync()
+    assert f.events() == [] and f.actions() == []
+
+
+def test_missing_job_is_reported_once_across_a_deferred_status_write() -> None:
+    f = Fixture()
+    _active_run(f)
+    _vanish(f)
+    f.clock.set_time(at("12:00", second=30))
+
+    f.sync()  # reports the missing Job, creates the noon run, defers the status write
+    f.refresh()
+    f.sync()  # the cached status still lists the missing Job
+    f.refresh()
+    f.sync()
+
+    assert [e for e in f.events() if e[1] == "MissingJob"] == [("Normal", "MissingJob")]
+    assert [r["name"] for r in f.status()["active"]] == [NOON_JOB]
+    assert f.actions().count(GET_RUN_JOB) == 1
+
+
+def test_job_the_cache_has_not_caught_up_with_is_not_missing() -> None:
+    f = Fixture()
+    _active_run(f)
+    f.job_indexer.replace([])  # the server still has it
+    f.clear()
+
+    f.sync()
+
+    assert f.events() == []
+    assert f.actions() == [GET_RUN_JOB]  # asked; no status write drops it from active
+    assert [r["name"] for r in f.status()["active"]] == [RUN_JOB]
+
+
+def test_job_replaced_by_the_controller_is_not_missing() -> None:
+    f = Fixture()
+    _active_run(f, concurrencyPolicy="Replace")
+    f.clock.set_time(at("12:00", second=30))
+
+    f.sync()  # deletes the 11:55 Job, creates the noon one, defers the status write
+    f.refresh()
+    f.sync()
+
+    assert f.events() == [("Normal", "SuccessfulDelete"), ("Normal", "SuccessfulCreate")]
+    assert GET_RUN_JOB not in f.actions()
+    assert [r["name"] for r in f.status()["active"]] == [NOON_JOB]
+
+
+def test_job_that_finished_before_it_vanished_is_not_missing() -> None:
+    # ttlSecondsAfterFinished: 0 deletes a finished Job at once; the informer delivers its
+    # final state, finished, before the owner's sync.
+    f = Fixture()
+    job = _active_run(f)
+    final = copy.deepcopy(job)
+    final["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
+    final["status"]["completionTime"] = fmt(at("11:56"))
+    _vanish(f)
+    f.reconciler.observe_deleted_job(final)
+
+    f.sync()
+
+    assert f.events() == []
+    assert GET_RUN_JOB not in f.actions()
+    assert f.status()["active"] == []
