@@ -1,11 +1,15 @@
 """`make run`: run the CronJob controller end to end, on a throwaway local control plane.
 
-* By default, always a local control plane (pyctrl.testing.envtest: etcd, kube-apiserver and
-  kube-controller-manager for garbage collection), whatever $KUBECONFIG or ~/.kube/config
+* By default, always a local control plane (pyctrl.testing.envtest in pods mode: etcd,
+  kube-apiserver, kube-controller-manager for garbage collection and Jobs, kube-scheduler,
+  and kwok playing the kubelet of two fake nodes), whatever $KUBECONFIG or ~/.kube/config
   point at: a production context never gets the CRD or a running controller by accident.
   The CRD and the sample CronJob (manifests/samples/) are installed and the controller runs
-  in the foreground. A live view prints what it waits for ("waiting for the first run at
-  HH:MM:SS") and each Job as the API server reports it.
+  in the foreground. Jobs' pods "run" on kwok for as long as their template's annotations say
+  (README, "Jobs that run under make run") and end Succeeded or Failed, so Jobs complete and
+  history limits delete old ones. A live view prints what it waits for ("waiting for the
+  first run at HH:MM:SS") and each Job as the API server reports it: created, Complete or
+  Failed, deleted.
 * `make run CONTEXT=name` (``--context NAME``, optionally ``--kubeconfig PATH``) runs against
   that kubeconfig context of a real cluster instead: the server and context are printed
   first, then the CRD is applied and the controller runs there (no sample is installed).
@@ -20,15 +24,13 @@ Other arguments are passed to the controller (``python -m cronjob_controller``).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import signal
 import socket
 import subprocess
 import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -89,9 +91,36 @@ def say_waiting(client: RESTClient, first: bool) -> None:
         say(f"waiting for the {'first' if first else 'next'} run at {local} ({name})")
 
 
+def job_outcome(job: dict[str, Any]) -> tuple[str, str] | None:
+    """("Complete" or "Failed", when) once the Job has that condition."""
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            return str(cond["type"]), str(cond.get("lastTransitionTime"))
+    return None
+
+
+def show_job_event(event: dict[str, Any], finished: set[str]) -> bool:
+    """Print a Job's creation, end (once) and deletion; True for a creation."""
+    obj = event.get("object") or {}
+    meta = obj.get("metadata") or {}
+    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    kind = event.get("type")
+    if kind == "ADDED":
+        print(f">>> Job created: {key} at {meta.get('creationTimestamp')}", flush=True)
+    outcome = job_outcome(obj) if kind in ("ADDED", "MODIFIED") else None
+    if outcome is not None and key not in finished:
+        finished.add(key)
+        print(f">>> Job {outcome[0]}: {key} at {outcome[1]}", flush=True)
+    if kind == "DELETED":
+        finished.discard(key)
+        print(f">>> Job deleted: {key}", flush=True)
+    return kind == "ADDED"
+
+
 def show_jobs(kubeconfig: str, stop: threading.Event) -> None:
     """Print what the controller is waiting for, then every Job the API server reports."""
     client = RESTClient.from_kubeconfig(kubeconfig)
+    finished: set[str] = set()
     try:
         rv = client.list(JOBS, NAMESPACE)["metadata"].get("resourceVersion")
         say_waiting(client, first=True)
@@ -101,10 +130,7 @@ def show_jobs(kubeconfig: str, stop: threading.Event) -> None:
                 for event in stream:
                     obj = event.get("object") or {}
                     rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                    if event.get("type") == "ADDED":
-                        meta = obj["metadata"]
-                        print(f">>> Job created: {meta['namespace']}/{meta['name']} at "
-                              f"{meta.get('creationTimestamp')}", flush=True)
+                    if show_job_event(event, finished):
                         say_waiting(client, first=False)
                     if stop.is_set():
                         stream.close()
@@ -117,20 +143,6 @@ def show_jobs(kubeconfig: str, stop: threading.Event) -> None:
             say(f"live view stopped: {err}")
     finally:
         client.close()
-
-
-def kill_control_plane(cp: ControlPlane) -> None:
-    """Stop a throwaway control plane at once: SIGKILL all of its processes together (a
-    graceful kube-apiserver shutdown alone takes several seconds), then clean up."""
-    procs = [getattr(cp, attr, None) for attr in ("_kcm", "_apiserver", "_etcd")]
-    for proc in procs:
-        if proc is not None and proc.running():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-    for proc in procs:
-        if proc is not None:
-            proc.popen.wait(5)
-    cp.stop()  # reaps, removes the temp dir; nothing is left to wait for
 
 
 def run_on_context(context: str, kubeconfig: str | None, args: list[str]) -> int:
@@ -151,10 +163,11 @@ def run_on_context(context: str, kubeconfig: str | None, args: list[str]) -> int
 
 
 def run_local(args: list[str]) -> int:
-    say("starting a local control plane (etcd, kube-apiserver, kube-controller-manager); "
-        "make run CONTEXT=name runs against a real cluster instead")
+    say("starting a local control plane (etcd, kube-apiserver, kube-controller-manager, "
+        "kube-scheduler, kwok with 2 fake nodes); make run CONTEXT=name runs against a real "
+        "cluster instead")
     # kubeconfig="": never attach to $PYCTRL_TEST_KUBECONFIG or any other existing cluster.
-    cp = ControlPlane(crd_dirs=[ROOT / "crds"], controller_manager=True, kubeconfig="")
+    cp = ControlPlane(crd_dirs=[ROOT / "crds"], pods=True, kubeconfig="")
     cp.start()
     stop = threading.Event()
     try:
@@ -162,7 +175,8 @@ def run_local(args: list[str]) -> int:
         say(f"local control plane at {cp.server}")
         say(f"kubeconfig {cp.kubeconfig_path}")
         say(f"try: kubectl --kubeconfig {cp.kubeconfig_path} get pcj,jobs -A")
-        say("the sample CronJob runs every minute; Ctrl-C to stop")
+        say("the sample CronJob runs every minute, its pods run 20 s on kwok's fake nodes; "
+            "Ctrl-C to stop")
         viewer = threading.Thread(target=show_jobs, args=(cp.kubeconfig_path, stop),
                                   name="job-viewer", daemon=True)
         viewer.start()
@@ -170,7 +184,8 @@ def run_local(args: list[str]) -> int:
     finally:
         stop.set()
         say("stopping the local control plane")
-        kill_control_plane(cp)
+        # At once: its data is throwaway, and a graceful kube-apiserver stop takes seconds.
+        cp.kill()
         say("stopped")
 
 

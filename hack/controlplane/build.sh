@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the upstream control-plane binaries pinned in go.mod (etcd, kube-apiserver,
-# kube-controller-manager, kubectl) once into a per-version cache directory and prints
-# that directory on stdout. Later calls only print it.
+# kube-controller-manager, kube-scheduler, kubectl) and kwok (pinned in kwok/go.mod, with the
+# pod and node Stage files it runs) once into a per-version cache directory and prints that
+# directory on stdout. Later calls only print it.
 #
 # Contract:
 #   - If KUBEBUILDER_ASSETS is set and holds etcd and kube-apiserver, that directory is
@@ -9,6 +10,9 @@
 #   - Otherwise binaries land in ${XDG_CACHE_HOME:-$HOME/.cache}/pyctrl/controlplane/<versions>/.
 #     Each binary is built into a temporary name and renamed, so an interrupted build never
 #     leaves a half-written binary that a later run would trust.
+#   - kwok and its Stages land in <dir>/kwok and <dir>/kwok-stages/ (see envtest's pods mode,
+#     pyctrl/testing/envtest/pods.py); <dir>/kwok.version names the kwok version they are
+#     from, so bumping kwok/go.mod rebuilds them and nothing else.
 #   - Progress goes to stderr; stdout carries only the directory.
 set -euo pipefail
 
@@ -22,7 +26,8 @@ fi
 # Versions come from go.mod so there is one place to bump them.
 k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "${here}/go.mod")"
 etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" && $2 ~ /^v/ {print $2; exit}' "${here}/go.mod")"
-if [[ -z "${k8s_version}" || -z "${etcd_version}" ]]; then
+kwok_version="$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" {print $3; exit}' "${here}/kwok/go.mod")"
+if [[ -z "${k8s_version}" || -z "${etcd_version}" || -z "${kwok_version}" ]]; then
   echo "build.sh: cannot read pinned versions from ${here}/go.mod" >&2
   exit 1
 fi
@@ -45,22 +50,61 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 etcd_stamp="-X go.etcd.io/etcd/api/v3/version.GitSHA=${etcd_version}"
 
+# build NAME PKG LDFLAGS [MODULE_DIR]: go build PKG (in MODULE_DIR, default this directory's
+# module) into ${out}/NAME unless that is already there.
 build() {
-  local name="$1" pkg="$2" ldflags="$3"
+  local name="$1" pkg="$2" ldflags="$3" module="${4:-${here}}"
   if [[ -x "${out}/${name}" ]]; then
     return 0
   fi
   echo "build.sh: building ${name} (${pkg}) into ${out}" >&2
   local start=$SECONDS
-  (cd "${here}" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w ${ldflags}" \
+  (cd "${module}" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w ${ldflags}" \
       -o "${out}/.${name}.tmp" "${pkg}")
   mv -f "${out}/.${name}.tmp" "${out}/${name}"
   echo "build.sh: built ${name} in $((SECONDS - start))s" >&2
 }
 
+# kwok plus the Stage files envtest runs it with, all from the same module version. The
+# Stages are upstream's own files, picked one by one (kustomize/stage/ in the module):
+#   node-fast             nodes become Ready at once;
+#   pod-fast pod-ready    a bound pod starts Running at once;
+#   pod-general pod-complete  a Job's Running pod Succeeds after a delay its annotations set
+#                         (pod-complete.stage.kwok.x-k8s.io/delay and .../jitter-delay);
+#   pod-chaos pod-container-running-failed  a pod labelled
+#                         pod-container-running-failed.stage.kwok.x-k8s.io=true Fails instead;
+#   pod-fast pod-delete   a deleted pod goes away at once (there is no kubelet to confirm it).
+kwok_stages=(
+  node/fast/node-initialize.yaml
+  pod/fast/pod-ready.yaml
+  pod/general/pod-complete.yaml
+  pod/chaos/pod-container-running-failed.yaml
+  pod/fast/pod-delete.yaml
+)
+build_kwok() {
+  if [[ -x "${out}/kwok" && -d "${out}/kwok-stages" \
+        && "$(cat "${out}/kwok.version" 2>/dev/null)" == "${kwok_version}" ]]; then
+    return 0
+  fi
+  rm -f "${out}/kwok" "${out}/kwok.version"
+  build kwok sigs.k8s.io/kwok/cmd/kwok "" "${here}/kwok"
+  local src
+  src="$(cd "${here}/kwok" && go list -mod=mod -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  rm -rf "${out}/.kwok-stages.tmp" && mkdir -p "${out}/.kwok-stages.tmp"
+  for stage in "${kwok_stages[@]}"; do
+    # One directory, distinct names: pod/general/pod-complete.yaml -> pod-general-pod-complete.yaml
+    cp "${src}/kustomize/stage/${stage}" "${out}/.kwok-stages.tmp/${stage//\//-}"
+  done
+  chmod -R u+w "${out}/.kwok-stages.tmp"  # module cache files are read-only
+  rm -rf "${out}/kwok-stages" && mv "${out}/.kwok-stages.tmp" "${out}/kwok-stages"
+  echo "${kwok_version}" > "${out}/kwok.version"
+}
+
 build etcd ./etcd "${etcd_stamp}"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${stamp}"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "${stamp}"
+build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "${stamp}"
 build kubectl k8s.io/kubernetes/cmd/kubectl "${stamp}"
+build_kwok
 
 echo "${out}"

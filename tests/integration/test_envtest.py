@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pyctrl.testing.envtest import ControlPlane
+from pyctrl.testing.envtest.pods import fake_run
 
 pytestmark = pytest.mark.integration
 
@@ -141,3 +142,32 @@ def test_compaction_makes_old_resource_versions_gone(control_plane: ControlPlane
         assert cp.compact_etcd() > int(old_rv)
         status, body = http.request("GET", path)
         assert status == 410, body
+
+
+@pytest.mark.xdist_group("pods")
+def test_pods_mode_runs_job_pods_to_succeeded_or_failed(pods_plane: ControlPlane) -> None:
+    http = pods_plane.http
+    ns = f"pods-{uuid.uuid4().hex[:6]}"
+    assert http.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})[0] == 201
+    jobs = f"/apis/batch/v1/namespaces/{ns}/jobs"
+    for name, run in (("ok", fake_run(1)), ("bad", fake_run(1, fail=True))):
+        status, body = http.request("POST", jobs, {
+            "metadata": {"name": name},
+            "spec": {"backoffLimit": 0, "template": {
+                "metadata": dict(run),
+                "spec": {"restartPolicy": "Never",
+                         "containers": [{"name": "c", "image": "busybox"}]}}}})
+        assert status == 201, body
+
+    def finished(name: str) -> set[str]:
+        _, job = http.request("GET", f"{jobs}/{name}")
+        return {c["type"] for c in (job.get("status") or {}).get("conditions") or []
+                if c["status"] == "True"} & {"Complete", "Failed"}
+
+    _wait_until(lambda: finished("ok") and finished("bad"), timeout=90)
+    assert (finished("ok"), finished("bad")) == ({"Complete"}, {"Failed"})
+    _, pods = http.request("GET", f"/api/v1/namespaces/{ns}/pods")
+    phases = {p["metadata"]["labels"]["job-name"]: (p["status"]["phase"], p["spec"]["nodeName"])
+              for p in pods["items"]}
+    assert phases["ok"][0] == "Succeeded" and phases["bad"][0] == "Failed"
+    assert {node for _, node in phases.values()} <= set(pods_plane.fake_node_names)

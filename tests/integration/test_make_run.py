@@ -158,3 +158,30 @@ def test_make_run_with_context_uses_that_cluster_and_says_so_first(
     os.killpg(proc.pid, signal.SIGINT)
     elapsed_until(lambda: not proc.running(), 30)
     assert proc.popen.returncode == 0, proc.log_tail(40)
+
+
+def test_make_run_shows_a_job_complete_and_the_history_limit_delete_an_older_one(
+    user_env: dict[str, str], tmp_path: Path, runs: list[Proc],
+) -> None:
+    # The sample's pods run 20 s on kwok and one successful Job is kept: the first Job
+    # completes, and once the second one completes too the first one is deleted. No step by
+    # hand; about two to three minutes of real time (runs are on the minute).
+    proc = _start("run-pods", user_env, tmp_path, runs)
+    _wait_for_line(proc, r"waiting for the first run at")
+
+    def created() -> list[str]:
+        return re.findall(r">>> Job created: (default/hello-\d+) ", _log(proc))
+
+    assert poll(lambda: len(created()) >= 1, 90), proc.log_tail(40)
+    first = created()[0]
+    _wait_for_line(proc, rf">>> Job Complete: {first} at ", 90)
+    assert poll(lambda: len(created()) >= 2, 90), proc.log_tail(40)
+    second = created()[1]
+    _wait_for_line(proc, rf">>> Job Complete: {second} at ", 90)
+    _wait_for_line(proc, rf">>> Job deleted: {first}\n", 60)
+    text = _log(proc)
+    assert "Traceback" not in text and ">>> Job Failed" not in text
+    # In that order: created, complete, the next one complete, then the deletion.
+    order = [text.index(f">>> Job created: {first}"), text.index(f">>> Job Complete: {first}"),
+             text.index(f">>> Job Complete: {second}"), text.index(f">>> Job deleted: {first}")]
+    assert order == sorted(order)

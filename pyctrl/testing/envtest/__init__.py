@@ -4,6 +4,8 @@ See :class:`ControlPlane`. Binaries come from KUBEBUILDER_ASSETS, the pyctrl cac
 built from the Go module proxy by hack/controlplane/build.sh in a source checkout.
 Admission webhooks are registered against a local server with
 :meth:`ControlPlane.install_webhooks` (:mod:`pyctrl.testing.envtest.webhooks`).
+``ControlPlane(pods=True)`` runs Jobs' pods on kwok's fake nodes; :func:`fake_run` writes the
+pod metadata that says how long one runs and how it ends (:mod:`pyctrl.testing.envtest.pods`).
 """
 
 from pyctrl.testing.envtest.binaries import Binaries, BinariesNotFound, find_binaries
@@ -14,6 +16,7 @@ from pyctrl.testing.envtest.controlplane import (
     Unsupported,
 )
 from pyctrl.testing.envtest.manifests import load_manifests
+from pyctrl.testing.envtest.pods import PodMetadata, fake_run
 from pyctrl.testing.envtest.webhooks import (
     InstalledWebhooks,
     LocalWebhookServer,
@@ -31,8 +34,10 @@ __all__ = [
     "ControlPlaneError",
     "InstalledWebhooks",
     "LocalWebhookServer",
+    "PodMetadata",
     "Unsupported",
     "WebhookInstallError",
+    "fake_run",
     "find_binaries",
     "install_webhooks",
     "load_manifests",

@@ -1,4 +1,5 @@
-"""Where envtest finds etcd, kube-apiserver, kube-controller-manager and kubectl.
+"""Where envtest finds etcd, kube-apiserver, kube-controller-manager, kubectl and, for pods
+mode, kube-scheduler, kwok and kwok's Stage files.
 
 Contract, first match wins:
 
@@ -8,7 +9,9 @@ Contract, first match wins:
 4. in a source checkout, ``hack/controlplane/build.sh`` is run to build them into (3).
 
 :func:`find_binaries` raises :class:`BinariesNotFound` with instructions when none works.
-``kubectl`` falls back to the one on PATH when the directory has none.
+``kubectl`` falls back to the one on PATH when the directory has none. The optional binaries
+are ``None`` when the directory lacks them (setup-envtest's layout has no kube-scheduler or
+kwok); pods mode then says how to build them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ class Binaries:
     kube_apiserver: Path
     kube_controller_manager: Path | None
     kubectl: Path | None
+    kube_scheduler: Path | None = None
+    kwok: Path | None = None
+    #: A directory of kwok Stage files (YAML), each passed to kwok with ``--config``.
+    kwok_stages: Path | None = None
 
 
 def cache_root() -> Path:
@@ -49,16 +56,22 @@ def _complete(directory: Path) -> bool:
     return all(os.access(directory / name, os.X_OK) for name in _REQUIRED)
 
 
+def _executable(path: Path) -> Path | None:
+    return path if os.access(path, os.X_OK) else None
+
+
 def _from_dir(directory: Path) -> Binaries:
-    kcm = directory / "kube-controller-manager"
-    kubectl = directory / "kubectl"
     on_path = shutil.which("kubectl")
+    stages = directory / "kwok-stages"
     return Binaries(
         directory=directory,
         etcd=directory / "etcd",
         kube_apiserver=directory / "kube-apiserver",
-        kube_controller_manager=kcm if os.access(kcm, os.X_OK) else None,
-        kubectl=kubectl if os.access(kubectl, os.X_OK) else (Path(on_path) if on_path else None),
+        kube_controller_manager=_executable(directory / "kube-controller-manager"),
+        kubectl=_executable(directory / "kubectl") or (Path(on_path) if on_path else None),
+        kube_scheduler=_executable(directory / "kube-scheduler"),
+        kwok=_executable(directory / "kwok"),
+        kwok_stages=stages if stages.is_dir() else None,
     )
 
 

@@ -8,6 +8,12 @@ Contract:
   ``crd_dirs`` and waits until each is Established and served. With ``controller_manager=True``
   it also runs kube-controller-manager (garbage collector, namespace and service-account
   controllers by default) so owned objects are garbage-collected.
+* ``ControlPlane(..., pods=True, fake_nodes=N)`` also runs the KCM's ``job`` controller,
+  kube-scheduler, kwok and N fake Nodes, so a Job's pods are scheduled and run (on paper) to
+  Succeeded or Failed as their metadata says (:mod:`pyctrl.testing.envtest.pods`). Off by
+  default: it costs processes and start time that most tests do not need. On an existing
+  cluster it starts nothing (that cluster's own nodes run the pods).
+* ``kill()`` SIGKILLs them all instead, for a throwaway plane that must go at once (make run).
 * On exit (also on an exception, KeyboardInterrupt, interpreter exit, or SIGTERM to a process
   whose SIGTERM handler was the default) it stops exactly the processes it started and removes
   its temp dir. If the whole test process is SIGKILLed, the children die with it (PDEATHSIG)
@@ -29,7 +35,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -44,7 +49,8 @@ from pyctrl.testing.envtest.certs import Pki, generate_pki
 from pyctrl.testing.envtest.http import AdminHttp, plain_post
 from pyctrl.testing.envtest.kubeconfig import write_kubeconfig
 from pyctrl.testing.envtest.manifests import load_manifests
-from pyctrl.testing.envtest.ports import free_port
+from pyctrl.testing.envtest.pods import FakePods
+from pyctrl.testing.envtest.ports import free_port, port_open
 from pyctrl.testing.envtest.process import Proc, reap_stale_dirs, spawn
 from pyctrl.testing.envtest.webhooks import InstalledWebhooks, install_webhooks
 
@@ -98,10 +104,19 @@ class ControlPlane:
         kubeconfig: str | None = None,
         start_timeout: float = 60.0,
         binaries: Binaries | None = None,
+        pods: bool = False,
+        fake_nodes: int = 2,
     ) -> None:
+        if pods and fake_nodes < 1:
+            raise ValueError(f"pods mode needs fake_nodes >= 1, got {fake_nodes}")
         self.crd_dirs = [Path(d) for d in crd_dirs]
-        self.controller_manager = controller_manager
+        self.pods = pods
+        self.fake_nodes = fake_nodes
+        # Pods mode needs the KCM: its job controller creates the pods.
+        self.controller_manager = controller_manager or pods
         self.controllers = list(controllers)
+        if pods and "job" not in self.controllers:
+            self.controllers.append("job")
         self.apiserver_args = list(apiserver_args)
         self.controller_manager_args = list(controller_manager_args)
         self.start_timeout = start_timeout
@@ -117,6 +132,7 @@ class ControlPlane:
         self._etcd: Proc | None = None
         self._apiserver: Proc | None = None
         self._kcm: Proc | None = None
+        self._fake_pods: FakePods | None = None
         self._etcd_port = 0
         self._apiserver_port = 0
         self._http: AdminHttp | None = None
@@ -152,6 +168,8 @@ class ControlPlane:
                     # its first discovery, instead of after its 30 s discovery resync.
                     if self.controller_manager:
                         self.start_controller_manager()
+                    if self.pods:
+                        self._start_fake_pods()
             except BaseException:
                 self.stop()
                 raise
@@ -160,6 +178,9 @@ class ControlPlane:
     def stop(self) -> None:
         """Stop the processes this ControlPlane started and delete its temp dir. Idempotent."""
         with self._lock:
+            if self._fake_pods is not None:
+                self._fake_pods.stop()
+                self._fake_pods = None
             for proc in (self._kcm, self._apiserver, self._etcd):
                 if proc is not None:
                     proc.stop()
@@ -170,6 +191,17 @@ class ControlPlane:
             self._started = False
             with contextlib.suppress(Exception):
                 atexit.unregister(self.stop)
+
+    def kill(self) -> None:
+        """Stop at once: SIGKILL every process started here (a graceful kube-apiserver
+        shutdown alone takes seconds), then :meth:`stop`. For throwaway data only."""
+        with self._lock:
+            if self._fake_pods is not None:
+                self._fake_pods.kill()
+            for proc in (self._kcm, self._apiserver, self._etcd):
+                if proc is not None:
+                    proc.kill()
+            self.stop()
 
     @property
     def directory(self) -> Path:
@@ -296,6 +328,22 @@ class ControlPlane:
             raise Unsupported("no admin HTTP client for an existing cluster; use kubectl")
         return self._http
 
+    # -- pods mode ----------------------------------------------------------------------------
+    def _start_fake_pods(self) -> None:
+        self._fake_pods = FakePods(
+            self.binaries, self.directory, self.kubeconfig_path, self.http,
+            nodes=self.fake_nodes, timeout=self.start_timeout, wait=_wait,
+        )
+        try:
+            self._fake_pods.start()
+        except FileNotFoundError as err:
+            raise ControlPlaneError(str(err)) from err
+
+    @property
+    def fake_node_names(self) -> list[str]:
+        """The fake Nodes of pods mode (empty otherwise)."""
+        return list(self._fake_pods.node_names) if self._fake_pods is not None else []
+
     # -- kube-controller-manager ------------------------------------------------------------
     def start_controller_manager(
         self, controllers: Sequence[str] | None = None, extra_args: Sequence[str] = ()
@@ -327,7 +375,7 @@ class ControlPlane:
         ctx_http = AdminHttp(f"https://127.0.0.1:{port}", pki.ca_cert, pki.admin_cert,
                              pki.admin_key)
         # Its serving cert is self-signed by itself, so probe liveness via the port only.
-        _wait(lambda: _port_open(port) and ctx_http is not None, self.start_timeout,
+        _wait(lambda: port_open(port) and ctx_http is not None, self.start_timeout,
               "waiting for kube-controller-manager", self._kcm)
 
     def stop_controller_manager(self) -> None:
@@ -427,12 +475,6 @@ class ControlPlane:
             raise Unsupported("token kubeconfigs are only written for owned control planes")
         return write_kubeconfig(Path(path), server=self.server, ca_cert=self.pki.ca_cert,
                                 token=token, user=user)
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _established(http: AdminHttp, name: str) -> bool:

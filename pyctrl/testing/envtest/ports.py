@@ -3,7 +3,9 @@
 Contract: ``free_port()`` returns a port the kernel just reported free on 127.0.0.1 and that
 this process has not handed out before (so two ControlPlanes in one process never get the same
 port). Another process can still take it between allocation and use: callers that start a
-server on it must treat "address in use" as retryable.
+server on it must treat "address in use" as retryable. ``port_open(port)`` says whether
+something accepts connections on 127.0.0.1:port now (how envtest sees a server is up when its
+health endpoint is not worth a TLS client).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import socket
 import threading
 
-__all__ = ["free_port"]
+__all__ = ["free_port", "port_open"]
 
 _lock = threading.Lock()
 _handed_out: set[int] = set()
@@ -28,3 +30,10 @@ def free_port(host: str = "127.0.0.1") -> int:
                 _handed_out.add(port)
                 return port
     raise RuntimeError("could not find a free TCP port after 200 attempts")
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """True when a TCP connect to ``host:port`` succeeds within half a second."""
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0

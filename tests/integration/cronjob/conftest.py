@@ -12,12 +12,21 @@ from pyctrl.testing import FakeClock
 from tests.integration.cronjob.env import Env
 
 
-@pytest.fixture
-def env(client: RESTClient, namespace: str) -> Iterator[Env]:
-    """A test namespace and a FakeClock starting at the real current time."""
-    clock = FakeClock(datetime.now(UTC))
-    e = Env(client, namespace, clock)
+def _env(client: RESTClient, namespace: str) -> Iterator[Env]:
+    e = Env(client, namespace, FakeClock(datetime.now(UTC)))
     try:
         yield e
     finally:
         e.stop_all()
+
+
+@pytest.fixture
+def env(client: RESTClient, namespace: str) -> Iterator[Env]:
+    """A test namespace and a FakeClock starting at the real current time."""
+    yield from _env(client, namespace)
+
+
+@pytest.fixture
+def pods_env(pods_client: RESTClient, pods_namespace: str) -> Iterator[Env]:
+    """The same on the pods-mode control plane, where Jobs' pods run on kwok."""
+    yield from _env(pods_client, pods_namespace)

@@ -5,6 +5,12 @@ The controller is wired exactly as ``python -m cronjob_controller`` wires it
 :class:`pyctrl.testing.FakeClock` so a test moves time to the next minute instead of waiting.
 The API server's own timestamps (creationTimestamp) stay real; tests that need a past anchor
 seed ``status.lastScheduleTime`` through the status subresource.
+
+By default the Jobs are created suspended and a test finishes them by writing Job status
+(:meth:`Env.finish_job`): exact timing, nothing else touches them. On the pods-mode control
+plane (the ``pods_env`` fixture) ``create_cronjob(..., run=fake_run(seconds, fail=...))``
+makes unsuspended Jobs whose pods kwok runs for real time and ends as told, and the real Job
+controller sets their status (:meth:`Env.job_finished` waits for it).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pyctrl import Manager, ManagerOptions, RESTClient, controller_of
 from pyctrl.errors import NotFound
 from pyctrl.kube import EVENTS, JOBS
 from pyctrl.testing import FakeClock
+from pyctrl.testing.envtest.pods import PodMetadata
 
 Obj = dict[str, Any]
 
@@ -41,20 +48,27 @@ def minute_floor(t: datetime) -> datetime:
     return t.replace(second=0, microsecond=0)
 
 
-def cronjob_body(name: str, schedule: str = "* * * * *", **spec: Any) -> Obj:
+def job_template(name: str, run: PodMetadata | None = None) -> Obj:
+    """A CronJob's jobTemplate: suspended (no pods ever) unless ``run`` says how its pods
+    run on kwok; then no retries, so a failing pod fails the Job at once."""
+    spec: Obj = {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}
+    if run is None:
+        spec["suspend"] = True
+    else:
+        spec["backoffLimit"] = 0
+        spec["template"]["metadata"] = {"labels": dict(run["labels"]),
+                                        "annotations": dict(run["annotations"])}
+    return {"metadata": {"labels": {"app": name}, "annotations": {"team": "pyctrl"}},
+            "spec": spec}
+
+
+def cronjob_body(name: str, schedule: str = "* * * * *", *, run: PodMetadata | None = None,
+                 **spec: Any) -> Obj:
     return {
         "apiVersion": "batch.pyctrl.io/v1", "kind": "CronJob",
         "metadata": {"name": name},
-        "spec": {
-            "schedule": schedule,
-            "jobTemplate": {
-                "metadata": {"labels": {"app": name}, "annotations": {"team": "pyctrl"}},
-                "spec": {"suspend": True, "template": {"spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "c", "image": "busybox"}]}}},
-            },
-            **spec,
-        },
+        "spec": {"schedule": schedule, "jobTemplate": job_template(name, run), **spec},
     }
 
 
@@ -117,8 +131,9 @@ class Env:
         return boundary
 
     # -- objects ---------------------------------------------------------------------------
-    def create_cronjob(self, name: str, schedule: str = "* * * * *", **spec: Any) -> Obj:
-        return self.client.create(CRONJOBS, cronjob_body(name, schedule, **spec),
+    def create_cronjob(self, name: str, schedule: str = "* * * * *",
+                       *, run: PodMetadata | None = None, **spec: Any) -> Obj:
+        return self.client.create(CRONJOBS, cronjob_body(name, schedule, run=run, **spec),
                                   self.namespace)
 
     def cronjob(self, name: str) -> Obj:
@@ -143,6 +158,17 @@ class Env:
 
     def job_names(self, owner: str | None = None) -> set[str]:
         return {j["metadata"]["name"] for j in self.jobs(owner)}
+
+    def job_finished(self, name: str) -> str | None:
+        """"Complete" or "Failed" once the Job has that condition (None before, or gone)."""
+        try:
+            job = self.client.get(JOBS, name, self.namespace)
+        except NotFound:
+            return None
+        for cond in (job.get("status") or {}).get("conditions") or []:
+            if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+                return str(cond["type"])
+        return None
 
     def finish_job(self, name: str, condition: str = "Complete") -> None:
         """Mark a Job finished through its status subresource (there is no kubelet)."""

@@ -6,6 +6,7 @@ import json
 import threading
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.integration
     ({"timeZone": "Mars/Olympus_Mons"}, "UnknownTimeZone", "spec.timeZone"),
 ])
 def test_invalid_cronjob_reported_once_without_hot_loop(
-    env: Env, spec: dict[str, str], reason: str, needle: str
+    env: Env, spec: dict[str, Any], reason: str, needle: str
 ) -> None:
     schedule = spec.pop("schedule", "* * * * *")
     env.create_cronjob("bad", schedule, **spec)
