@@ -41,20 +41,19 @@ from __future__ import annotations
 
 import ssl
 import threading
-from typing import Any, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 from urllib.parse import quote, urlencode
 
 import orjson
 import structlog
 import urllib3
-from kubernetes.client import Configuration
-from kubernetes.client.rest import should_bypass_proxies
 from prometheus_client import CollectorRegistry
 from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, Timeout, TooManyRequests, Unreachable, from_status
+from pyctrl.kube._kubeconfig import ConnectionSettings
 from pyctrl.kube.body import decode_object
 from pyctrl.kube.config import KubeConfig, load_config
 from pyctrl.kube.guard import check_write
@@ -73,6 +72,9 @@ from pyctrl.kube.write_options import (
     PatchOptions,
 )
 
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
+
 __all__ = ["PATCH_CONTENT_TYPES", "RESTClient"]
 
 log = structlog.get_logger(__name__)
@@ -81,7 +83,7 @@ _DEFAULT_RETRY_AFTER = 1.0
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def connection_kwargs(cfg: Configuration) -> dict[str, Any]:
+def connection_kwargs(cfg: ConnectionSettings | Configuration) -> dict[str, Any]:
     """urllib3 connection keywords for the Configuration's TLS and client-cert settings."""
     kw: dict[str, Any] = {
         "cert_reqs": ssl.CERT_REQUIRED if cfg.verify_ssl else ssl.CERT_NONE,
@@ -97,11 +99,15 @@ def connection_kwargs(cfg: Configuration) -> dict[str, Any]:
     return kw
 
 
-def _proxied(cfg: Configuration) -> bool:
-    return bool(cfg.proxy) and not should_bypass_proxies(cfg.host, cfg.no_proxy or "")
+def _proxied(cfg: ConnectionSettings | Configuration) -> bool:
+    if not cfg.proxy:
+        return False
+    from kubernetes.client.rest import should_bypass_proxies  # only with a proxy configured
+
+    return not should_bypass_proxies(cfg.host, cfg.no_proxy or "")
 
 
-def build_pool(cfg: Configuration, maxsize: int) -> urllib3.PoolManager:
+def build_pool(cfg: ConnectionSettings | Configuration, maxsize: int) -> urllib3.PoolManager:
     """A keep-alive pool honouring the Configuration's TLS, client-cert and proxy settings."""
     kw: dict[str, Any] = {"num_pools": 4, "maxsize": maxsize, "block": False,
                           **connection_kwargs(cfg)}
@@ -119,7 +125,7 @@ class RESTClient:
 
     def __init__(
         self,
-        config: KubeConfig | Configuration,
+        config: KubeConfig | ConnectionSettings | Configuration,
         *,
         qps: float = 50.0,
         burst: int = 100,

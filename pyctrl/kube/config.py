@@ -1,11 +1,16 @@
 """Where the API server is and how to authenticate to it.
 
-Contract: :func:`load_config` returns a :class:`KubeConfig` wrapping a
-``kubernetes.client.Configuration`` filled by the ``kubernetes`` package's own loaders, so
-everything they support keeps working: contexts, client certificates, CA bundles, exec
-credential plugins and auth providers, token files, and token refresh through
-``Configuration.refresh_api_key_hook`` (called by :meth:`KubeConfig.authorization` on every
-request, which is cheap: the hooks only reload once their token has expired).
+Contract: :func:`load_config` returns a :class:`KubeConfig`. The in-cluster service account
+and kubeconfig contexts whose user has a token, token file, client certificate or basic auth
+(nearly every deployment, envtest and kind included) are loaded by
+:mod:`pyctrl.kube._kubeconfig` without importing ``kubernetes`` (a third of the controller's
+start-up import time); the configuration is then a
+:class:`~pyctrl.kube._kubeconfig.ConnectionSettings`. Any other context (exec credential
+plugins, auth providers, ...) is loaded by the ``kubernetes`` package's own loaders, imported
+only then, into a ``kubernetes.client.Configuration``, so everything they support keeps
+working, token refresh through ``Configuration.refresh_api_key_hook`` included (called by
+:meth:`KubeConfig.authorization` on every request, which is cheap: the hooks only reload once
+their token has expired). Both kinds have the attributes the RESTClient reads.
 
 Lookup order for ``load_config(kubeconfig=None)`` (the controller-runtime order, except that an
 existing ``~/.kube/config`` wins over the pod's service account, so a developer's laptop inside
@@ -26,11 +31,13 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from kubernetes.client import Configuration
-from kubernetes.config import incluster_config, kube_config
-from kubernetes.config.config_exception import ConfigException
+from pyctrl.kube._kubeconfig import ConnectionSettings, in_cluster_settings, load_kubeconfig
+
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
 
 __all__ = ["ConfigError", "KubeConfig", "in_cluster", "load_config"]
 
@@ -54,13 +61,14 @@ def in_cluster(environ: dict[str, str] | None = None, sa_dir: Path | None = None
 
 @dataclass(frozen=True, eq=False)
 class KubeConfig:
-    """A loaded cluster configuration: the ``kubernetes`` Configuration plus where it came from.
+    """A loaded cluster configuration (:class:`ConnectionSettings` or a ``kubernetes``
+    Configuration, see the module docstring) plus where it came from.
 
     ``source`` is the kubeconfig path(s), ``"in-cluster"`` or ``"explicit"``; ``context`` is
     the kubeconfig context used (None for in-cluster or explicit configs).
     """
 
-    configuration: Configuration
+    configuration: ConnectionSettings | Configuration
     source: str = "explicit"
     context: str | None = None
     _auth_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -69,13 +77,8 @@ class KubeConfig:
     def from_url(cls, host: str, *, token: str | None = None, verify_ssl: bool = True,
                  ca_cert: str | None = None) -> KubeConfig:
         """A config for ``host`` (e.g. ``http://127.0.0.1:8080``) with an optional bearer token."""
-        cfg = Configuration(host=host.rstrip("/"))
-        cfg.verify_ssl = verify_ssl
-        if ca_cert is not None:
-            cfg.ssl_ca_cert = ca_cert
-        if token is not None:
-            cfg.api_key["BearerToken"] = f"Bearer {token}"
-        return cls(cfg)
+        return cls(ConnectionSettings(host=host.rstrip("/"), verify_ssl=verify_ssl,
+                                      ssl_ca_cert=ca_cert, token=token))
 
     @property
     def host(self) -> str:
@@ -94,6 +97,8 @@ class KubeConfig:
         lock because the ``kubernetes`` loaders mutate shared state while refreshing.
         """
         cfg = self.configuration
+        if isinstance(cfg, ConnectionSettings):
+            return cfg.authorization()
         if "BearerToken" not in cfg.api_key and "authorization" not in cfg.api_key:
             if cfg.username and cfg.password:
                 return str(cfg.get_basic_auth_token())
@@ -120,18 +125,29 @@ def load_config(kubeconfig: str | None = None, context: str | None = None) -> Ku
     paths = _kubeconfig_paths(kubeconfig)
     if paths is None:
         if context is None and in_cluster():
-            cfg = Configuration()
             try:
-                loader = incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
-                    token_filename=str(_SA_DIR / "token"), cert_filename=str(_SA_DIR / "ca.crt"),
-                )
-                loader.load_and_set(cfg)  # type: ignore[no-untyped-call]
-            except ConfigException as exc:
+                return KubeConfig(in_cluster_settings(os.environ, _SA_DIR), source="in-cluster")
+            except (OSError, KeyError) as exc:
                 raise ConfigError(f"in-cluster config: {exc}") from exc
-            return KubeConfig(cfg, source="in-cluster")
         raise ConfigError(
             "no kubeconfig (argument, $KUBECONFIG or ~/.kube/config) and not running in a pod"
         )
+    try:
+        native = load_kubeconfig(paths, context)
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise ConfigError(f"kubeconfig {paths}: {exc!s}") from exc
+    if native is not None:
+        settings, used = native
+        return KubeConfig(settings, source=paths, context=used)
+    return _load_with_kubernetes(paths, context)
+
+
+def _load_with_kubernetes(paths: str, context: str | None) -> KubeConfig:
+    """A context :mod:`pyctrl.kube._kubeconfig` does not handle, by ``kubernetes``' loader."""
+    from kubernetes.client import Configuration
+    from kubernetes.config import kube_config
+    from kubernetes.config.config_exception import ConfigException
+
     cfg = Configuration()
     try:
         kube_config.load_kube_config(  # type: ignore[no-untyped-call]

@@ -29,13 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from typing import TYPE_CHECKING
 
 from pyctrl.clock import Clock, RealClock
+
+if TYPE_CHECKING:  # cryptography is imported where certificates are made (start-up time)
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 __all__ = ["CertificatePaths", "generate_certs", "issue_cert", "new_ca", "self_signed_cert",
            "serving_context"]
@@ -63,6 +63,9 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 
 
 def _name(common_name: str, org: str | None = None) -> x509.Name:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
     attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
     if org:
         attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
@@ -77,6 +80,9 @@ def _validity(days: int, clock: Clock | None) -> tuple[datetime, datetime]:
 def new_ca(common_name: str = "pyctrl-webhook-ca", *, days: int = 365,
            clock: Clock | None = None) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     """A self-signed CA (ECDSA P-256) that may sign leaf certificates only."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
     key = ec.generate_private_key(ec.SECP256R1())
     not_before, not_after = _validity(days, clock)
     name = _name(common_name)
@@ -109,6 +115,10 @@ def issue_cert(
 ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     """A leaf certificate (ECDSA P-256) signed by ``ca_key`` for server and/or client use;
     ``dns_names`` and ``ips`` become its subject alternative names, in that order."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID
     key = ec.generate_private_key(ec.SECP256R1())
     not_before, not_after = _validity(days, clock)
     usages = [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
@@ -138,6 +148,7 @@ def generate_certs(
     clock: Clock | None = None,
 ) -> CertificatePaths:
     """Create a self-signed CA and a serving certificate for ``dns_names``/``ip_addresses``."""
+    from cryptography.hazmat.primitives import serialization
     if not dns_names and not ip_addresses:
         raise ValueError("at least one DNS name or IP address is required")
     ca_key, ca_cert = new_ca(days=valid_days, clock=clock)
@@ -161,6 +172,7 @@ def self_signed_cert(hosts: Sequence[str] = (), *,
     """A serving certificate (PEM) for ``localhost``, 127.0.0.1 and ``hosts``, and its key
     (PEM, PKCS8): a throwaway CA (its key is dropped here) signs it, so nothing can trust it
     but by choice."""
+    from cryptography.hazmat.primitives import serialization
     dns: list[str] = []
     ips: list[str] = []
     for host in dict.fromkeys(["localhost", "127.0.0.1", *hosts]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,82 @@ def test_in_cluster_config_reads_service_account(tmp_path: Path,
     assert cfg.source == "in-cluster" and cfg.host == "https://10.0.0.1:443"
     assert cfg.authorization() == "bearer sa-token"
     assert cfg.configuration.ssl_ca_cert == str(tmp_path / "ca.crt")
+
+
+def _yaml(path: Path, doc: dict[str, object]) -> Path:
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_common_contexts_load_without_the_kubernetes_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import base64
+    import sys
+
+    from pyctrl.kube._kubeconfig import ConnectionSettings
+
+    (tmp_path / "certs").mkdir()
+    (tmp_path / "certs" / "ca.crt").write_text("ca")
+    (tmp_path / "tok").write_text("file-token\n")
+    first = _yaml(tmp_path / "a", {
+        "current-context": "cert",
+        "clusters": [{"name": "c", "cluster": {
+            "server": "https://10.0.0.9:6443/", "certificate-authority": "certs/ca.crt",
+            "tls-server-name": "api.example"}}],
+        "users": [{"name": "cert", "user": {
+            "client-certificate-data": base64.b64encode(b"CERT").decode(),
+            "client-key-data": base64.b64encode(b"KEY").decode()}}],
+        "contexts": [{"name": "cert", "context": {"cluster": "c", "user": "cert"}}]})
+    second = _yaml(tmp_path / "b", {
+        "current-context": "ignored",
+        "clusters": [{"name": "c", "cluster": {"server": "https://shadowed"}},
+                     {"name": "d", "cluster": {"server": "https://d:1",
+                                               "certificate-authority-data":
+                                               base64.b64encode(b"PEM").decode()}}],
+        "users": [{"name": "tf", "user": {"tokenFile": "tok"}}],
+        "contexts": [{"name": "tf", "context": {"cluster": "d", "user": "tf"}}]})
+    monkeypatch.delitem(sys.modules, "kubernetes", raising=False)
+    monkeypatch.setenv("KUBECONFIG", f"{first}{os.pathsep}{second}")
+    cfg = load_config()
+    settings = cfg.configuration
+    assert isinstance(settings, ConnectionSettings) and cfg.context == "cert"
+    assert (cfg.host, settings.ssl_ca_cert, settings.tls_server_name) == (
+        "https://10.0.0.9:6443", str(tmp_path / "certs" / "ca.crt"), "api.example")
+    assert settings.cert_file and Path(settings.cert_file).read_bytes() == b"CERT"
+    assert settings.key_file and Path(settings.key_file).read_bytes() == b"KEY"
+    assert oct(Path(settings.key_file).stat().st_mode & 0o777) == "0o600"
+    other = load_config(context="tf")
+    assert other.host == "https://d:1" and other.configuration.ca_cert_data == "PEM"
+    assert other.authorization() == "Bearer file-token"  # relative to the file naming it
+    assert "kubernetes" not in sys.modules
+
+
+def test_other_users_go_through_the_kubernetes_loader(tmp_path: Path) -> None:
+    from kubernetes.client import Configuration
+
+    path = _yaml(tmp_path / "kc", {
+        "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t", "as": "someone"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]})
+    cfg = load_config(str(path))
+    assert isinstance(cfg.configuration, Configuration)
+    assert (cfg.host, cfg.authorization(), cfg.context) == ("http://127.0.0.1:9", "Bearer t", "x")
+
+
+def test_token_files_are_reread_once_a_minute(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyctrl.kube import _kubeconfig
+    from pyctrl.testing import FakeClock
+
+    clock = FakeClock()
+    monkeypatch.setattr(_kubeconfig, "_CLOCK", clock)
+    (tmp_path / "token").write_text("one")
+    env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
+    settings = _kubeconfig.in_cluster_settings(env, tmp_path)
+    assert settings.host == "https://[fd00::1]:443"
+    (tmp_path / "token").write_text("two")
+    assert settings.authorization() == "bearer one"
+    clock.step(60)
+    assert settings.authorization() == "bearer two"
