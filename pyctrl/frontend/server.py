@@ -53,6 +53,7 @@ log = structlog.get_logger(__name__)
 
 _REAL = RealClock()
 _MIB = 1024 * 1024
+_ACCEPT_BATCH = 32  # connections accepted per loop iteration
 _FD_HEADROOM = 256  # files besides client connections (listeners, API clients, logs)
 _LOG_INTERVAL = 10.0  # at most one line per interval for floods (refusals, deadlines)
 
@@ -210,8 +211,12 @@ class Frontend:
     async def _serve(self) -> None:
         loop, stop, listener = self._loop, self._stop, self._listener
         assert loop is not None and stop is not None and listener is not None
+        # asyncio accepts up to ``backlog`` connections per wake-up of the loop; a small
+        # batch keeps a reconnect storm from holding the loop for one long stretch, while
+        # listening again with the configured backlog keeps the kernel's queue long.
         server = await loop.create_server(lambda: Conn(self), sock=listener,
-                                          backlog=self.config.backlog)
+                                          backlog=_ACCEPT_BATCH)
+        listener.listen(self.config.backlog)
         self._serving.set()
         await stop
         server.close()

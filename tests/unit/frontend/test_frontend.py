@@ -108,6 +108,28 @@ def test_routes_and_handlers_over_tls(serve: Any, certs: CertificatePaths) -> No
         200, b"POST /echo? b'{}'")
 
 
+@pytest.mark.parametrize("tls", [False, True])
+@pytest.mark.parametrize("chunk", [1, 3, 40])
+def test_a_request_split_anywhere_is_read_whole(serve: Any, certs: CertificatePaths,
+                                                tls: bool, chunk: int) -> None:
+    server = serve(tls=tls)
+    raw = socket.create_connection(server.address, timeout=10)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock: socket.socket = raw
+    if tls:
+        context = ssl.create_default_context(cafile=str(certs.ca_file))
+        sock = context.wrap_socket(raw, server_hostname="127.0.0.1")
+    request = b"POST /echo?x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"
+    with sock:
+        for i in range(0, len(request), chunk):  # one TCP segment (or TLS record) each
+            sock.sendall(request[i:i + chunk])
+        answer = b""
+        while part := sock.recv(4096):
+            answer += part
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert answer.endswith(b"POST /echo?x b'hello'")
+
+
 def test_idle_connections_cost_no_thread_and_requests_still_pass(
         serve: Any, certs: CertificatePaths) -> None:
     server = serve(tls=True)
