@@ -71,6 +71,10 @@ class StubServer:
                     self.send_header(k, v)
                 if reply.chunks is not None:
                     self.send_header("Transfer-Encoding", "chunked")
+                    # The connection is closed after a streamed answer, so say so: without
+                    # the header a client pools it, and reusing it before the FIN arrived
+                    # (a busy machine) failed the next request with RemoteDisconnected.
+                    self.send_header("Connection", "close")
                     self.end_headers()
                     try:
                         for chunk in reply.chunks:
