@@ -4,6 +4,7 @@ Contract: for every ConfigMap labelled ``pyctrl.io/mirror=true`` a Secret of the
 and namespace holds its ``data`` (base64) and ``binaryData``, controlled by the ConfigMap:
 changes propagate, and the garbage collector deletes the Secret with the ConfigMap. An
 existing Secret this ConfigMap does not control is left alone (Warning event ``SecretExists``).
+Writes go through ``manager.client_for_leader()`` (fenced when leader election is on).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class Mirror:
     """Writes the Secret a ConfigMap asks for; reads ConfigMaps from the cache."""
 
     def __init__(self, manager: Manager) -> None:
-        self.client = manager.client
+        self.client = manager.client_for_leader()
         self.configmaps = manager.informers.lister_for(CONFIGMAPS, label_selector=SELECTOR)
         self.recorder = manager.event_recorder(NAME)
 

@@ -10,6 +10,9 @@ Contract, as in kubernetes/sample-controller:
   every successful sync. Deleting a Foo leaves the Deployment to the garbage collector.
 * Reads come from listers (the informer cache); cached objects are copied before changes.
 * Wiring is one Builder chain (:func:`setup`); the reconciler receives a ``pyctrl.Request``.
+* Writes (the Deployment, the Foo's status) and events go through
+  ``manager.client_for_leader()``: with leader election, a replica that lost its lease writes
+  nothing (NotLeader); without it, that is the manager's client.
 """
 
 from __future__ import annotations
@@ -124,7 +127,7 @@ class FooReconciler:
 def setup(manager: Manager, *, workers: int = 2) -> Controller[Request]:
     """Wire the Foo controller into ``manager``: Foos and the Deployments they own."""
     lister = manager.informers.lister_for
-    reconciler = FooReconciler(manager.client, lister(FOOS), lister(DEPLOYMENTS),
+    reconciler = FooReconciler(manager.client_for_leader(), lister(FOOS), lister(DEPLOYMENTS),
                                manager.event_recorder(AGENT))
     return (manager.controller("foo", workers=workers).for_(FOOS).owns(DEPLOYMENTS)
             .complete(reconciler))
