@@ -50,7 +50,7 @@ from pyctrl.errors import ApiError, NotFound
 from pyctrl.kube import JOBS, ConfigError, RESTClient
 from pyctrl.leaderelection import default_identity
 from pyctrl.serving import serving_context
-from pyctrl.sharding import ShardingOptions
+from pyctrl.sharding import Sharding, ShardingOptions
 from pyctrl.webhook import WebhookServer, WebhookServerConfig
 
 __all__ = ["build_parser", "main"]
@@ -253,7 +253,9 @@ def run(args: argparse.Namespace) -> int:
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         component="cronjob-controller",
     )
-    manager = Manager(client, options, registry=registry, sharding=sharding)
+    manager = Manager(client, options, registry=registry)
+    if sharding is not None:
+        manager.add_extension(Sharding(sharding))
     build(manager, namespaces=args.namespace, workers=args.workers)
     _check_crd(client, args.namespace)
     if webhook is not None:

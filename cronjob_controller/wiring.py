@@ -18,7 +18,7 @@ CronJob after a wall-clock jump. It is used
 by ``__main__`` and by the integration tests, so tests run the same wiring as production
 (with a FakeClock injected).
 
-Sharding (``Manager(sharding=ShardingOptions(controller="cronjob", ...))``, the
+Sharding (``manager.add_extension(Sharding(ShardingOptions(controller="cronjob", ...)))``, the
 ``--sharding`` flag): the CronJob informers list/watch only this shard's CronJobs (by the
 shard label) and the reconciler is wrapped in a :class:`pyctrl.sharding.ShardReconciler`
 (drain handover). The Job informers stay unfiltered: a CronJob that moves finds its Jobs in

@@ -112,7 +112,7 @@ from pyctrl.ownerrefs import (
 from pyctrl.reconcile import FuncReconciler, Reconciler, Request, Result
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, on_error, retry_on_conflict
-from pyctrl.sharding import ShardingOptions
+from pyctrl.sharding import Sharding, ShardingOptions
 from pyctrl.workqueue import (
     LOW_PRIORITY,
     NORMAL_PRIORITY,
@@ -207,6 +207,7 @@ __all__ = [
     "ResourceEventHandlerRegistration",
     "Result",
     "Runnable",
+    "Sharding",
     "ShardingOptions",
     "SharedIndexInformer",
     "SharedInformerFactory",

@@ -10,16 +10,17 @@ becomes a :class:`~pyctrl.LeaderElectionOptions`:
 * ``leader_election_id=`` (+ ``leader_election_namespace``, ``leader_election_identity``)
   -> a Lease of that name (client-go's default timing).
 
-``leader_election_identity`` alone configures no election (as before); it is returned so an
-add-on that elects a leader of its own (sharding) can use it. Passing both ``options`` and
-deprecated keywords is a TypeError: there is one way to configure each thing.
+``sharding=ShardingOptions(...)`` becomes the extension ``pyctrl.sharding.Sharding``
+(:func:`deprecated_extensions`), whose default leader Lease is held as
+``leader_election_identity`` (which alone configures no election, as before). Passing both
+``options`` and deprecated keywords is a TypeError: there is one way to configure each thing.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import replace
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from pyctrl._manager_options import (
     HealthOptions,
@@ -30,7 +31,12 @@ from pyctrl._manager_options import (
 from pyctrl.leaderelection import LeaderElectionConfig
 from pyctrl.serving import Authorizer
 
-__all__ = ["LegacyManagerKeywords", "options_from_keywords"]
+if TYPE_CHECKING:
+    from pyctrl._extension import Extension
+    from pyctrl.sharding import ShardingOptions
+
+__all__ = ["LegacyManagerKeywords", "deprecated_attribute", "deprecated_extensions",
+           "options_from_keywords"]
 
 
 class LegacyManagerKeywords(TypedDict, total=False):
@@ -51,6 +57,7 @@ class LegacyManagerKeywords(TypedDict, total=False):
     metrics_cert_dir: str | None
     metrics_auth: Authorizer | None
     runtime_metrics: bool
+    sharding: ShardingOptions | None
 
 
 def _leader_election(kw: LegacyManagerKeywords) -> LeaderElectionOptions | None:
@@ -100,3 +107,30 @@ def options_from_keywords(options: ManagerOptions | None, kw: LegacyManagerKeywo
                                          base.graceful_shutdown_timeout),
         component=kw.get("component", base.component),
         event_queue_size=kw.get("event_queue_size", base.event_queue_size))
+
+
+def deprecated_extensions(kw: LegacyManagerKeywords) -> list[Extension]:
+    """The extensions the deprecated keywords ask for (``sharding=``)."""
+    sharding = kw.get("sharding")
+    if sharding is None:
+        return []
+    from pyctrl.sharding.extension import Sharding  # only on this deprecated path
+
+    return [Sharding(sharding, identity=kw.get("leader_election_identity"))]
+
+
+def deprecated_attribute(manager: object, name: str) -> object:
+    """The Manager attributes of earlier releases: ``shard_elector`` (now ``controller_gate``)
+    and ``sharding`` (the installed extension's options, or None); AttributeError else."""
+    if name == "shard_elector":
+        warnings.warn("Manager.shard_elector is deprecated: use Manager.controller_gate",
+                      DeprecationWarning, stacklevel=3)
+        return getattr(manager, "controller_gate", None)
+    if name == "sharding":
+        warnings.warn("Manager.sharding is deprecated: keep the Sharding extension you added",
+                      DeprecationWarning, stacklevel=3)
+        from pyctrl.sharding.extension import Sharding
+
+        hooks = getattr(manager, "controller_hooks", ())
+        return next((h.options for h in hooks if isinstance(h, Sharding)), None)
+    raise AttributeError(f"{type(manager).__name__!r} object has no attribute {name!r}")

@@ -12,11 +12,18 @@ Contract (controller-runtime's ``Runnable`` and runnable groups, in threads):
   failure: :meth:`RunnableGroup.check` (a /healthz check) reports every failure until the
   runnable is started again.
 * Adding is refused once the group is sealed (the Manager seals it when it runs).
+* :func:`run_controllers` runs controllers (anything with ``name`` and ``run(stop)``) the way
+  the Manager does while it leads: once ``synced()`` reports nothing pending (polled on
+  ``stop``'s real-time wait, so a FakeClock nobody steps cannot hang it; returns at once if
+  ``stop`` is set first), one daemon thread ``controller-<name>`` each until ``stop``; then
+  they get ``timeout`` seconds (on the clock) to finish in-flight work, and the ones still
+  busy are logged and abandoned.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,13 +31,22 @@ import structlog
 
 from pyctrl.clock import Clock
 
-__all__ = ["Runnable", "RunnableEntry", "RunnableGroup"]
+__all__ = ["NamedRunnable", "Runnable", "RunnableEntry", "RunnableGroup", "run_controllers"]
 
 log = structlog.get_logger("pyctrl.manager")
 
 
 class Runnable(Protocol):
     """Anything the Manager can run: ``run(stop)`` works until ``stop`` is set, then returns."""
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
+class NamedRunnable(Protocol):
+    """A controller as :func:`run_controllers` sees it."""
+
+    @property
+    def name(self) -> str: ...
 
     def run(self, stop: threading.Event) -> None: ...
 
@@ -113,3 +129,25 @@ class RunnableGroup:
         if not stop.is_set():
             log.error("runnable returned before it was stopped", runnable=entry.name)
             entry.failure = f"{entry.name} exited"
+
+
+def run_controllers(controllers: Sequence[NamedRunnable], stop: threading.Event, *,
+                    synced: Callable[[], str | None], clock: Clock, timeout: float,
+                    poll: float = 0.05) -> None:
+    """Run ``controllers`` until ``stop``, then give them ``timeout`` (see module docstring)."""
+    while synced() is not None:
+        if stop.wait(poll):
+            return
+    threads = [threading.Thread(target=c.run, args=(stop,), name=f"controller-{c.name}",
+                                daemon=True) for c in controllers]
+    for t in threads:
+        t.start()
+    log.info("controllers started", count=len(threads))
+    stop.wait()
+    deadline = clock.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - clock.monotonic()))
+    stuck = [t.name for t in threads if t.is_alive()]
+    if stuck:
+        log.error("graceful shutdown timed out; abandoning busy workers", controllers=stuck,
+                  timeout=timeout)

@@ -40,7 +40,7 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
 * ``lister_for(resource)`` / ``informers_for(resource)``: what a reconciler reads, over
   exactly the informers this controller watches ``resource`` with: one per namespace,
   merged into one :class:`~pyctrl.cache.MultiNamespaceLister`; the label selector of that
-  resource's ``for_`` (with the shard selector) or else of its first declared watch; an owned
+  resource's ``for_`` (with the hooks' selectors) or else of its first declared watch; an owned
   resource's controller-UID index (present by ``complete``). A resource not declared is read
   whole in the controller's namespaces. Call them after ``with_options(namespaces=...)`` and
   after declaring the resource's watches: a later change that would move them to other
@@ -50,11 +50,10 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   :meth:`complete` builds the :class:`Controller` (waiting for every informer it watches),
   registers it with the manager and returns it. A Builder completes once; it must complete
   before ``Manager.run``.
-* Sharding: when the manager has ``sharding`` options for this controller's name
-  (``ShardingOptions.controller``), the ``for_`` informer lists/watches only objects carrying
-  this shard's label (added to any ``label_selector``) and the reconciler is wrapped in a
-  :class:`pyctrl.sharding.ShardReconciler` (drain handover, writes through the shard-fenced
-  client). Owned and mapped resources are watched whole.
+* Controller hooks (:mod:`pyctrl._extension`, added by Manager extensions) are asked about
+  each controller: a label selector added to its ``for_`` informers, a filter on the owners
+  ``owns`` enqueues, and a wrapper around its reconciler. :attr:`name` and
+  :attr:`for_resource` are what they see.
 """
 
 from __future__ import annotations
@@ -87,7 +86,6 @@ from pyctrl.handlers import (
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import Resource
 from pyctrl.reconcile import ReconcileFunc, Reconciler, Request, as_reconciler
-from pyctrl.sharding import ShardReconciler
 from pyctrl.workqueue import PriorityQueue, RateLimiter
 
 if TYPE_CHECKING:
@@ -156,6 +154,16 @@ class Builder:
         # resource -> (selector, metadata_only) of the readers handed out
         self._read: dict[Resource, tuple[str | None, bool]] = {}
         self._completed = False
+
+    @property
+    def name(self) -> str:
+        """The controller's name."""
+        return self._name
+
+    @property
+    def for_resource(self) -> Resource | None:
+        """The resource given to ``for_`` (None before, or without one)."""
+        return self._for
 
     def for_(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
@@ -243,11 +251,10 @@ class Builder:
         return self._namespaces or (self._manager.informers.namespace or "",)
 
     def _watch_selector(self, watch: _Watch) -> str | None:
-        selector = watch.label_selector or None
-        sharding = self._manager.sharding
-        if watch.kind == "for" and sharding is not None and sharding.controller == self._name:
-            selector = f"{selector},{sharding.selector}" if selector else sharding.selector
-        return selector
+        selectors = [watch.label_selector or None]
+        if watch.kind == "for":
+            selectors += [hook.for_selector(self) for hook in self._manager.controller_hooks]
+        return ",".join(s for s in selectors if s) or None
 
     def _reader_of(self, resource: Resource) -> tuple[str | None, bool]:
         """The label selector and metadata_only of the watch readers of ``resource`` follow."""
@@ -279,23 +286,18 @@ class Builder:
             assert owner is not None
             handler = enqueue_owner(queue, owner.group, owner.kind, predicates,
                                     owner_namespaced=owner.namespaced,
-                                    admit=self._in_shard(owner))
+                                    admit=self._admit_owner())
         else:
             assert watch.mapper is not None
             handler = enqueue_requests(queue, watch.mapper, predicates)
         return handler if watch.on_delete is None else _ObserveDeletes(handler, watch.on_delete)
 
-    def _in_shard(self, owner: Resource) -> Callable[[Request], bool] | None:
-        """For a sharded controller: whether an owner is in this shard's ``for_`` cache.
-        Owned objects are not sharded (every replica watches them all), so without this each
-        replica would reconcile the owners of every shard's owned-object events only to find
-        them not its own: at a tick of 6000 CronJobs, two thirds of ~12000 Job events."""
-        sharding = self._manager.sharding
-        if sharding is None or sharding.controller != self._name:
-            return None
-        stores = [i.get_store() for i in self.informers_for(owner)]
-        return lambda request: any(store.get_by_key(str(request)) is not None
-                                   for store in stores)
+    def _admit_owner(self) -> Callable[[Request], bool] | None:
+        admits = [a for hook in self._manager.controller_hooks
+                  if (a := hook.admit_owner(self)) is not None]
+        if len(admits) < 2:
+            return admits[0] if admits else None
+        return lambda request: all(admit(request) for admit in admits)
 
     def complete(self, reconciler: Reconciler | ReconcileFunc) -> Controller[Request]:
         """Build the controller, register it with the manager and return it."""
@@ -308,10 +310,8 @@ class Builder:
             raise ValueError("owns needs for_: the owner kind is the for_ resource's")
         run: Reconciler = as_reconciler(reconciler)
         m = self._manager
-        sharding = m.sharding
-        if sharding is not None and sharding.controller == self._name and owner is not None:
-            run = ShardReconciler(run, self.lister_for(owner), m.client_for_leader(), sharding,
-                                  clock=m.clock)
+        for hook in m.controller_hooks:
+            run = hook.wrap_reconciler(self, run)
         queue = PriorityQueue[Request](
             name=self._name, clock=m.clock, registry=m.registry,
             rate_limiter=self._rate_limiter) if self._priority_queue else None

@@ -18,21 +18,34 @@ can start inside any allocation, including one made while that lock is held. A d
 registry stops being fed, and ``gc.callbacks`` never grows with the number of registries.
 Cost: two clock reads and one observe per live registry per collection (young collections
 run every ~700 allocations of container objects).
+
+:func:`register_runtime_collectors` puts on a registry, once each, the histogram above and
+prometheus_client's ``process_*``, ``python_gc_*`` and ``python_info`` collectors (the
+default registry has those already).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import weakref
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 from pyctrl.clock import RealClock
 from pyctrl.serving.metrics import per_registry
 
-__all__ = ["GC_PAUSE_BUCKETS", "gc_pause_histogram", "live_sinks"]
+__all__ = ["GC_PAUSE_BUCKETS", "gc_pause_histogram", "live_sinks",
+           "register_runtime_collectors"]
 
 # 50 us .. 2.5 s: young collections take tens of microseconds, a full one of a 10k-object
 # cache hundreds of milliseconds.
@@ -88,3 +101,16 @@ gc_pause_histogram = per_registry(_new_histogram)
 def live_sinks() -> int:
     """How many registries' histograms the callback still feeds (for tests)."""
     return sum(1 for r in _sinks if r() is not None)
+
+
+def register_runtime_collectors(registry: CollectorRegistry) -> None:
+    """process_*, python_gc_* (with python_gc_duration_seconds) and python_info on
+    ``registry``, each once per registry."""
+    gc_pause_histogram(registry)
+    if registry is REGISTRY:  # the default registry has the others already
+        return
+    for make in (lambda: ProcessCollector(registry=registry),
+                 lambda: GCCollector(registry=registry),
+                 lambda: PlatformCollector(registry=registry)):
+        with contextlib.suppress(ValueError):  # already registered on this registry
+            make()

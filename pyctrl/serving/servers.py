@@ -7,7 +7,10 @@ anything else 404) over plain HTTP. :class:`ServerSet` makes (binds) and starts 
 named servers and publishes their addresses together once every one listens (a caller that
 sees one address sees them all); if one fails to bind or start, the ones made are shut down
 and the error raised.
-``shutdown`` closes every server and joins its threads.
+``shutdown`` closes every server and joins its threads. :func:`server_factories` is what a
+Manager serves: /metrics at ``metrics_address`` (HTTPS from ``cert_dir`` or self-signed, with
+``authorize()`` in front, when ``secure``) and the probes at ``probe_address``; an address
+``"0"`` leaves that server out.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
+from pyctrl.serving.certs import serving_context
 from pyctrl.serving.healthz import Checks
-from pyctrl.serving.http import TEXT, Authorizer, HTTPServerThread, Response
+from pyctrl.serving.http import TEXT, Authorizer, HTTPServerThread, Response, parse_bind_address
 from pyctrl.serving.metrics import metrics_handler
 
-__all__ = ["ServerSet", "metrics_server", "probe_server"]
+__all__ = ["ServerSet", "metrics_server", "probe_server", "server_factories"]
 
 
 def metrics_server(address: tuple[str, int], registry: CollectorRegistry, *,
@@ -43,6 +47,24 @@ def probe_server(address: tuple[str, int], *checks: Checks) -> HTTPServerThread:
         return 404, TEXT, b"not found\n"
 
     return HTTPServerThread("probes", address, probes)
+
+
+def server_factories(*, metrics_address: str, probe_address: str,
+                     registry: CollectorRegistry, checks: tuple[Checks, ...], secure: bool,
+                     cert_dir: str | None, authorize: Callable[[], Authorizer],
+                     ) -> dict[str, Callable[[], HTTPServerThread]]:
+    """The Manager's servers, to :meth:`ServerSet.start` (see module docstring)."""
+    factories: dict[str, Callable[[], HTTPServerThread]] = {}
+    metrics_bind = parse_bind_address(metrics_address)
+    if metrics_bind is not None:
+        ctx = serving_context(cert_dir) if secure else None
+        auth = authorize() if secure else None
+        factories["metrics"] = lambda: metrics_server(metrics_bind, registry, ssl_context=ctx,
+                                                      authorize=auth)
+    probe_bind = parse_bind_address(probe_address)
+    if probe_bind is not None:
+        factories["probes"] = lambda: probe_server(probe_bind, *checks)
+    return factories
 
 
 class ServerSet:

@@ -5,9 +5,11 @@ leader runs the :class:`Sharder`, which keeps a consistent-hash ring (:mod:`.rin
 live shards and labels each object with its shard; each shard's informers list/watch only
 objects carrying its label, and its reconciler (:class:`ShardReconciler`) hands an object
 over (drain handshake) before the sharder gives it to another shard. Enable it with
-``Manager(..., sharding=ShardingOptions(controller=..., shard_id=..., resource=...))``.
+``manager.add_extension(Sharding(ShardingOptions(controller=..., shard_id=..., resource=...)))``
+(:mod:`.extension`) before building the controllers.
 """
 
+from pyctrl.sharding.extension import Sharding
 from pyctrl.sharding.lease import ShardLeaseLock, ShardMembership
 from pyctrl.sharding.options import ShardingOptions
 from pyctrl.sharding.ring import HashRing
@@ -24,6 +26,7 @@ __all__ = [
     "ShardReconciler",
     "ShardWatch",
     "Sharder",
+    "Sharding",
     "ShardingOptions",
     "plan",
 ]

@@ -1,7 +1,7 @@
 """Active-active sharding of the CronJob controller on a real API server.
 
 Three shards (in-process Managers wired by ``cronjob_controller.wiring.build`` with
-``sharding=ShardingOptions(...)``, each with its own REST client; shard Lease 8 s, renew
+the ``Sharding`` extension, each with its own REST client; shard Lease 8 s, renew
 deadline 6 s, retry 1.5 s: shorter ones lost renewals at a tick on a 2-core machine at load
 10) share 150 CronJobs (the issue says 3000: there a label write of a CronJob, validated
 against its 190 kB schema, takes ~0.3 s, so 150 keeps the test near 60-90 s). Every
@@ -43,7 +43,6 @@ from cronjob_controller.jobs import job_name
 from cronjob_controller.wiring import CronJobController, build
 from pyctrl import (
     LeaderElectionLost,
-    LeaderElectionOptions,
     Manager,
     ManagerOptions,
     MetricsOptions,
@@ -53,7 +52,7 @@ from pyctrl import (
 from pyctrl.errors import ServerError
 from pyctrl.kube import JOBS, LEASES
 from pyctrl.leaderelection.lease_lock import parse_micro_time
-from pyctrl.sharding import HashRing, ShardingOptions
+from pyctrl.sharding import HashRing, Sharding, ShardingOptions
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.cronjob.env import cronjob_body
 from tests.integration.sharding_helpers import (
@@ -113,13 +112,10 @@ class Cluster:
             lease_namespace=self.namespace, namespaces=(self.namespace,),
             lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY,
             on_reconcile=self.audit.hook(name))
-        election = LeaderElectionOptions(
-            id=options.leader_lease_name, namespace=self.namespace, identity=name,
-            lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY)
         manager = Manager(client, ManagerOptions(
-            leader_election=election, graceful_shutdown_timeout=5,
-            component="cronjob-controller", metrics=MetricsOptions(runtime_metrics=False)),
-            clock=self.clock, sharding=options)
+            graceful_shutdown_timeout=5, component="cronjob-controller",
+            metrics=MetricsOptions(runtime_metrics=False)), clock=self.clock)
+        manager.add_extension(Sharding(options, identity=name))
         wired = build(manager, namespaces=[self.namespace], workers=4)
         stop = threading.Event()
         errors: list[BaseException] = []
@@ -138,7 +134,7 @@ class Cluster:
 
     def kill(self, name: str) -> None:
         """``name`` writes nothing from now on: no renew, no release, no reconcile writes."""
-        elector = self.shards[name].manager.shard_elector
+        elector = self.shards[name].manager.controller_gate
         assert elector is not None
         lock = elector.config.lock
         setattr(elector, "holds_lease", lambda: False)  # noqa: B010 (its fence refuses all)

@@ -1,24 +1,30 @@
-"""Manager(sharding=...): the sharded controller's informer is label-filtered, its reconciler
-hands drained objects over, writes are fenced by the shard Lease, the sharder needs the lead."""
+"""manager.add_extension(Sharding(...)): the sharded controller's informer is label-filtered,
+its reconciler hands drained objects over, writes are fenced by the shard Lease, the sharder
+needs the lead; the Manager itself knows nothing of shards."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+import pytest
 from kubernetes.client import Configuration
 
 from pyctrl import FencedClient, Manager, ManagerOptions, MetricsOptions, Request
 from pyctrl.kube import CONFIGMAPS, SECRETS
 from pyctrl.kube.client import RESTClient
-from pyctrl.sharding import Sharder, ShardReconciler, ShardWatch
+from pyctrl.sharding import Sharder, Sharding, ShardingOptions, ShardReconciler, ShardWatch
 from pyctrl.testing import FakeClient, FakeClock
 from tests.unit.sharding.helpers import NS, SHARD, configmap, options
 
 NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
 
 
-def _manager() -> Manager:
+def _manager(sharding: ShardingOptions | None = None) -> Manager:
     clock = FakeClock()
-    return Manager(FakeClient(clock), NO_RUNTIME_METRICS, clock=clock,
-                   sharding=options("pod-a"))
+    m = Manager(FakeClient(clock), NO_RUNTIME_METRICS, clock=clock)
+    m.add_extension(Sharding(sharding or options("pod-a")))
+    return m
 
 
 def test_sharded_controller_watches_only_its_shard_and_wraps_the_reconciler() -> None:
@@ -39,12 +45,12 @@ def test_sharded_controller_watches_only_its_shard_and_wraps_the_reconciler() ->
 def test_leader_election_is_created_for_the_sharder_and_writes_use_the_shard_lease() -> None:
     m = _manager()
     assert m.elector is not None and m.elector.describe() == "system/mirror-sharder"
-    assert m.shard_elector is not None
-    assert m.shard_elector.describe() == "system/mirror-shard-pod-a"
+    assert m.controller_gate is not None
+    assert m.controller_gate.describe() == "system/mirror-shard-pod-a"
     entries = [e for e in m.runnables() if isinstance(e.runnable, Sharder)]
     assert len(entries) == 1 and entries[0].needs_leader
     assert isinstance(m.client_for_leader(), FencedClient)
-    assert m.shard_elector.holds_lease() is False
+    assert m.controller_gate.holds_lease() is False
 
 
 def test_every_replica_runs_the_shard_watch_and_the_sharder_plans_from_it() -> None:
@@ -60,17 +66,17 @@ def test_a_rest_client_sharder_gets_a_write_budget_of_its_own() -> None:
     config.host = "https://127.0.0.1:1"
     client = RESTClient(config, qps=5, burst=10)
     clock = FakeClock()
-    m = Manager(client, NO_RUNTIME_METRICS, clock=clock,
-                sharding=options("pod-a", write_qps=300, write_burst=600))
+    m = Manager(client, NO_RUNTIME_METRICS, clock=clock)
+    sharding = Sharding(options("pod-a", write_qps=300, write_burst=600))
+    m.add_extension(sharding)
+    own = sharding.sharder_client
     try:
-        assert len(m._owned_clients) == 1
-        own = m._owned_clients[0]
-        assert own is not client
+        assert isinstance(own, RESTClient) and own is not client
         assert (own.rate_limiter.qps, own.rate_limiter.burst) == (300, 600)
     finally:
         client.close()
-        for c in m._owned_clients:
-            c.close()
+        assert isinstance(own, RESTClient)
+        own.close()
 
 
 def test_owned_object_events_enqueue_only_owners_in_this_shards_cache() -> None:
@@ -94,4 +100,38 @@ def test_owned_object_events_enqueue_only_owners_in_this_shards_cache() -> None:
         assert len(c.queue) == 1 and c.queue.get() == Request(NS, "mine")
     finally:
         c.queue.shut_down()
-    assert m.controller("unsharded").for_(SECRETS)._in_shard(SECRETS) is None
+    assert m.controller("unsharded").for_(SECRETS)._admit_owner() is None
+
+
+def test_the_deprecated_sharding_keyword_installs_the_extension() -> None:
+    with pytest.warns(DeprecationWarning, match="sharding="):
+        m = Manager(FakeClient(), sharding=options("pod-a"), runtime_metrics=False,
+                    leader_election_identity="me")
+    assert m.elector is not None and m.elector.describe() == "system/mirror-sharder"
+    assert m.controller_gate is not None
+    assert [type(h) for h in m.controller_hooks] == [Sharding]
+    with pytest.warns(DeprecationWarning, match="controller_gate"):
+        assert m.shard_elector is m.controller_gate  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning):
+        assert m.sharding == options("pod-a")  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        _ = m.no_such_attribute  # type: ignore[attr-defined]
+
+
+def test_extensions_go_in_before_controllers_are_built() -> None:
+    m = Manager(FakeClient(), NO_RUNTIME_METRICS)
+    m.controller("mirror").for_(CONFIGMAPS)
+    with pytest.raises(RuntimeError, match="before building controllers"):
+        m.add_extension(Sharding(options("pod-a")))
+
+
+def test_the_manager_does_not_know_what_a_shard_is() -> None:
+    """Layering: sharding installs itself through the extension hooks; manager.py and
+    builder.py neither import pyctrl.sharding nor mention shards."""
+    root = Path(__file__).resolve().parents[3] / "pyctrl"
+    for name in ("manager.py", "builder.py"):
+        source = (root / name).read_text()
+        imported = {node.module for node in ast.walk(ast.parse(source))
+                    if isinstance(node, ast.ImportFrom) and node.module}
+        assert not any(m.startswith("pyctrl.sharding") for m in imported), name
+        assert "shard" not in source.lower(), name

@@ -1,0 +1,112 @@
+"""Sharding: the Manager extension that turns sharding of one controller on.
+
+Contract: ``manager.add_extension(Sharding(options))`` (before the controllers are built)
+makes every replica's ``options.controller`` work at once, each on its own shard:
+
+* this replica's shard Lease ``<controller>-shard-<shard id>`` (a :class:`ShardLeaseLock`,
+  the options' timing) gates the Manager's controllers instead of leadership
+  (``Manager.gate_controllers``: losing it is fatal like losing leadership, and
+  ``client_for_leader`` is fenced by it; ``/healthz`` check ``shard-lease``);
+* leader election still runs (``Manager.ensure_leader_election``: when none is configured,
+  a Lease ``<controller>-sharder`` in ``lease_namespace`` with the options' timing, held as
+  ``identity``, default ``<hostname>_<uuid>``) and gates only the ``needs_leader``
+  runnables, among them the :class:`Sharder` that labels objects;
+* a :class:`ShardWatch` runs on every replica from the start; the sharder's writes go
+  through a client of their own (``write_qps``/``write_burst``, when the manager's client is
+  a RESTClient; :attr:`Sharding.sharder_client`), fenced by leadership and closed with the
+  Manager;
+* as a controller hook, for the controller named ``options.controller`` with a ``for_``
+  resource: its ``for_`` informers list/watch only objects with this shard's label, an
+  ``owns`` watch enqueues only owners in this shard's cache (owned objects are not sharded:
+  every replica sees them all, and without the filter each replica would reconcile the owners
+  of every shard's owned-object events only to find them not its own: at a tick of 6000
+  CronJobs, two thirds of ~12000 Job events), and its reconciler is wrapped in a
+  :class:`ShardReconciler` (drain handover, writes through the shard-fenced client). Other
+  controllers are left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pyctrl._extension import ControllerBuild
+from pyctrl._manager_options import LeaderElectionOptions
+from pyctrl.kube.client import RESTClient
+from pyctrl.kube.fenced import FencedClient
+from pyctrl.kube.interface import Client
+from pyctrl.leaderelection import LeaderElectionConfig, LeaderElector
+from pyctrl.reconcile import Reconciler, Request
+from pyctrl.sharding.lease import ShardLeaseLock
+from pyctrl.sharding.options import ShardingOptions
+from pyctrl.sharding.shard import ShardReconciler
+from pyctrl.sharding.sharder import Sharder
+from pyctrl.sharding.watch import ShardWatch
+
+if TYPE_CHECKING:
+    from pyctrl.manager import Manager
+
+__all__ = ["Sharding"]
+
+
+class Sharding:
+    """Installs sharding of ``options.controller`` on a Manager (see module docstring)."""
+
+    def __init__(self, options: ShardingOptions, *, identity: str | None = None) -> None:
+        self.options = options
+        self._identity = identity
+        self._manager: Manager | None = None
+        self.shard_elector: LeaderElector | None = None
+        self.sharder_client: Client | None = None
+
+    def install(self, manager: Manager) -> None:
+        o = self.options
+        leader = manager.ensure_leader_election(LeaderElectionOptions(
+            id=o.leader_lease_name, namespace=o.lease_namespace, identity=self._identity,
+            lease_duration=o.lease_duration, renew_deadline=o.renew_deadline,
+            retry_period=o.retry_period))
+        self.shard_elector = manager.gate_controllers(LeaderElectionConfig(
+            ShardLeaseLock(manager.client, o), lease_duration=o.lease_duration,
+            renew_deadline=o.renew_deadline, retry_period=o.retry_period, name=o.lease_name),
+            check="shard-lease")
+        watch = ShardWatch(manager.client, o, clock=manager.clock, elector=leader)
+        manager.add(watch)  # every replica, from the start (see pyctrl.sharding.watch)
+        self.sharder_client = self._sharder_client(manager)
+        manager.add(Sharder(FencedClient(self.sharder_client, leader, registry=manager.registry),
+                            o, watch=watch, clock=manager.clock), needs_leader=True)
+        manager.add_controller_hook(self)
+        self._manager = manager
+
+    def _sharder_client(self, manager: Manager) -> Client:
+        """The sharder's writes get a rate limit of their own when the manager's client is a
+        RESTClient: a failover's relabels must not queue behind the controllers' limiter."""
+        client = manager.client
+        if not isinstance(client, RESTClient):
+            return client
+        o = self.options
+        own = RESTClient(client.config, qps=o.write_qps, burst=o.write_burst,
+                         pool_maxsize=o.writers, clock=manager.clock,
+                         registry=manager.registry, user_agent="pyctrl-sharder")
+        manager.close_on_shutdown(own.close)
+        return own
+
+    def _sharded(self, build: ControllerBuild) -> bool:
+        return build.name == self.options.controller and build.for_resource is not None
+
+    # -- ControllerHook -------------------------------------------------------------------
+    def for_selector(self, build: ControllerBuild) -> str | None:
+        return self.options.selector if build.name == self.options.controller else None
+
+    def admit_owner(self, build: ControllerBuild) -> Callable[[Request], bool] | None:
+        if build.for_resource is None or build.name != self.options.controller:
+            return None
+        stores = [i.get_store() for i in build.informers_for(build.for_resource)]
+        return lambda request: any(store.get_by_key(str(request)) is not None
+                                   for store in stores)
+
+    def wrap_reconciler(self, build: ControllerBuild, reconciler: Reconciler) -> Reconciler:
+        if self._manager is None or not self._sharded(build) or build.for_resource is None:
+            return reconciler
+        return ShardReconciler(reconciler, build.lister_for(build.for_resource),
+                               self._manager.client_for_leader(), self.options,
+                               clock=self._manager.clock)
