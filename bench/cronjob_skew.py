@@ -179,6 +179,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --shards: also run the upstream and limit phases")
     parser.add_argument("--pyctrl-workers", type=int, default=16,
                         help="cronjob_controller --workers")
+    parser.add_argument("--pyctrl-arg", action="append", default=[], metavar="ARG",
+                        help="one more cronjob_controller flag for the pyctrl phases "
+                             "(repeatable), e.g. --pyctrl-arg=--gc-freeze=false")
     parser.add_argument("--upstream-syncs", type=int, default=50,
                         help="kube-controller-manager --concurrent-cron-job-syncs")
     parser.add_argument("--qps", type=int, default=2000, help="controllers' client QPS/burst")

@@ -80,7 +80,8 @@ class Controller:
                     "--workers", str(self.args.pyctrl_workers),
                     "--qps", str(self.args.qps), "--burst", str(self.args.qps),
                     "--log-level", "warning", "--metrics-bind-address", "0",
-                    "--health-probe-bind-address", f"127.0.0.1:{port}", *self.extra_args]
+                    "--health-probe-bind-address", f"127.0.0.1:{port}",
+                    *getattr(self.args, "pyctrl_arg", []), *self.extra_args]
             env = dict(os.environ) | self.extra_env
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)

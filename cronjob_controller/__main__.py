@@ -35,6 +35,7 @@ from cronjob_controller import api, jobs, schedule
 from cronjob_controller.webhook import HANDLERS
 from cronjob_controller.wiring import build
 from pyctrl import (
+    GCOptions,
     HealthOptions,
     LeaderElectionLost,
     LeaderElectionOptions,
@@ -148,6 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--graceful-shutdown-timeout", type=duration_arg, default=30.0,
                         help="how long in-flight reconciles get to finish on shutdown "
                              "(default 30s)")
+    parser.add_argument("--gc-freeze", type=_bool_arg, nargs="?", const=True, default=True,
+                        metavar="BOOL",
+                        help="once the caches synced, run one full garbage collection and "
+                             "gc.freeze() so later collections skip the cached objects "
+                             "(default true)")
+    parser.add_argument("--gc-gen0-threshold", type=int, default=None, metavar="N",
+                        help="Python's first-generation GC threshold, set once the caches "
+                             "synced (default: Python's, 700)")
     parser.add_argument("--log-format", choices=("json", "console"), default="json")
     parser.add_argument("--log-level", default="info",
                         choices=("debug", "info", "warning", "error"))
@@ -207,6 +216,9 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("error: --workers must be at least 1", file=sys.stderr)
         return 2
+    if args.gc_gen0_threshold is not None and args.gc_gen0_threshold < 1:
+        print("error: --gc-gen0-threshold must be at least 1", file=sys.stderr)
+        return 2
     try:
         webhook = _webhook(args)
     except ValueError as err:
@@ -252,6 +264,7 @@ def run(args: argparse.Namespace) -> int:
         health=HealthOptions(bind_address=args.health_probe_bind_address),
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         component="cronjob-controller",
+        gc=GCOptions(freeze_after_sync=args.gc_freeze, gen0_threshold=args.gc_gen0_threshold),
     )
     manager = Manager(client, options, registry=registry)
     if sharding is not None:

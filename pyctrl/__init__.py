@@ -93,6 +93,7 @@ from pyctrl.kube import (
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
 from pyctrl.log import configure_logging, get_logger
 from pyctrl.manager import (
+    GCOptions,
     HealthOptions,
     LeaderElectionLost,
     LeaderElectionOptions,
@@ -173,6 +174,7 @@ __all__ = [
     "FencedClient",
     "Forbidden",
     "FuncReconciler",
+    "GCOptions",
     "Gone",
     "HealthOptions",
     "Indexer",

@@ -23,6 +23,9 @@ ValueError naming the field otherwise). There is one way to configure each thing
   default, ``default_resync`` (0: never) seconds, ``graceful_shutdown_timeout`` (30 s) for
   in-flight reconciles and runnables, ``component`` ("pyctrl", the events' source) and
   ``event_queue_size`` (10000 events buffered before the sink writes them).
+* ``ManagerOptions.gc``: a :class:`pyctrl._gctune.GCOptions`, how the garbage collector is
+  tuned once every informer synced (default: not at all; ``GCOptions(freeze_after_sync=True)``
+  runs one full collection then ``gc.freeze()``).
 
 The Manager's dependencies (client, registry, clock) are arguments of the Manager, not options.
 """
@@ -31,13 +34,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pyctrl._gctune import GCOptions
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLock, default_identity
 from pyctrl.leaderelection.config import check_timing
 from pyctrl.serving import Authorizer, parse_bind_address
 
-__all__ = ["HealthOptions", "LeaderElectionOptions", "ManagerOptions", "MetricsOptions",
-           "default_identity"]
+__all__ = ["GCOptions", "HealthOptions", "LeaderElectionOptions", "ManagerOptions",
+           "MetricsOptions", "default_identity"]
 
 
 def _check_bind(what: str, address: str) -> None:
@@ -117,6 +121,7 @@ class ManagerOptions:
     graceful_shutdown_timeout: float = 30.0
     component: str = "pyctrl"
     event_queue_size: int = 10_000
+    gc: GCOptions = field(default_factory=GCOptions)
 
     def __post_init__(self) -> None:
         if self.default_resync < 0:

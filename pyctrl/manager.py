@@ -14,6 +14,10 @@ Contract (controller-runtime's manager, in threads):
   ``graceful_shutdown_timeout``; the lease is released; the other runnables stop (a webhook
   answers until the workers are done); events are flushed, informers stopped, servers
   closed. Every thread is joined, except workers still busy after the timeout (logged).
+* Garbage collector: once every informer synced, a ``gc-tuner`` thread applies
+  ``ManagerOptions.gc`` (e.g. a full collection then ``gc.freeze()``, so later full
+  collections skip the caches' first fill; see :mod:`pyctrl._gctune`), on every replica,
+  leader or not.
 * Losing leadership (or the controller gate) is fatal: everything shuts down as above and
   ``run`` raises :class:`LeaderElectionLost`; the process should exit and restart.
 * Probes: ``/healthz`` has ``ping``, ``runnables``, ``controller-<name>-workers`` and, with
@@ -42,8 +46,10 @@ from prometheus_client import CollectorRegistry
 
 from pyctrl import _manager_compat as compat
 from pyctrl._extension import ControllerHook, Extension
+from pyctrl._gctune import tune_after_sync
 from pyctrl._leadership import Leadership
 from pyctrl._manager_options import (
+    GCOptions,
     HealthOptions,
     LeaderElectionOptions,
     ManagerOptions,
@@ -64,7 +70,7 @@ from pyctrl.serving import Check, Checks, MetricsAuth
 from pyctrl.serving.gcmetrics import register_runtime_collectors
 from pyctrl.serving.servers import ServerSet, server_factories
 
-__all__ = ["ControllerHook", "Extension", "HealthOptions", "LeaderElectionLost",
+__all__ = ["ControllerHook", "Extension", "GCOptions", "HealthOptions", "LeaderElectionLost",
            "LeaderElectionOptions", "Manager", "ManagerOptions", "MetricsOptions", "Runnable",
            "default_identity", "install_signal_handlers"]
 
@@ -277,16 +283,22 @@ class Manager:
         informer_stop = threading.Event()
         threads: list[threading.Thread] = []
         lost = self._leadership.lost
+        gc_tuner = threading.Thread(
+            target=tune_after_sync, name="gc-tuner", daemon=True,
+            args=(self.options.gc, lambda: self._informers_synced() is None, informer_stop))
         try:
             self._start_servers()
             self._runnables.seal()
             self._runnables.start(self._runnable_stop, needs_leader=False)
             self.informers.start(informer_stop)
+            gc_tuner.start()
             threads = self._leadership.start(work_stop)
             while not stop.wait(_POLL_SECONDS) and not lost.is_set():
                 pass
         finally:
             self._shutdown(work_stop, informer_stop, threads)
+            if gc_tuner.ident is not None:  # started
+                gc_tuner.join()
         if lost.is_set():
             raise LeaderElectionLost("leader election lost")
 
