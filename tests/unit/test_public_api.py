@@ -11,7 +11,7 @@ import pyctrl
 FACADES = ["pyctrl", "pyctrl.cache", "pyctrl.workqueue", "pyctrl.kube", "pyctrl.record",
            "pyctrl.leaderelection", "pyctrl.errors", "pyctrl.testing", "pyctrl.testing.envtest",
            "pyctrl.webhook", "pyctrl.sharding", "pyctrl.serving", "pyctrl.reconcile",
-           "pyctrl.builder", "pyctrl.handlers"]
+           "pyctrl.builder", "pyctrl.handlers", "pyctrl.api"]
 
 
 @pytest.mark.parametrize("name", FACADES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -181,3 +182,17 @@ def test_python_dash_m_pyctrl_runs(tmp_path: Path) -> None:
                             cwd=Path(__file__).resolve().parents[3])
     assert result.returncode == 0, result.stderr
     assert "kind: CustomResourceDefinition" in result.stdout
+
+
+def test_the_readme_example_generates_its_crd(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme[readme.index("### Your own API"):]
+    code = section[section.index("```python\n") + 10:section.index("```\n", 10)]
+    (tmp_path / "readme_website.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["gen", "crd", "readme_website", "--out", str(tmp_path)]) == 0
+    doc = yaml.safe_load((tmp_path / "websites.example.io.yaml").read_text())
+    spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["required"] == ["host"] and spec["properties"]["replicas"]["default"] == 1
+    assert "containers" in json.dumps(spec["properties"]["pod"])
