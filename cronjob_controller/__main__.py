@@ -32,7 +32,8 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from cronjob_controller import api, jobs, schedule
-from cronjob_controller.webhook import HANDLERS
+from cronjob_controller.templatecheck import DRY_RUN_TIMEOUT_SECONDS
+from cronjob_controller.webhook import handlers
 from cronjob_controller.wiring import build
 from pyctrl import (
     GCOptions,
@@ -48,7 +49,7 @@ from pyctrl import (
 )
 from pyctrl.duration import duration_arg
 from pyctrl.errors import ApiError, NotFound
-from pyctrl.kube import JOBS, ConfigError, RESTClient
+from pyctrl.kube import JOBS, Client, ConfigError, RESTClient
 from pyctrl.leaderelection import default_identity
 from pyctrl.serving import serving_context
 from pyctrl.sharding import Sharding, ShardingOptions
@@ -179,8 +180,12 @@ def _client(args: argparse.Namespace, registry: CollectorRegistry | None = None)
                                       registry=registry)
 
 
-def _webhook(args: argparse.Namespace) -> WebhookServer | None:
+def _webhook(args: argparse.Namespace,
+             dry_run_client: Client | None = None) -> WebhookServer | None:
     """The admission webhook server with its certificate loaded, or None when disabled.
+
+    With ``dry_run_client`` the validating handler also dry-runs the template's Job
+    (:func:`cronjob_controller.webhook.handlers`).
 
     Raises ValueError (a CertificateError naming the path for a missing or unreadable
     certificate directory) so ``run`` exits with status 2 before anything starts.
@@ -191,7 +196,7 @@ def _webhook(args: argparse.Namespace) -> WebhookServer | None:
     if bind is None:
         return None
     server = WebhookServer(WebhookServerConfig(cert_dir=args.webhook_cert_dir, host=bind[0],
-                                               port=bind[1]), HANDLERS)
+                                               port=bind[1]), handlers(dry_run_client))
     server.certs.load()
     return server
 
@@ -220,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --gc-gen0-threshold must be at least 1", file=sys.stderr)
         return 2
     try:
-        webhook = _webhook(args)
+        webhook = _webhook(args)  # certificate problems first, before any kubeconfig
     except ValueError as err:
         print(f"error: webhook: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -231,9 +236,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --metrics-cert-dir: {err}", file=sys.stderr)
             return EXIT_USAGE
     registry = CollectorRegistry()  # one registry: REST client, manager and controller metrics
+    dry_run_client: RESTClient | None = None
     try:
         client = _client(args, registry)
-    except ConfigError as err:
+        if webhook is not None:
+            # The webhook's dry runs: a short timeout, no retries (templatecheck.py).
+            dry_run_client = RESTClient.from_kubeconfig(
+                args.kubeconfig, args.context, timeout=DRY_RUN_TIMEOUT_SECONDS,
+                max_retries=0, user_agent="pyctrl-cronjob-webhook")
+            webhook = _webhook(args, dry_run_client)
+    except (ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     identity = default_identity()
@@ -290,6 +302,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         stop.set()
         client.close()
+        if dry_run_client is not None:
+            dry_run_client.close()
         restore()
     return 0
 

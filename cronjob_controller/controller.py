@@ -74,6 +74,7 @@ from cronjob_controller.status import (
     rebuild,
     status_patch,
 )
+from cronjob_controller.templatecheck import TemplateVerdicts, dry_run_job
 from pyctrl import Clock, RealClock, Request, Result, controller_of
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
@@ -115,7 +116,7 @@ _NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 EAGER_STATUS_TTL_SECONDS = 60
 # Reports kept while a CronJob is valid: each names one run or one Job, not the spec.
 _RUN_REPORTS = ("MissSchedule", "TooManyMissedTimes", "UnexpectedJob", "JobAlreadyActive",
-                "SawCompletedJob", "FailedCreate")
+                "SawCompletedJob", "FailedCreate", REASON_INVALID_JOB_TEMPLATE)
 # Names that moved to their own modules; importing them from here still works, with a warning.
 _MOVED = {"schedule_digest": "cronjob_controller.status",
           "truncate": "cronjob_controller.reporting",
@@ -204,6 +205,8 @@ class CronJobReconciler:
         self.rejected = RejectedCreates()
         # Jobs whose disappearance is explained: not reported MissingJob.
         self.gone = GoneJobs()
+        # The dry run's verdict on each CronJob's template, per spec generation.
+        self.verdicts = TemplateVerdicts()
 
     def observe_deleted_job(self, obj: Object | DeletedFinalStateUnknown) -> None:
         """Record the scheduled time of a deleted Job controlled by one of our CronJobs.
@@ -260,6 +263,8 @@ class CronJobReconciler:
         if errors:
             return self._invalid(key, raw, status, plan, errors)
         self.reporter.forget(key, keep=_RUN_REPORTS)
+        if self._template_refused(key, raw, status, plan):
+            return self._finish(raw, status, plan, None)
         # 4. The run that is due, if any, and the next one.
         return self._schedule(key, raw, status, plan, now, edited)
 
@@ -269,6 +274,7 @@ class CronJobReconciler:
         self.runs.forget(key)
         self.rejected.forget(key)
         self.gone.forget(key)
+        self.verdicts.forget(key)
 
     def _job_cache_behind(self, key: str, raw: Object, owned: list[Object]) -> bool:
         """Whether the Job cache predates our own last create (Forbid and Replace only).
@@ -292,6 +298,38 @@ class CronJobReconciler:
             # more sync.
             self.reporter.once(key, raw, "Normal", "SawCompletedJob",
                                f"Saw completed job: {job.name}, condition: {job.condition}")
+
+    def _template_refused(self, key: str, raw: Object, status: Mapping[str, Any],
+                          plan: Plan) -> bool:
+        """Whether the API server refuses the Job this spec generation's template makes.
+
+        Asked by a dry-run create (templatecheck.py) once per (uid, generation), and only
+        for a generation the status does not show as observed yet, or as refused (after a
+        restart): a CronJob checked before is not asked again. Refused: Ready=False
+        InvalidJobTemplate with the server's message and one Warning event, at once rather
+        than at the first due time; no Job and no requeue until the spec changes. A dry run
+        that could not be made refuses nothing (a real create at the due time still reports).
+        """
+        uid, generation = str(meta(raw).get("uid", "")), meta(raw).get("generation")
+        verdict = self.verdicts.get(key, uid, generation)
+        if verdict is None:
+            ready = next((c for c in status.get("conditions") or []
+                          if isinstance(c, Mapping) and c.get("type") == api.CONDITION_READY),
+                         None)
+            refused_before = (ready or {}).get("reason") == REASON_INVALID_JOB_TEMPLATE
+            if status.get("observedGeneration") == generation and not refused_before:
+                return False
+            verdict = dry_run_job(self.client, raw, str(meta(raw).get("namespace")),
+                                  self.clock.now())
+            self.verdicts.put(key, uid, generation, verdict)
+        if verdict.valid is not False:
+            self.reporter.drop(key, REASON_INVALID_JOB_TEMPLATE)
+            return False
+        message = truncate(f"the job template makes an invalid Job: {verdict.message}")
+        plan.ready = Readiness("False", REASON_INVALID_JOB_TEMPLATE, message)
+        if self.reporter.once(key, raw, "Warning", REASON_INVALID_JOB_TEMPLATE, message):
+            log.info("invalid job template", key=key, problem=message)
+        return True
 
     def _check_unlisted(self, key: str, raw: Object, plan: Plan) -> None:
         """Upstream's MissingJob: a Job the status lists active that no longer exists.

@@ -9,7 +9,8 @@ Contract of :class:`Reporter` (one per reconciler, thread-safe):
   per distinct problem instead of one per sync. It returns whether it recorded.
 * :meth:`Reporter.forget` drops what was reported for a key (all reasons, or all but
   ``keep``), so the same problem coming back later is reported again; the reconciler forgets
-  a CronJob's entries when it is gone or valid again. Memory is O(CronJobs x reasons).
+  a CronJob's entries when it is gone or valid again; :meth:`Reporter.drop` one reason's.
+  Memory is O(CronJobs x reasons).
 
 Events go through the recorder, which never blocks a worker (the broadcaster's sink writes
 them in the background).
@@ -63,6 +64,11 @@ class Reporter:
         with self._lock:
             for k in [k for k in self._reported if k[0] == key and k[1] not in keep]:
                 del self._reported[k]
+
+    def drop(self, key: str, reason: str) -> None:
+        """Forget what ``key`` reported for ``reason`` (the problem is gone)."""
+        with self._lock:
+            self._reported.pop((key, reason), None)
 
     def __len__(self) -> int:
         with self._lock:

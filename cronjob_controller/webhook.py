@@ -14,6 +14,15 @@ Contract:
   allowed.
 * :func:`validate_review` / :func:`mutate_review` are the same on whole AdmissionReviews
   (review in, review out); malformed reviews raise :class:`ReviewError` (HTTP 400).
+* :func:`handlers` with a client adds what the schema can not see: after :func:`validate`
+  admits a CronJob, the Job its template makes is created with ``dryRun=All`` in the
+  CronJob's namespace (:mod:`cronjob_controller.templatecheck`); refused (422), the CronJob is
+  denied with the API server's message under ``spec.jobTemplate``. A dry run that can not be
+  made (RBAC forbidden, a timeout, no connection) admits the CronJob with a warning: the
+  webhook never blocks a user on its own trouble. The client bounds the time (the CLI gives it
+  a :data:`~cronjob_controller.templatecheck.DRY_RUN_TIMEOUT_SECONDS` timeout and no retries).
+  On UPDATE the dry run runs only when ``spec.jobTemplate`` changed (ratcheting, as above).
+  :data:`HANDLERS` is the pure pair, without a dry run.
 """
 
 from __future__ import annotations
@@ -23,6 +32,9 @@ from typing import cast
 
 from cronjob_controller.api import KIND, FieldError, default_patch
 from cronjob_controller.api import validate as validate_object
+from cronjob_controller.templatecheck import dry_run_job
+from pyctrl import Clock, RealClock
+from pyctrl.kube import Client
 from pyctrl.webhook import (
     AdmissionResponse,
     Handler,
@@ -38,6 +50,7 @@ __all__ = [
     "MUTATE_PATH",
     "VALIDATE_PATH",
     "ReviewError",
+    "handlers",
     "mutate",
     "mutate_review",
     "validate",
@@ -97,7 +110,52 @@ def mutate(request: Mapping[str, object]) -> AdmissionResponse:
     return patched(default_patch(obj))
 
 
-HANDLERS: dict[str, Handler] = {VALIDATE_PATH: validate, MUTATE_PATH: mutate}
+def _template_refused(name: str, message: str) -> AdmissionResponse:
+    detail = f"the Job it makes is refused by the API server: {message}"
+    return denied(
+        f'{KIND}.batch.pyctrl.io "{name}" is invalid: spec.jobTemplate: {detail}', code=422,
+        reason="Invalid", details={
+            "name": name, "group": "batch.pyctrl.io", "kind": KIND,
+            "causes": [{"reason": "FieldValueInvalid", "message": detail,
+                        "field": "spec.jobTemplate"}]})
+
+
+def validate_with_dry_run(client: Client, clock: Clock | None = None) -> Handler:
+    """:func:`validate`, then a dry-run create of the template's Job (module docstring)."""
+    now = (clock or RealClock()).now
+
+    def handle(request: Mapping[str, object]) -> AdmissionResponse:
+        response = validate(request)
+        obj = _object(request, "object")
+        if not response.allowed or obj is None or request.get("operation") not in (
+                "CREATE", "UPDATE") or _value_at(obj, "metadata.deletionTimestamp"):
+            return response
+        old = _object(request, "oldObject")
+        if (request.get("operation") == "UPDATE" and old is not None
+                and _value_at(obj, "spec.jobTemplate") == _value_at(old, "spec.jobTemplate")):
+            return response
+        namespace = str(request.get("namespace") or _value_at(obj, "metadata.namespace") or "")
+        verdict = dry_run_job(client, obj, namespace, now())
+        if verdict.valid is False:
+            name = str(_value_at(obj, "metadata.name")
+                       or _value_at(obj, "metadata.generateName") or "")
+            return _template_refused(name, verdict.message)
+        if verdict.valid is None:
+            return allowed(*response.warnings, "spec.jobTemplate was not checked against the "
+                           f"Job API (dry run not possible: {verdict.message}); a Job the "
+                           "API server refuses shows as Ready=False InvalidJobTemplate")
+        return response
+
+    return handle
+
+
+def handlers(client: Client | None = None, clock: Clock | None = None) -> dict[str, Handler]:
+    """The webhook's handlers by path; with ``client``, validation includes the dry run."""
+    validator = validate if client is None else validate_with_dry_run(client, clock)
+    return {VALIDATE_PATH: validator, MUTATE_PATH: mutate}
+
+
+HANDLERS: dict[str, Handler] = handlers()
 
 
 def validate_review(review: Mapping[str, object]) -> dict[str, object]:

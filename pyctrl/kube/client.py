@@ -388,9 +388,13 @@ class RESTClient:
             self._watches.add(stream)
         return stream
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
+               dry_run: bool = False) -> Object:
+        """POST ``obj``; with ``dry_run`` the server validates and admits it (``dryRun=All``)
+        and returns what it would store, storing nothing."""
         ns = self._scope(resource, namespace, obj)
-        return self._call("POST", self._path(resource, ns), _typed(resource, obj))
+        query = {"dryRun": "All"} if dry_run else None
+        return self._call("POST", self._path(resource, ns, query=query), _typed(resource, obj))
 
     def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
         ns = self._scope(resource, namespace, obj)

@@ -116,7 +116,10 @@ class FencedClient:
         with guarded(fence):
             return send()
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
+               dry_run: bool = False) -> Object:
+        if dry_run:  # stores nothing: no lease needed to ask
+            return self._client.create(resource, obj, namespace, dry_run=True)
         return self._write("create", resource, _name(obj), namespace or _namespace(obj),
                            lambda: self._client.create(resource, obj, namespace))
 

@@ -8,7 +8,9 @@ Contract (what the API server does, and so does this):
 * create sets ``metadata.uid``, ``creationTimestamp`` (from the injected Clock),
   ``generation=1`` and ``namespace``; fills ``apiVersion``/``kind``; honours ``generateName``;
   rejects an existing name with AlreadyExists, a missing name with Invalid and a set
-  ``resourceVersion`` with an internal error (as etcd3's store does).
+  ``resourceVersion`` with an internal error (as etcd3's store does). ``dry_run=True`` stores
+  nothing and returns the object as given (a name made from ``generateName``); the Action's
+  ``options`` hold ``{"dry_run": True}`` so a reactor can answer it differently.
 * update with a resourceVersion other than the stored one raises Conflict (an empty one updates
   unconditionally); ``generation`` is bumped when anything but metadata/status changes.
 * Resources with a status subresource (every resource except ConfigMaps, Secrets, Events,
@@ -54,11 +56,12 @@ import threading
 from typing import Unpack
 
 from pyctrl.clock import Clock, RealClock
+from pyctrl.errors import NotFound
 from pyctrl.kube.interface import Object, PatchBody, WatchStream
 from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION, ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.selectors import parse_field_selector, parse_label_selector
-from pyctrl.kube.status import new_bad_request
+from pyctrl.kube.status import new_already_exists, new_bad_request
 from pyctrl.kube.write_options import DeleteArgs, DeleteOptions, PatchArgs, PatchOptions
 from pyctrl.testing.fake_actions import Action, Reactions, Reactor, WatchReactor
 from pyctrl.testing.fake_objects import (
@@ -228,12 +231,33 @@ class FakeClient:
             self._watches.add(watcher)
         return stream
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
+               dry_run: bool = False) -> Object:
         ns = scope(resource, namespace, obj)
         action = Action("create", resource, ns or None, meta_of(copy_object(obj)).get("name"),
-                        copy_object(obj))
+                        copy_object(obj), options={"dry_run": True} if dry_run else {})
         result: Object = self._reactions.invoke(
-            action, lambda: self._tracker.create(resource, obj, ns or None))
+            action, lambda: self._dry_create(resource, obj, ns) if dry_run
+            else self._tracker.create(resource, obj, ns or None))
+        return result
+
+    def _dry_create(self, resource: Resource, obj: Object, ns: str | None) -> Object:
+        """A dry-run create: the object as created (name from generateName), stored nowhere;
+        AlreadyExists for a taken name, as the server answers."""
+        meta = meta_of(obj)
+        name = meta.get("name")
+        if name:
+            try:
+                self._tracker.get(resource, str(name), ns or None)
+            except NotFound:
+                pass
+            else:
+                raise new_already_exists(resource, str(name))
+        result = copy_object(obj)
+        if not name:
+            meta_of(result)["name"] = f"{meta.get('generateName') or ''}dryrun"
+        if resource.namespaced:
+            meta_of(result)["namespace"] = ns
         return result
 
     def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:

@@ -62,10 +62,12 @@ class BreakableClient:
         sent = time.monotonic()
         return self._record(sent, "read", self.inner.get(resource, name, namespace))
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
+               dry_run: bool = False) -> Object:
         self._check()
         sent = time.monotonic()
-        return self._record(sent, "write", self.inner.create(resource, obj, namespace))
+        return self._record(sent, "write", self.inner.create(resource, obj, namespace,
+                                                             dry_run=dry_run))
 
     def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
         self._check()

@@ -72,6 +72,20 @@ def cronjob_body(name: str, schedule: str = "* * * * *", *, run: PodMetadata | N
     }
 
 
+def break_template(body: Obj, breakage: str) -> None:
+    """Make ``body``'s (a CronJob's) pod template one the CRD schema admits and the Job API
+    refuses, in place: ``no-restart-policy``, ``empty-image`` or ``bad-container-name``."""
+    pod = body["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    if breakage == "no-restart-policy":
+        del pod["restartPolicy"]
+    elif breakage == "empty-image":
+        pod["containers"][0]["image"] = ""
+    elif breakage == "bad-container-name":
+        pod["containers"][0]["name"] = "Bad_Name"
+    else:
+        raise ValueError(f"unknown breakage {breakage!r}")
+
+
 class Env:
     """One running controller (or several, see :meth:`start`) for one test namespace."""
 

@@ -16,6 +16,7 @@ import pytest
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.jobs import job_name
+from cronjob_controller.templatecheck import dry_run_job
 from pyctrl import (
     LeaderCallbacks,
     LeaderElectionConfig,
@@ -63,6 +64,9 @@ def test_controller_runs_with_manifest_rbac(sa_client: RESTClient, env: Env) -> 
              what="status written")
     wait_for(lambda: made[0] not in env.job_names("lp"), what="history cleanup")
     assert env.events("SuccessfulCreate", "lp")
+    # The template check (controller and webhook): a dry-run create, allowed by jobs create.
+    verdict = dry_run_job(sa_client, env.cronjob("lp"), env.namespace, env.clock.now())
+    assert verdict.valid is True, verdict
 
 
 def test_leader_election_with_manifest_rbac(sa_client: RESTClient, env: Env) -> None:

@@ -227,9 +227,15 @@ class Fixture:
 
     # -- observing ----------------------------------------------------------------------
     def actions(self) -> list[Call]:
-        """(verb, plural, name, subresource) of every client call, in order."""
+        """(verb, plural, name, subresource) of every client call, in order (dry runs, which
+        change nothing, are in :meth:`dry_runs`)."""
         return [(a.verb, a.resource.plural, a.name, a.subresource)
-                for a in self.client.actions if a.verb not in ("list", "watch")]
+                for a in self.client.actions
+                if a.verb not in ("list", "watch") and not a.options.get("dry_run")]
+
+    def dry_runs(self) -> list[Any]:
+        """The body of every dry-run create, in order."""
+        return [a.object for a in self.client.actions if a.options.get("dry_run")]
 
     def events(self) -> list[tuple[str, str]]:
         return [(e.type, e.reason) for e in self.recorder.records]
@@ -239,7 +245,7 @@ class Fixture:
 
     def created_jobs(self) -> list[Any]:
         return [a.object for a in self.client.actions
-                if a.verb == "create" and a.resource == JOBS]
+                if a.verb == "create" and a.resource == JOBS and not a.options.get("dry_run")]
 
     def deletes(self) -> list[tuple[str | None, dict[str, object]]]:
         return [(a.name, dict(a.options)) for a in self.client.actions if a.verb == "delete"]

@@ -45,8 +45,8 @@ class World:
         self.client.prepend_reactor("create", JOBS, self._on_create)
 
     def _on_create(self, action: Action) -> Any:
-        if getattr(self._inside, "busy", False):
-            return None  # our own nested create: let the tracker do it
+        if getattr(self._inside, "busy", False) or action.options.get("dry_run"):
+            return None  # our own nested create, or a dry run: let the fake do it
         name = str(action.object["metadata"]["name"])
         with self._mu:
             self.creates[name] += 1

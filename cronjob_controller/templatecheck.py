@@ -1,0 +1,113 @@
+"""Would the API server accept the Job a CronJob's template produces? Asked by a dry run.
+
+The CRD schema checks the template's shape; the Job's own validation (a ``restartPolicy``
+the Job API allows, a container image, container names that are DNS labels, ...) runs only
+when a Job is created, which for ``@daily`` is at midnight. A server-side dry-run create
+(``dryRun=All``) runs that validation, and admission, now, and stores nothing.
+
+Contract:
+
+* :func:`dry_run_job` builds the Job the template would produce (as :func:`jobs.build_job`
+  does, for the current time) and asks the API server to create it with ``dryRun=All`` in the
+  CronJob's namespace. The Job is named by ``generateName`` (``<cronjob-name>-``) so no
+  existing Job's name gets in the way, and carries no ownerReference (the CronJob may not
+  have a UID yet at admission; the reference is the controller's, not the user's). It returns
+  a :class:`Verdict`: ``valid`` True; False with the API server's message for a 422 Invalid;
+  None with the reason when the question could not be asked (RBAC forbidden, a timeout, no
+  connection, any other error): the caller must not block on that.
+* :class:`TemplateVerdicts` remembers one verdict per CronJob key for its (uid, generation):
+  a template is asked about once per spec generation.
+
+The caller bounds the time: the webhook uses a client with a short timeout
+(:data:`DRY_RUN_TIMEOUT_SECONDS`), the controller its own client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from typing import Any, cast
+
+import structlog
+
+from cronjob_controller import api, jobs
+from cronjob_controller.expectations import PerKey
+from pyctrl.errors import ApiError, Invalid
+from pyctrl.kube import JOBS, Client
+
+__all__ = ["DRY_RUN_TIMEOUT_SECONDS", "TemplateVerdicts", "Verdict", "dry_run_job"]
+
+log = structlog.get_logger(__name__)
+
+# The webhook's bound on one dry run (the API server waits for the webhook, and the user for
+# the API server; the webhook configuration's own timeout is longer).
+DRY_RUN_TIMEOUT_SECONDS = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The API server's answer: ``valid`` True/False, or None when it could not be asked."""
+
+    valid: bool | None
+    message: str = ""
+
+
+def _zone(raw: Mapping[str, Any]) -> tzinfo:
+    spec = raw.get("spec")
+    name = spec.get("timeZone") if isinstance(spec, Mapping) else None
+    try:
+        return api.load_zone(name if isinstance(name, str) else None)
+    except Exception:  # an invalid zone is the validation's to report
+        return UTC
+
+
+def dry_run_body(raw: Mapping[str, Any], namespace: str, now: datetime) -> dict[str, Any]:
+    """The Job ``raw``'s template would produce at ``now``, named by generateName, unowned."""
+    body = jobs.build_job(raw, now, _zone(raw))
+    meta = cast(dict[str, Any], body["metadata"])
+    meta.pop("ownerReferences", None)
+    base = str(meta.pop("name", "")).rpartition("-")[0]
+    if not base:  # a CronJob named by generateName, not yet named at admission
+        raw_meta = raw.get("metadata")
+        generate = raw_meta.get("generateName") if isinstance(raw_meta, Mapping) else None
+        base = str(generate or "cronjob").rstrip("-")
+    meta["generateName"] = base + "-"
+    meta["namespace"] = namespace
+    return body
+
+
+def dry_run_job(client: Client, raw: Mapping[str, Any], namespace: str,
+                now: datetime) -> Verdict:
+    """Ask the API server to create the template's Job with ``dryRun=All`` (module docstring)."""
+    try:
+        client.create(JOBS, dry_run_body(raw, namespace, now), namespace, dry_run=True)
+    except Invalid as err:
+        return Verdict(False, err.message)
+    except ApiError as err:
+        log.info("job template dry run not possible", namespace=namespace,
+                 error=type(err).__name__, problem=err.message)
+        return Verdict(None, f"{type(err).__name__}: {err.message}")
+    return Verdict(True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    uid: str
+    generation: object
+    verdict: Verdict
+
+
+class TemplateVerdicts(PerKey[_Entry]):
+    """Per CronJob key, the verdict on its template at one (uid, generation)."""
+
+    def get(self, key: str, uid: str, generation: object) -> Verdict | None:
+        with self._lock:
+            entry = self._by_key.get(key)
+            if entry is None or (entry.uid, entry.generation) != (uid, generation):
+                return None
+            return entry.verdict
+
+    def put(self, key: str, uid: str, generation: object, verdict: Verdict) -> None:
+        with self._lock:
+            self._by_key[key] = _Entry(uid, generation, verdict)
