@@ -6,7 +6,8 @@ Contract:
   it once, before any controller is built. It may use the Manager's public API: ``add``
   runnables, health checks, ``ensure_leader_election``, ``gate_controllers`` (a Lease of
   this replica's own that gates the controllers instead of leadership),
-  ``close_on_shutdown``, and ``add_controller_hook``.
+  ``client_with_budget`` (a client with a rate limit of its own), ``close_on_shutdown``, and
+  ``add_controller_hook``.
 * A :class:`ControllerHook` is asked by every Builder about the controller it builds (a
   :class:`ControllerBuild`: its name, its ``for_`` resource and its readers):
   ``for_selector`` adds a label selector to the ``for_`` resource's informers (None: none);

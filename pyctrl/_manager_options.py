@@ -15,8 +15,10 @@ ValueError naming the field otherwise). There is one way to configure each thing
   off, the default; ``":8080"``: every interface; port 0: any free port); ``secure`` serves
   HTTPS with ``cert_dir``'s tls.crt/tls.key (a self-signed certificate made in memory without
   one; ``cert_dir`` is ignored unless ``secure``) and checks every request with ``auth``
-  (default: a :class:`pyctrl.serving.MetricsAuth`, TokenReview + SubjectAccessReview);
-  ``runtime_metrics`` (True) adds the process, GC and platform collectors to the registry.
+  (default: a :class:`pyctrl.serving.MetricsAuth`, TokenReview + SubjectAccessReview, on a
+  budget of its own: a client of its own limited to ``auth_qps`` (5) requests per second,
+  burst ``auth_burst`` (10), and reviews beyond that answered 429 at once; ``auth_qps <= 0``:
+  no limit); ``runtime_metrics`` (True) adds the process, GC and platform collectors.
 * :class:`HealthOptions` (``ManagerOptions.health``): ``bind_address`` of /healthz and
   /readyz (``"0"``: off, the default).
 * ``ManagerOptions`` itself: ``namespace`` (None: every namespace) the informers watch by
@@ -94,9 +96,13 @@ class MetricsOptions:
     cert_dir: str | None = None
     auth: Authorizer | None = None
     runtime_metrics: bool = True
+    auth_qps: float = 5.0
+    auth_burst: int = 10
 
     def __post_init__(self) -> None:
         _check_bind("metrics bind_address", self.bind_address)
+        if self.auth_qps > 0 and self.auth_burst < 1:
+            raise ValueError("metrics auth_burst must be at least 1 when auth_qps > 0")
 
 
 @dataclass(frozen=True)

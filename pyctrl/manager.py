@@ -62,6 +62,7 @@ from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller, RequestT
+from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderElectionConfig, LeaderElector
@@ -202,6 +203,18 @@ class Manager:
             raise RuntimeError("gate the controllers before Manager.run")
         return self._leadership.add_gate(config, check)
 
+    def client_with_budget(self, qps: float, burst: int, *, user_agent: str,
+                           pool_maxsize: int = 8) -> Client:
+        """A client with a rate limit of its own (``qps <= 0``: none) when ``client`` is a
+        RESTClient: a new one on the same config, closed with the Manager; any other client
+        (a fake) is shared as it is."""
+        if not isinstance(self.client, RESTClient):
+            return self.client
+        own = RESTClient(self.client.config, qps=qps, burst=burst, pool_maxsize=pool_maxsize,
+                         clock=self.clock, registry=self.registry, user_agent=user_agent)
+        self.close_on_shutdown(own.close)
+        return own
+
     def close_on_shutdown(self, close: Callable[[], None]) -> None:
         """Call ``close`` at the end of shutdown (clients an extension made, ...)."""
         self._closers.append(close)
@@ -251,7 +264,16 @@ class Manager:
             metrics_address=metrics.bind_address, probe_address=self.options.health.bind_address,
             registry=self.registry, checks=(self._healthz, self._readyz), secure=metrics.secure,
             cert_dir=metrics.cert_dir,
-            authorize=lambda: metrics.auth or MetricsAuth(self.client, clock=self.clock)))
+            authorize=lambda: metrics.auth or self._metrics_auth()))
+
+    def _metrics_auth(self) -> MetricsAuth:
+        """The default /metrics filter, on a client and review budget of its own: a flood of
+        bearer tokens must not spend the controllers' API budget (pyctrl.serving.auth)."""
+        m = self.options.metrics
+        client = self.client_with_budget(m.auth_qps, m.auth_burst,
+                                         user_agent="pyctrl-metrics-auth", pool_maxsize=4)
+        return MetricsAuth(client, clock=self.clock, review_qps=m.auth_qps,
+                           review_burst=m.auth_burst)
 
     def _run_leader_work(self, stop: threading.Event) -> None:
         """What runs only while leading: needs_leader runnables and the controllers."""

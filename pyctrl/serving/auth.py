@@ -1,4 +1,4 @@
-"""Secure /metrics: an authentication + authorization filter.
+"""Secure /metrics: an authentication + authorization filter on a budget of its own.
 
 Contract (controller-runtime's ``filters.WithAuthenticationAndAuthorization``, as kubebuilder
 scaffolds it since v4):
@@ -9,11 +9,20 @@ scaffolds it since v4):
   names must be allowed ``get`` on the nonResourceURL (the request path) by a
   SubjectAccessReview (``authorization.k8s.io/v1``): denied -> 403, the review failed -> 500.
   Allowed -> ``None`` (serve the request).
-* Decisions (allowed, 401 not authenticated, 403 denied) are cached for ``ttl`` seconds (by the
-  injected clock) per (SHA-256 of the token, path), so a scraper costs two API calls per token
-  and path every ``ttl``, not per scrape. Failed reviews (API errors) are never cached. The
-  cache holds at most ``max_entries`` decisions (expired ones go first, then the oldest). The
-  token itself is never stored or logged.
+* Decisions are cached per (SHA-256 of the token, path), by the injected clock: an allowed
+  one for ``ttl`` seconds (at most ``max_entries``), a refusal (401 not authenticated, 403
+  denied) for ``negative_ttl`` seconds in a cache of its own (at most ``max_negative``), so a
+  flood of bad tokens never evicts a good scraper's entry. A full cache drops expired entries
+  first, then the oldest. Failed reviews (API errors) and 429s are never cached. A scraper
+  costs two API calls per token and path every ``ttl``, not per scrape. The token itself is
+  never stored or logged.
+* The API budget is bounded: every review call (TokenReview, then SubjectAccessReview) takes a
+  token from a bucket of ``review_burst`` tokens refilled at ``review_qps`` per second (by the
+  clock; ``review_qps <= 0``: no bound). With none left the request is answered 429 at once,
+  without an API call and without waiting. Give it a client of its own (the Manager does:
+  ``MetricsOptions.auth_qps``/``auth_burst`` set both that client's rate limit and this
+  bucket), so a flood of random tokens spends neither the controller's client-side rate
+  limit nor more than ``review_qps`` of the API server's attention.
 
 The server's TLS context comes from :func:`pyctrl.serving.certs.serving_context`.
 """
@@ -27,6 +36,7 @@ import structlog
 
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import Resource
 from pyctrl.serving.http import TEXT as _TEXT
 from pyctrl.serving.http import Response
@@ -47,21 +57,54 @@ def _deny(status: int, message: str) -> Denial:
     return status, _TEXT, (message + "\n").encode()
 
 
+class _Decisions:
+    """A bounded map key -> (expires at, decision): expired entries go first, then the oldest."""
+
+    def __init__(self, ttl: float, max_entries: int) -> None:
+        self.ttl = ttl
+        self._max = max_entries
+        self._entries: dict[tuple[str, str], tuple[float, Denial | None]] = {}
+
+    def get(self, key: tuple[str, str], now: float) -> tuple[bool, Denial | None]:
+        hit = self._entries.get(key)
+        return (True, hit[1]) if hit is not None and hit[0] > now else (False, None)
+
+    def put(self, key: tuple[str, str], now: float, decision: Denial | None) -> None:
+        if key not in self._entries and len(self._entries) >= self._max:
+            for k in [k for k, (exp, _) in self._entries.items() if exp <= now]:
+                del self._entries[k]
+            while len(self._entries) >= self._max:
+                del self._entries[next(iter(self._entries))]
+        self._entries.pop(key, None)  # re-inserted last: the newest
+        self._entries[key] = (now + self.ttl, decision)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class MetricsAuth:
-    """Bearer token -> TokenReview -> SubjectAccessReview, with a short decision cache."""
+    """Bearer token -> TokenReview -> SubjectAccessReview, cached, on a bounded budget."""
 
     def __init__(self, client: Client, *, clock: Clock | None = None, ttl: float = 10.0,
-                 verb: str = "get", max_entries: int = 1024) -> None:
-        if ttl < 0 or max_entries < 1:
-            raise ValueError("need ttl >= 0 and max_entries >= 1")
+                 negative_ttl: float = 10.0, verb: str = "get", max_entries: int = 1024,
+                 max_negative: int = 4096, review_qps: float = 5.0,
+                 review_burst: int = 10) -> None:
+        if ttl < 0 or negative_ttl < 0 or max_entries < 1 or max_negative < 1:
+            raise ValueError("need ttl, negative_ttl >= 0 and max_entries, max_negative >= 1")
+        if review_qps > 0 and review_burst < 1:
+            raise ValueError("review_burst must be >= 1 when review_qps > 0")
         self._client = client
         self._clock: Clock = clock or RealClock()
-        self._ttl = ttl
         self._verb = verb
-        self._max = max_entries
         self._mu = threading.Lock()
-        # (token sha256, path) -> (expires at, decision; None = allowed)
-        self._cache: dict[tuple[str, str], tuple[float, Denial | None]] = {}
+        self._allowed = _Decisions(ttl, max_entries)
+        self._refused = _Decisions(negative_ttl, max_negative)
+        self._budget = TokenBucketRateLimiter(review_qps, review_burst, clock=self._clock)
+
+    def cached(self) -> tuple[int, int]:
+        """How many allowed and refused decisions are cached (for tests and debugging)."""
+        with self._mu:
+            return len(self._allowed), len(self._refused)
 
     def __call__(self, path: str, authorization: str | None) -> Denial | None:
         """None to serve the request, else the response that refuses it."""
@@ -72,26 +115,21 @@ class MetricsAuth:
         key = (hashlib.sha256(token.encode()).hexdigest(), path)
         now = self._clock.monotonic()
         with self._mu:
-            hit = self._cache.get(key)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+            for cache in (self._allowed, self._refused):
+                found, decision = cache.get(key, now)
+                if found:
+                    return decision
         decision, cacheable = self._review(token, path)
         if cacheable:
-            self._remember(key, now + self._ttl, decision)
+            with self._mu:
+                (self._allowed if decision is None else self._refused).put(key, now, decision)
         return decision
 
-    def _remember(self, key: tuple[str, str], expires: float, decision: Denial | None) -> None:
-        with self._mu:
-            if key not in self._cache and len(self._cache) >= self._max:
-                now = self._clock.monotonic()
-                for k in [k for k, (exp, _) in self._cache.items() if exp <= now]:
-                    del self._cache[k]
-                while len(self._cache) >= self._max:
-                    del self._cache[next(iter(self._cache))]
-            self._cache[key] = (expires, decision)
-
     def _review(self, token: str, path: str) -> tuple[Denial | None, bool]:
-        """The decision, and whether it may be cached (not when a review failed)."""
+        """The decision, and whether it may be cached (not when a review failed or the
+        budget was spent)."""
+        if not self._budget.try_accept():
+            return _deny(429, "Too many authentication requests; retry later"), False
         try:
             review = self._client.create(TOKEN_REVIEWS, {
                 "apiVersion": TOKEN_REVIEWS.api_version, "kind": TOKEN_REVIEWS.kind,
@@ -111,6 +149,8 @@ class MetricsAuth:
             spec["uid"] = user["uid"]
         if user.get("extra"):
             spec["extra"] = user["extra"]
+        if not self._budget.try_accept():
+            return _deny(429, "Too many authorization requests; retry later"), False
         try:
             sar = self._client.create(SUBJECT_ACCESS_REVIEWS, {
                 "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 from pyctrl._extension import ControllerBuild
 from pyctrl._manager_options import LeaderElectionOptions
-from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderElectionConfig, LeaderElector
@@ -80,15 +79,9 @@ class Sharding:
     def _sharder_client(self, manager: Manager) -> Client:
         """The sharder's writes get a rate limit of their own when the manager's client is a
         RESTClient: a failover's relabels must not queue behind the controllers' limiter."""
-        client = manager.client
-        if not isinstance(client, RESTClient):
-            return client
         o = self.options
-        own = RESTClient(client.config, qps=o.write_qps, burst=o.write_burst,
-                         pool_maxsize=o.writers, clock=manager.clock,
-                         registry=manager.registry, user_agent="pyctrl-sharder")
-        manager.close_on_shutdown(own.close)
-        return own
+        return manager.client_with_budget(o.write_qps, o.write_burst,
+                                          user_agent="pyctrl-sharder", pool_maxsize=o.writers)
 
     def _sharded(self, build: ControllerBuild) -> bool:
         return build.name == self.options.controller and build.for_resource is not None

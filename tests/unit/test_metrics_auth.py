@@ -127,10 +127,10 @@ def test_failed_reviews_are_500_and_not_cached(api: ApiServer) -> None:
 
 
 def test_cache_is_bounded(api: ApiServer) -> None:
-    auth = MetricsAuth(api.client, clock=FakeClock(), max_entries=2)
+    auth = MetricsAuth(api.client, clock=FakeClock(), max_negative=2)
     for i in range(5):
         auth("/metrics", f"Bearer token-{i}")
-    assert len(auth._cache) == 2
+    assert auth.cached() == (0, 2)
 
 
 # -- the Manager's HTTPS metrics server -------------------------------------------------------
