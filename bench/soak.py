@@ -52,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.cronjob_skew import iso, job_template, machine
-from bench.cronjob_skew_probe import summary
+from bench.cronjob_skew.probe import summary
 from pyctrl.errors import AlreadyExists, ApiError, NotFound
 from pyctrl.kube import JOBS, NAMESPACES, Object, Resource, RESTClient
 from pyctrl.testing.envtest import ControlPlane

@@ -23,11 +23,11 @@ from bench.cronjob_skew import (
     planned_tick,
     profile_window,
 )
-from bench.cronjob_skew_limit import limit_job
-from bench.cronjob_skew_probe import CpuTrace, JobSeen, burst_fields, percentile, summary
-from bench.cronjob_skew_profile import parse_collapsed, top_table
-from bench.cronjob_skew_report import GOALS, goals, ratio, ratios, skew_fields
-from bench.cronjob_skew_sync import (
+from bench.cronjob_skew.limit import limit_job
+from bench.cronjob_skew.probe import CpuTrace, JobSeen, burst_fields, percentile, summary
+from bench.cronjob_skew.profile import parse_collapsed, top_table
+from bench.cronjob_skew.report import GOALS, goals, ratio, ratios, skew_fields
+from bench.cronjob_skew.sync import (
     boottime,
     cache_sync_seconds,
     klog_cache_synced,

@@ -16,10 +16,10 @@ import pytest
 
 from bench.__main__ import _table
 from bench.cronjob_skew import add_arguments
-from bench.cronjob_skew_controllers import busiest_cores
-from bench.cronjob_skew_probe import JobSeen
-from bench.cronjob_skew_report import GOALS, SHARD_GOALS, duplicates, shard_ratios, verdict
-from bench.cronjob_skew_shards import (
+from bench.cronjob_skew.controllers import busiest_cores
+from bench.cronjob_skew.probe import JobSeen
+from bench.cronjob_skew.report import GOALS, SHARD_GOALS, duplicates, shard_ratios, verdict
+from bench.cronjob_skew.shards import (
     DRAIN_LABEL,
     LEADER_LEASE,
     SHARD_LABEL,

@@ -1,0 +1,181 @@
+"""The processes under test in ``bench.cronjob_skew``, and how to tell they have settled.
+
+Contract:
+
+* :class:`Controller` starts either ``python -m cronjob_controller`` (every phase but
+  ``upstream``: a subprocess in its own session that dies with us, log ``log_name`` in
+  ``log_dir``, ``extra_args`` appended to its flags and ``extra_env`` to its environment, as
+  for one replica of the sharded phase) or the ControlPlane's kube-controller-manager with
+  only the ``cronjob`` controller; ``check()`` raises :class:`PhaseError` with the log tail
+  once the process has exited; ``stop()`` sends SIGTERM, waits (SIGKILL after 30 s) and
+  returns the path of the kept log (KCM's is copied into ``log_dir``).
+* ``cache_sync_seconds()``: process start to caches synced (see :mod:`bench.cronjob_skew.sync`):
+  pyctrl's from its ``/readyz`` (probes on a free loopback port, polled from spawn), KCM's
+  from its log; None when unknown.
+* :func:`wait_settled` returns once ``warmup`` seconds have passed since start and the process
+  (each of the processes, when given several pids: the replicas of the sharded phase) used
+  fewer than ``settle_cores`` cores over the last 3 s, or after ``settle_timeout``.
+
+Real time on purpose: these are real processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import socket
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from bench.cronjob_skew.probe import alive, cpu_seconds
+from bench.cronjob_skew.sync import (
+    ReadyzPoller,
+    cache_sync_seconds,
+    klog_cache_synced,
+    process_start,
+    wall_to_boottime,
+)
+from pyctrl.testing.envtest import ControlPlane
+from pyctrl.testing.envtest.process import Proc, spawn
+
+__all__ = ["REPO", "Controller", "PhaseError", "busiest_cores", "wait_settled"]
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+class PhaseError(RuntimeError):
+    """A phase could not be measured (reported in its result, the other phase still runs)."""
+
+class Controller:
+    """The process under test: start, pid, alive check, stop."""
+
+    def __init__(self, phase: str, cp: ControlPlane, args: argparse.Namespace,
+                 log_dir: Path, *, extra_args: Sequence[str] = (),
+                 extra_env: Mapping[str, str] | None = None,
+                 log_name: str = "cronjob_controller.log") -> None:
+        self.phase, self.cp, self.args, self.log_dir = phase, cp, args, log_dir
+        self.python = phase != "upstream"  # python -m cronjob_controller, else KCM
+        self.extra_args, self.extra_env = list(extra_args), dict(extra_env or {})
+        self.log_name = log_name
+        self.proc: Proc | None = None
+        self.exit_code: int | None = None
+        self.pid: int | None = None
+        self.readyz: ReadyzPoller | None = None
+
+    @property
+    def log_path(self) -> Path:
+        if self.python:
+            return self.log_dir / self.log_name
+        return self.cp.directory / "kube-controller-manager.log"
+
+    def start(self) -> int:
+        if self.python:
+            port = _free_port()
+            argv = [sys.executable, "-m", "cronjob_controller",
+                    "--kubeconfig", self.cp.kubeconfig_path,
+                    "--workers", str(self.args.pyctrl_workers),
+                    "--qps", str(self.args.qps), "--burst", str(self.args.qps),
+                    "--log-level", "warning", "--metrics-bind-address", "0",
+                    "--health-probe-bind-address", f"127.0.0.1:{port}",
+                    *getattr(self.args, "pyctrl_arg", []), *self.extra_args]
+            env = dict(os.environ) | self.extra_env
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+            self.proc = spawn(self.log_path.stem, argv, self.log_path, env=env)
+            self.readyz = ReadyzPoller(port).start()
+            self.pid = self.proc.pid
+            return self.proc.pid
+        self.cp.start_controller_manager(controllers=["cronjob"], extra_args=[
+            f"--concurrent-cron-job-syncs={self.args.upstream_syncs}",
+            f"--kube-api-qps={self.args.qps}", f"--kube-api-burst={self.args.qps}",
+        ])
+        pid = self.cp.controller_manager_pid
+        if pid is None:
+            raise PhaseError("kube-controller-manager did not start")
+        self.pid = pid
+        return pid
+
+    def cache_sync_seconds(self, timeout: float = 5.0) -> float | None:
+        """Process start to caches synced (call once the controller has settled)."""
+        if self.pid is None:
+            return None
+        started = process_start(self.pid)
+        if self.readyz is not None:
+            return cache_sync_seconds(started, self.readyz.wait(timeout))
+        try:
+            wall = klog_cache_synced(self.log_path.read_text(errors="replace"))
+        except OSError:
+            return None
+        return cache_sync_seconds(started, None if wall is None else wall_to_boottime(wall))
+
+    def check(self) -> None:
+        """Raise PhaseError with the log tail if the controller exited."""
+        pid = self.proc.pid if self.proc is not None else self.cp.controller_manager_pid
+        if pid is None or not alive(pid):
+            raise PhaseError(f"{self.phase} controller exited early; log tail:\n{self.tail()}")
+
+    def tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> Path:
+        """Stop the process; return where its log is kept (KCM's is copied out of the
+        control plane's temp dir, which is deleted with it)."""
+        if self.readyz is not None:
+            self.readyz.stop()
+        if self.python:
+            if self.proc is not None:
+                self.proc.stop(timeout=30.0)
+                self.exit_code = self.proc.popen.returncode
+            return self.log_path
+        self.cp.stop_controller_manager()
+        kept = self.log_dir / "kube-controller-manager.log"
+        with contextlib.suppress(OSError):
+            shutil.copyfile(self.log_path, kept)
+        return kept
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def busiest_cores(first: Sequence[float], last: Sequence[float], seconds: float) -> float:
+    """The most cores any one process used between two readings of all (CPU seconds each)."""
+    if seconds <= 0:
+        return float("inf")
+    return max((b - a) / seconds for a, b in zip(first, last, strict=True))
+
+
+def wait_settled(pids: int | Sequence[int], started: float, args: argparse.Namespace,
+                 check: Callable[[], None], timeout: float | None = None) -> tuple[bool, float]:
+    """Wait >= warmup s after start and until each process's CPU < settle-cores over 3 s, or
+    ``timeout`` (default ``--settle-timeout``) s after start; (settled, at)."""
+    limit = args.settle_timeout if timeout is None else timeout
+    group = [pids] if isinstance(pids, int) else list(pids)
+    readings: list[tuple[float, list[float]]] = []  # (monotonic, cpu seconds), one per second
+    while True:
+        check()
+        now = time.monotonic()
+        cpus = [cpu_seconds(pid) for pid in group]
+        known = [c for c in cpus if c is not None]
+        if len(known) < len(cpus):
+            check()
+            raise PhaseError("a controller process disappeared")
+        readings.append((now, known))
+        readings = readings[-4:]
+        if now - started >= args.warmup and len(readings) == 4:
+            (t0, c0), (t1, c1) = readings[0], readings[-1]
+            if busiest_cores(c0, c1, t1 - t0) < args.settle_cores:
+                return True, now - started
+        if now - started >= limit:
+            return False, now - started
+        time.sleep(1.0)
