@@ -67,7 +67,7 @@ class ShardingOptions:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
-    virtual_nodes: int = 100
+    virtual_nodes: int = 1000
     writers: int = 50
     write_qps: float = 500.0
     write_burst: int = 1000

@@ -7,6 +7,14 @@ ring. The mapping depends only on the set of shard names (not their order, proce
 Python's hash seed), so every replica computes the same assignment. Adding a shard to N
 moves about 1/(N+1) of the keys, all of them to the new shard; removing one moves only the
 keys it owned.
+
+Spread: a shard's share is the sum of its points' arcs, so its deviation from 1/N shrinks as
+1/sqrt(virtual_nodes). Measured on 6000 keys over 40 random sets of pod-like shard names
+(max/min share): 100 points per shard 1.45 at worst for 3 shards (one bench run: 1799-2193 of
+6000); 1000 points 1.07 median, 1.18 worst for 3, 4 and 5 shards (the keys' own sampling
+noise alone is ~1.04 median at 6000 keys). ``shard_for`` memoizes per ring (a ring is
+immutable), so a sharder that keeps its ring while membership is unchanged hashes each key
+once, not once per pass.
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ from collections.abc import Iterable
 __all__ = ["HashRing"]
 
 
+_MEMO_MAX = 1 << 20
+
+
 def _hash(text: str) -> int:
     return int.from_bytes(hashlib.sha1(text.encode()).digest()[:8], "big")
 
@@ -25,7 +36,7 @@ def _hash(text: str) -> int:
 class HashRing:
     """An immutable ring over a set of shard names (see module docstring)."""
 
-    def __init__(self, shards: Iterable[str], virtual_nodes: int = 100) -> None:
+    def __init__(self, shards: Iterable[str], virtual_nodes: int = 1000) -> None:
         if virtual_nodes < 1:
             raise ValueError("virtual_nodes must be at least 1")
         self.shards = frozenset(shards)
@@ -33,13 +44,19 @@ class HashRing:
                         for shard in self.shards for i in range(virtual_nodes))
         self._hashes = [h for h, _ in points]
         self._owners = [s for _, s in points]
+        self._memo: dict[str, str] = {}
 
     def shard_for(self, key: str) -> str | None:
         """The shard owning ``key``, or None when the ring has no shards."""
         if not self._hashes:
             return None
-        at = bisect.bisect_left(self._hashes, _hash(key))
-        return self._owners[at % len(self._owners)]
+        shard = self._memo.get(key)
+        if shard is None:
+            if len(self._memo) >= _MEMO_MAX:  # keys come and go: bound what a long-lived ring keeps
+                self._memo.clear()
+            at = bisect.bisect_left(self._hashes, _hash(key))
+            shard = self._memo[key] = self._owners[at % len(self._owners)]
+        return shard
 
     def __len__(self) -> int:
         return len(self.shards)

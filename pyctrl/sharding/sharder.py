@@ -131,6 +131,7 @@ class Sharder:
         self._warm = False  # whether the last pass was past the warm-up (could drain)
         self._stop = threading.Event()  # run's stop
         self._halt = threading.Event()  # this pass found us deposed
+        self._ring = HashRing((), options.virtual_nodes)  # kept while membership is unchanged
         self.moves = 0  # assigned + drained, for tests and logs
         self.passes = 0
 
@@ -173,8 +174,9 @@ class Sharder:
         start = self._clock.monotonic()
         warm = start - self._warm_from() >= o.lease_duration
         self._warm = warm
-        actions = plan(objects, ring=HashRing(alive, o.virtual_nodes), alive=alive, options=o,
-                       drain=warm)
+        if self._ring.shards != alive:
+            self._ring = HashRing(alive, o.virtual_nodes)
+        actions = plan(objects, ring=self._ring, alive=alive, options=o, drain=warm)
         actions.sort(key=lambda a: a.kind != "assign")  # failover before planned moves
         if len(actions) > 1 and o.writers > 1:
             with ThreadPoolExecutor(min(o.writers, len(actions)),
