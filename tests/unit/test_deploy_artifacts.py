@@ -546,4 +546,4 @@ def test_crd_names_and_printer_columns() -> None:
     assert version["subresources"] == {"status": {}}
     columns = [c["name"].upper() for c in version["additionalPrinterColumns"]]
     assert columns == ["SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "NEXT",
-                       "AGE"]
+                       "READY", "REASON", "AGE"]

@@ -400,7 +400,8 @@ def test_crd_names_and_subresources() -> None:
     assert (version["name"], version["served"], version["storage"]) == (api.VERSION, True, True)
     assert version["subresources"] == {"status": {}}
     assert [c["name"].upper() for c in version["additionalPrinterColumns"]] == [
-        "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "NEXT", "AGE"]
+        "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "NEXT", "READY", "REASON",
+        "AGE"]
 
 
 def test_crd_defaults_and_enum_match_api() -> None:
