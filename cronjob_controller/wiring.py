@@ -41,8 +41,9 @@ from cronjob_controller.controller import CronJobReconciler
 from pyctrl import Controller, Manager, Request
 from pyctrl.cache import MultiNamespaceLister, SharedIndexInformer
 from pyctrl.kube import JOBS
+from pyctrl.rbac import PolicyRule
 
-__all__ = ["CONTROLLER_NAME", "CronJobController", "build"]
+__all__ = ["CONTROLLER_NAME", "CronJobController", "build", "setup"]
 
 CONTROLLER_NAME = "cronjob"
 
@@ -92,7 +93,11 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
         clock=manager.clock, registry=manager.registry,
         defer_status_after_create=defer_status_after_create,
     )
-    controller = (builder.owns(JOBS, on_delete=reconciler.observe_deleted_job)
+    # The reconciler creates Jobs and deletes old ones (history); it never updates them.
+    controller = (builder.owns(JOBS, on_delete=reconciler.observe_deleted_job,
+                               writes=("create", "delete"))
+                  .rbac(PolicyRule.of(JOBS, "create", reason=(
+                      "the template check dry-runs (dryRun=All) the Job a template makes")))
                   .complete(reconciler))
     # Job creates are the critical writes at a minute tick; the events describing them wait
     # until the queue has drained, or at the broadcaster's floor rate, and none longer than
@@ -105,3 +110,8 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
         # Not leader-gated: with sharding every replica's workers run, each needs the watch.
         manager.add(ClockJumpWatch(manager.clock, wired.resync_all))
     return wired
+
+
+def setup(manager: Manager) -> None:
+    """Build the controller as deployed (``python -m pyctrl gen rbac`` reads it)."""
+    build(manager)

@@ -85,6 +85,7 @@ from pyctrl.handlers import (
 )
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import Resource
+from pyctrl.rbac import DEFAULT_OWNED_WRITES, Declared, PolicyRule
 from pyctrl.reconcile import ReconcileFunc, Reconciler, Request, as_reconciler
 from pyctrl.workqueue import PriorityQueue, RateLimiter
 
@@ -154,6 +155,9 @@ class Builder:
         # resource -> (selector, metadata_only) of the readers handed out
         self._read: dict[Resource, tuple[str | None, bool]] = {}
         self._completed = False
+        self._owned_writes: dict[Resource, tuple[str, ...]] = {}
+        self._rbac_rules: list[PolicyRule] = []
+        self._writes_status: bool | None = None
 
     @property
     def name(self) -> str:
@@ -178,8 +182,11 @@ class Builder:
 
     def owns(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
-             on_delete: DeleteObserver | None = None, metadata_only: bool = False) -> Builder:
-        """Enqueue the ``for_`` owner (controller reference) of each ``resource`` object."""
+             on_delete: DeleteObserver | None = None, metadata_only: bool = False,
+             writes: Sequence[str] = DEFAULT_OWNED_WRITES) -> Builder:
+        """Enqueue the ``for_`` owner (controller reference) of each ``resource`` object.
+        ``writes``: the verbs the reconciler uses on ``resource`` (for ``gen rbac``)."""
+        self._owned_writes[resource] = (*self._owned_writes.get(resource, ()), *writes)
         self._add(_Watch(resource, "owns", None, tuple(predicates), label_selector, on_delete,
                          metadata_only))
         return self
@@ -193,6 +200,26 @@ class Builder:
         self._add(_Watch(resource, "map", mapper, tuple(predicates), label_selector, on_delete,
                          metadata_only))
         return self
+
+    def rbac(self, *rules: PolicyRule, status: bool | None = None) -> Builder:
+        """Permissions the declarations cannot show, for ``python -m pyctrl gen rbac``
+        (:mod:`pyctrl.rbac`); ``status=False``: the reconciler never writes the ``for_``
+        kind's status (default: it does when the kind has a status subresource)."""
+        self._rbac_rules.extend(rules)
+        if status is not None:
+            self._writes_status = status
+        return self
+
+    def rbac_declared(self) -> Declared:
+        """What this controller declared, as :func:`pyctrl.rbac.derive` reads it."""
+        watched = {w.resource for w in self._watches}
+        return Declared(
+            controller=self._name, for_=self._for,
+            owns={w.resource: self._owned_writes.get(w.resource, ())
+                  for w in self._watches if w.kind == "owns"},
+            watches=tuple(dict.fromkeys(w.resource for w in self._watches if w.kind == "map")),
+            reads=tuple(r for r in self._read if r not in watched),
+            rules=tuple(self._rbac_rules), status=self._writes_status)
 
     def with_event_filter(self, *predicates: Predicate) -> Builder:
         """Predicates every watch of this controller must pass."""

@@ -66,6 +66,7 @@ from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderElectionConfig, LeaderElector
+from pyctrl.rbac import PolicyRule
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.serving import Check, Checks, MetricsAuth
 from pyctrl.serving.gcmetrics import register_runtime_collectors
@@ -113,6 +114,8 @@ class Manager:
         self._ran = self._building = False
         self._closers: list[Callable[[], None]] = []
         self._hooks: list[ControllerHook] = []
+        self._builders: list[Builder] = []
+        self._rbac_rules: list[PolicyRule] = []
         self._leadership = Leadership(client, clock=self.clock, registry=self.registry,
                                       healthz=self._healthz, on_lead=self._run_leader_work,
                                       on_gate=self._run_controllers)
@@ -138,7 +141,33 @@ class Manager:
         """A :class:`pyctrl.builder.Builder` for a controller named ``name`` on this manager:
         ``.for_(...).owns(...).complete(reconciler)`` registers it (see pyctrl/builder.py)."""
         self._building = True
-        return Builder(self, name, workers=workers)
+        builder = Builder(self, name, workers=workers)
+        self._builders.append(builder)
+        return builder
+
+    @property
+    def builders(self) -> tuple[Builder, ...]:
+        """Every Builder :meth:`controller` handed out (``pyctrl.rbac`` reads them)."""
+        return tuple(self._builders)
+
+    def rbac_rule(self, *rules: PolicyRule) -> None:
+        """Permissions the code needs that no declaration shows, for
+        ``python -m pyctrl gen rbac`` (:mod:`pyctrl.rbac`); nothing at run time."""
+        self._rbac_rules.extend(rules)
+
+    @property
+    def rbac_rules(self) -> tuple[PolicyRule, ...]:
+        return tuple(self._rbac_rules)
+
+    def discard(self) -> None:
+        """Release what building controllers started (their queues' threads) on a manager
+        that will never run (``python -m pyctrl gen rbac`` builds one only to read it)."""
+        with self._mu:
+            if self._ran:
+                raise RuntimeError("discard is for a manager that never runs")
+            controllers = list(self._controllers)
+        for controller in controllers:
+            controller.queue.shut_down()
 
     def add_controller(self, controller: Controller[RequestT]) -> None:
         with self._mu:
@@ -238,6 +267,11 @@ class Manager:
                     self.client_for_leader(), component=self.component, clock=self.clock,
                     registry=self.registry, queue_size=self.options.event_queue_size)
             return self._broadcaster
+
+    @property
+    def has_event_broadcaster(self) -> bool:
+        """Whether :meth:`event_broadcaster` (or :meth:`event_recorder`) was used."""
+        return self._broadcaster is not None
 
     def event_recorder(self, component: str | None = None) -> EventRecorder:
         """A recorder on the manager's broadcaster (flushed when the manager stops)."""

@@ -198,6 +198,11 @@ class SharedInformerFactory:
         with self._lock:
             return list(self._informers.values())
 
+    def resources(self) -> list[Resource]:
+        """The resources informers were made for, each once, in creation order."""
+        with self._lock:
+            return list(dict.fromkeys(key.resource for key in self._informers))
+
     def shutdown(self) -> None:
         """Stop all informers started by this factory and join their threads."""
         with self._lock:

@@ -45,6 +45,8 @@ class Command:
 
 GEN_COMMANDS: tuple[Command, ...] = (
     Command("crd", "CustomResourceDefinitions from API types (pyctrl.api)", "pyctrl.cli.gen_crd"),
+    Command("rbac", "ClusterRole/Role from a setup(manager) function's controllers "
+            "(pyctrl.rbac)", "pyctrl.cli.gen_rbac"),
 )
 COMMANDS: tuple[Command, ...] = ()
 

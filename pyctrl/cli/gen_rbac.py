@@ -1,0 +1,133 @@
+"""``python -m pyctrl gen rbac MODULE:setup [--name N] [--namespace NS] [--leader-elect]
+[--metrics-secure] [--service-account NAME] [--label K=V]... [--out FILE | --check FILE]``.
+
+Contract: ``MODULE:setup`` names a function taking a :class:`pyctrl.Manager`; it is called
+once on a Manager over an in-memory client (:class:`pyctrl.testing.FakeClient`) that is never
+run, configured by the flags as the deployed controller is (``--leader-elect``: a Lease in
+``--namespace``; ``--metrics-secure``: /metrics behind TokenReview + SubjectAccessReview).
+What it declared is turned into roles by :func:`pyctrl.rbac.derive` (see there for what each
+declaration grants) and written by :func:`pyctrl.rbac.to_yaml`: the ClusterRole ``--name``
+and, with leader election, the Role ``<name>-leader-election`` in ``--namespace``; with
+``--service-account`` also their bindings to that ServiceAccount of ``--namespace``.
+Without ``--out``/``--check`` the YAML goes to stdout. ``--check FILE`` writes nothing and
+exits 1 with a unified diff when FILE differs. Output is deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from pyctrl.cli import UsageError
+
+__all__ = ["add_arguments", "load_setup", "render", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("setup", metavar="MODULE:FUNCTION",
+                        help="a function setup(manager) building the controllers")
+    parser.add_argument("--name", default="", help="the ClusterRole's name (default: the "
+                        "module's top package with dashes)")
+    parser.add_argument("--namespace", default="default",
+                        help="the controller's namespace: its leader-election Lease and "
+                             "ServiceAccount (default: default)")
+    parser.add_argument("--leader-elect", action="store_true",
+                        help="the controller runs leader election (a Role for its Lease)")
+    parser.add_argument("--metrics-secure", action="store_true",
+                        help="/metrics is served behind TokenReview + SubjectAccessReview")
+    parser.add_argument("--service-account", default="",
+                        help="also bind the roles to this ServiceAccount of --namespace")
+    parser.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
+                        help="a label on every object (repeatable)")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--out", type=Path, help="write the YAML to this file")
+    out.add_argument("--check", type=Path, metavar="FILE",
+                     help="write nothing; exit 1 with a diff if FILE differs")
+
+
+def load_setup(spec: str) -> Callable[..., object]:
+    """The function named by ``MODULE:FUNCTION`` (the current directory importable)."""
+    module_name, sep, function = spec.partition(":")
+    if not sep or not module_name or not function:
+        raise UsageError(f"{spec!r}: expected MODULE:FUNCTION")
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # the user's project, as `python -m` would
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise UsageError(f"cannot import {module_name!r}: {err}") from None
+    found = getattr(module, function, None)
+    if not callable(found):
+        raise UsageError(f"{spec}: {module_name} has no function {function!r}")
+    return found  # type: ignore[no-any-return]
+
+
+def _command_line(args: argparse.Namespace, sep: str = " ") -> str:
+    words = ["python -m pyctrl gen rbac", args.setup]
+    if args.name:
+        words.append(f"--name {args.name}")
+    if args.namespace != "default":
+        words.append(f"--namespace {args.namespace}")
+    words += [f for f, on in (("--leader-elect", args.leader_elect),
+                              ("--metrics-secure", args.metrics_secure)) if on]
+    if args.service_account:
+        words.append(f"--service-account {args.service_account}")
+    words += [f"--label {label}" for label in args.label]
+    return sep.join(words)
+
+
+def render(args: argparse.Namespace) -> str:
+    """The YAML for parsed ``args`` (see module docstring)."""
+    from pyctrl import LeaderElectionOptions, Manager, ManagerOptions, MetricsOptions
+    from pyctrl.rbac import derive, to_yaml
+    from pyctrl.testing import FakeClient
+
+    setup = load_setup(args.setup)
+    labels = {}
+    for label in args.label:
+        key, sep, value = label.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--label {label!r}: expected KEY=VALUE")
+        labels[key] = value
+    name = args.name or args.setup.partition(":")[0].split(".")[0].replace("_", "-")
+    election = (LeaderElectionOptions(id=name, namespace=args.namespace)
+                if args.leader_elect else None)
+    manager = Manager(FakeClient(), ManagerOptions(
+        leader_election=election,
+        metrics=MetricsOptions(secure=args.metrics_secure, runtime_metrics=False)))
+    try:
+        setup(manager)
+        roles = derive(manager)
+    finally:
+        manager.discard()
+    header = ("Generated: do not edit. Least privilege, from what the controllers declare\n"
+              "(pyctrl.rbac says what each declaration grants). Regenerate with:\n  "
+              + _command_line(args, " \\\n    ") + " \\\n    --out FILE")
+    account = (args.namespace, args.service_account) if args.service_account else None
+    return to_yaml(roles, name=name, labels=labels, service_account=account, header=header)
+
+
+def run(args: argparse.Namespace) -> int:
+    text = render(args)
+    if args.check is not None:
+        old = args.check.read_text() if args.check.exists() else ""
+        if old == text:
+            return 0
+        sys.stdout.writelines(difflib.unified_diff(
+            old.splitlines(keepends=True), text.splitlines(keepends=True),
+            str(args.check), f"{args.check} (generated)"))
+        print(f"{args.check}: out of date; run {_command_line(args)} --out {args.check}",
+              file=sys.stderr)
+        return 1
+    if args.out is not None:
+        if not args.out.exists() or args.out.read_text() != text:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text)
+            print(f"{args.out}: written")
+        return 0
+    sys.stdout.write(text)
+    return 0
