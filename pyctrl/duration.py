@@ -17,6 +17,7 @@ Contract:
 from __future__ import annotations
 
 import argparse
+import math
 import re
 
 __all__ = ["duration_arg", "parse_duration", "parse_go_duration"]
@@ -75,7 +76,10 @@ def parse_duration(text: str) -> float:
     """Seconds in ``text`` (a Go duration or a plain number of seconds); see module docs."""
     s = text.strip()
     if _SECONDS.fullmatch(s):
-        return float(s)
+        seconds = float(s)
+        if not math.isfinite(seconds):  # hundreds of digits: float() says inf
+            raise ValueError(f"invalid duration {text!r}: too large")
+        return seconds
     try:
         return parse_go_duration(s) / 1e9
     except ValueError as err:

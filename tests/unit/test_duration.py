@@ -20,7 +20,10 @@ def test_parses_go_durations_and_plain_seconds(text: str, seconds: float) -> Non
 
 
 @pytest.mark.parametrize("text", ["", "s", "15x", "1m30", "1 m", "m1", "--1s", "1e3s",
-                                  "inf", "nan", "1d", "1.2.3s", "-"])
+                                  "inf", "nan", "1d", "1.2.3s", "-",
+                                  # found by tests/unit/fuzz: a plain number too long for a
+                                  # float (it was returned as inf); non-ASCII digits
+                                  "٣s", "٣", "1" * 400, "-" + "9" * 400])
 def test_rejects_anything_else_naming_the_input(text: str) -> None:
     with pytest.raises(ValueError, match="invalid duration"):
         parse_duration(text)
