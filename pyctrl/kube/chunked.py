@@ -3,8 +3,8 @@
 Contract:
 
 * :func:`chunk_size` parses a chunk size line (``1a;name=value\\r\\n``): hex digits, optional
-  whitespace, optional extensions (ignored). Anything else (no digits, a sign, ``0x``, ``_``)
-  raises urllib3's :class:`~urllib3.exceptions.ProtocolError`.
+  whitespace, optional extensions (ignored). Anything else (no digits, a sign, ``0x``, ``_``,
+  a size beyond 2**63 - 1) raises urllib3's :class:`~urllib3.exceptions.ProtocolError`.
 * :func:`iter_chunks` de-chunks a body from ``read(n)``, a ``read1``-like callable that returns
   at most ``n`` bytes, blocks only while nothing is available, and returns ``b""`` at the end of
   the connection. Each chunk's data is yielded as soon as all its bytes were read: the CRLF
@@ -13,9 +13,11 @@ Contract:
   accepted where a CRLF is due. The generator returns ``True`` when the body ended exactly:
   the last chunk, the trailer section and its empty line were read and no byte beyond them
   (the connection may then serve another request); ``False`` when the connection closed
-  inside the trailer section or bytes followed the body. Malformed framing, an over-long line
-  (more than 64 KiB), more than 100 trailer fields or an end of the connection before the
-  last chunk raise :class:`~urllib3.exceptions.ProtocolError`; errors of ``read`` propagate.
+  inside the trailer section or bytes following the body came in the same read as its end
+  (bytes that arrive in a later read are not waited for, so they can not be seen).
+  Malformed framing, an over-long line (more than 64 KiB), more than 100 trailer fields or
+  an end of the connection before the last chunk raise
+  :class:`~urllib3.exceptions.ProtocolError`; errors of ``read`` propagate.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ __all__ = ["chunk_size", "iter_chunks"]
 
 _MAX_LINE = 65536
 _MAX_TRAILERS = 100
+# Go's net/http refuses a chunk size beyond 64 bits too; without a bound, a size line of
+# thousands of hex digits became an int whose error message could not even be formatted.
+_MAX_CHUNK = 2**63 - 1
 _HEX_DIGITS = b"0123456789abcdefABCDEF"
 _HEX_DIGITS_CR = _HEX_DIGITS + b"\r"
 _CRLF = b"\r\n"
@@ -41,7 +46,10 @@ def chunk_size(line: bytes) -> int:
     digits = line.split(b";", 1)[0].strip()
     if not digits or digits.translate(None, _HEX_DIGITS):
         raise ProtocolError(f"invalid chunk size line {line[:80]!r}")
-    return int(digits, 16)
+    size = int(digits, 16)
+    if size > _MAX_CHUNK:
+        raise ProtocolError(f"chunk size too large in {line[:80]!r}")
+    return size
 
 
 def iter_chunks(read: Read, read_size: int) -> Generator[bytes, None, bool]:
@@ -67,6 +75,8 @@ def iter_chunks(read: Read, read_size: int) -> Generator[bytes, None, bool]:
                 size = int(line, 16)
             except ValueError:  # no digit, or a CR inside
                 raise ProtocolError(f"invalid chunk size line {line[:80]!r}") from None
+            if size > _MAX_CHUNK:
+                raise ProtocolError(f"chunk size too large in {line[:80]!r}")
         pos = nl + 1
         if size == 0:
             return _trailers(read, read_size, buf, pos)

@@ -62,6 +62,7 @@ from pyctrl.kube.chunked import chunk_size
 __all__ = ["Response", "TransportClosed", "UnaryTransport"]
 
 _MAX_LINE = 65536
+_READ_STEP = 1 << 20  # the most a body read allocates ahead of the bytes it gets
 _MAX_HEADERS = 100
 _READ_BUFFER = 32 * 1024
 _CONNECT_RETRIES = 2
@@ -358,7 +359,7 @@ def _read_response(reader: BinaryIO, method: str) -> tuple[Response, bool]:
         body = _read_chunked(reader)
     elif (length_header := headers.get("content-length")) is not None:
         length = _content_length(length_header)
-        body = reader.read(length) if length else b""
+        body = _read_upto(reader, length) if length else b""
         if len(body) < length:
             raise ProtocolError(
                 f"incomplete answer: {len(body)} bytes read, {length - len(body)} more expected")
@@ -428,6 +429,23 @@ def _content_length(value: str) -> int:
     return length
 
 
+def _read_upto(reader: BinaryIO, size: int) -> bytes:
+    """``size`` bytes, or fewer at the end of the connection. Memory is taken as the bytes
+    arrive: ``read(n)`` allocates n bytes at once, and a size comes from the answer (a chunk
+    or Content-Length of 2**62 would be a MemoryError, not a protocol error)."""
+    if size <= _READ_STEP:
+        return reader.read(size)
+    parts: list[bytes] = []
+    have = 0
+    while have < size:
+        part = reader.read(min(_READ_STEP, size - have))
+        if not part:
+            break
+        parts.append(part)
+        have += len(part)
+    return b"".join(parts)
+
+
 def _read_chunked(reader: BinaryIO) -> bytes:
     parts: list[bytes] = []
     while True:
@@ -437,7 +455,7 @@ def _read_chunked(reader: BinaryIO) -> bytes:
         size = chunk_size(line)
         if size == 0:
             break
-        chunk = reader.read(size)
+        chunk = _read_upto(reader, size)
         if len(chunk) < size:
             raise ProtocolError("the connection closed inside a chunk")
         parts.append(chunk)

@@ -395,6 +395,12 @@ def test_error_answer_and_repeated_headers(servers: list[RawServer]) -> None:
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
     b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
     b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+    # Sizes nobody sends; found by tests/unit/fuzz: a size over 64 bits was an int the error
+    # message could not format (ValueError), and a huge size was allocated up front
+    # (MemoryError) before a byte of it arrived.
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"f" * 5000 + b"\r\nab",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4000000000000000\r\nab",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 4611686018427387904\r\n\r\nab",
 ])
 def test_malformed_answers_are_connection_errors(servers: list[RawServer],
                                                  wire: bytes) -> None:
