@@ -20,12 +20,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pyctrl import configure_logging
 from pyctrl.testing.envtest import ControlPlane
 
 # Logs go through stdlib logging so pytest captures them per test (shown on failure only).
 configure_logging("console", os.environ.get("PYCTRL_TEST_LOG_LEVEL", "info"))
+
+# Property and fuzz tests (tests/unit/fuzz): "ci" bounds them for `make test`; run the long
+# profile with HYPOTHESIS_PROFILE=long (README, "Fuzzing"). Tests that pin max_examples in
+# their own @settings keep their count under either profile.
+settings.register_profile("ci", max_examples=200, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=20_000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 if TYPE_CHECKING:
     from pyctrl.kube.client import RESTClient
