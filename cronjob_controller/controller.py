@@ -429,8 +429,10 @@ class CronJobReconciler:
         plan.ready = Readiness("False", reason, message)
         event_reason = reason if reason in (api.REASON_INVALID_SCHEDULE,
                                             api.REASON_UNKNOWN_TIME_ZONE) else "InvalidSpec"
-        self.reporter.once(key, raw, "Warning", event_reason, message)
-        log.info("invalid cronjob", key=key, reason=reason, problem=message)
+        if self.reporter.once(key, raw, "Warning", event_reason, message):
+            # Once per problem, as the event: every later sync (its own status write's
+            # update event brings one) finds the same problem.
+            log.info("invalid cronjob", key=key, reason=reason, problem=message)
         return self._finish(raw, status, plan, None)
 
     # -- one run ----------------------------------------------------------------------------

@@ -79,16 +79,21 @@ def next_runs(client: RESTClient, now: datetime) -> list[tuple[datetime, str]]:
     return sorted(out)
 
 
-def say_waiting(client: RESTClient, first: bool) -> None:
+def say_waiting(client: RESTClient, first: bool,
+                announced: datetime | None = None) -> datetime | None:
+    """Say when the next run is, unless that is ``announced`` already (the Jobs of one tick
+    each bring the view here); returns the time said."""
     try:
         runs = next_runs(client, datetime.now(UTC))
     except Exception as err:  # the live view must never take the controller down
         say(f"(could not compute the next run: {err})")
-        return
-    if runs:
-        when, name = runs[0]
-        local = when.astimezone().strftime("%H:%M:%S")
-        say(f"waiting for the {'first' if first else 'next'} run at {local} ({name})")
+        return announced
+    if not runs or runs[0][0] == announced:
+        return announced
+    when, name = runs[0]
+    local = when.astimezone().strftime("%H:%M:%S")
+    say(f"waiting for the {'first' if first else 'next'} run at {local} ({name})")
+    return when
 
 
 def job_outcome(job: dict[str, Any]) -> tuple[str, str] | None:
@@ -123,7 +128,7 @@ def show_jobs(kubeconfig: str, stop: threading.Event) -> None:
     finished: set[str] = set()
     try:
         rv = client.list(JOBS, NAMESPACE)["metadata"].get("resourceVersion")
-        say_waiting(client, first=True)
+        announced = say_waiting(client, first=True)
         while not stop.is_set():
             try:
                 stream = client.watch(JOBS, NAMESPACE, resource_version=rv, timeout_seconds=60)
@@ -131,7 +136,7 @@ def show_jobs(kubeconfig: str, stop: threading.Event) -> None:
                     obj = event.get("object") or {}
                     rv = obj.get("metadata", {}).get("resourceVersion", rv)
                     if show_job_event(event, finished):
-                        say_waiting(client, first=False)
+                        announced = say_waiting(client, first=False, announced=announced)
                     if stop.is_set():
                         stream.close()
                         break

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.controller import REQUEUE_SLACK_SECONDS
@@ -217,6 +218,22 @@ def test_invalid_spec_sets_ready_false_and_warns_once(
     f.clear()
     assert f.sync(key) is None
     assert f.actions() == [] and f.events() == []
+
+
+def test_invalid_cronjob_is_logged_once_per_problem() -> None:
+    f = Fixture()
+    f.add_cronjob(new_cronjob(schedule="61 * * * *"))
+
+    with capture_logs() as logs:
+        f.sync()
+        f.refresh()
+        f.sync()  # the status write's own update event brings the key back
+        f.client.patch(CRONJOBS, "hello", {"spec": {"schedule": "62 * * * *"}}, NAMESPACE)
+        f.refresh()
+        f.sync()  # another problem: logged again
+
+    problems = [e["problem"] for e in logs if e["event"] == "invalid cronjob"]
+    assert len(problems) == 2 and "61" in problems[0] and "62" in problems[1]
 
 
 def test_fixing_an_invalid_schedule_makes_it_ready_and_scheduled() -> None:
