@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
 .PHONY: run test setup controlplane lint typecheck unit integration bench clean \
-	deploy undeploy image
+	deploy undeploy image urllib3-range
 
 setup: $(VENV)/.installed
 	@bash hack/bubblewrap.sh
@@ -33,6 +33,12 @@ typecheck: setup
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
+
+# The unit suite on the oldest and the newest urllib3 pyproject.toml allows (each pip-installed
+# into a temporary directory over the venv), so a urllib3 release cannot silently switch the
+# paths pyctrl.kube takes through urllib3's internals.
+urllib3-range: setup
+	PY=$(PY) bash hack/urllib3_range.sh $(PYTEST_ARGS)
 
 integration: setup controlplane
 	$(VENV)/bin/pytest -q tests/integration $(PYTEST_ARGS)
