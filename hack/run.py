@@ -18,14 +18,16 @@
 * Ctrl-C stops within about 3 s: the controller gets a 1 s graceful shutdown, then the local
   control plane is killed at once (its data is throwaway) and its files are removed.
 
+The control plane (or context) and the CRD install are ``python -m pyctrl run``'s
+(:class:`pyctrl.cli.devrun.DevCluster`); this script adds the sample, the live view and the
+CronJob controller's own command line (its flags: workers, leader election, webhook, ...).
+
 Other arguments are passed to the controller (``python -m cronjob_controller``).
 """
 
 from __future__ import annotations
 
 import argparse
-import socket
-import subprocess
 import sys
 import threading
 from datetime import UTC, datetime
@@ -38,28 +40,11 @@ sys.path.insert(0, str(ROOT))
 from cronjob_controller import api, schedule  # noqa: E402
 from cronjob_controller.__main__ import main as controller_main  # noqa: E402
 from pyctrl import RESTClient  # noqa: E402
-from pyctrl.kube import JOBS, ConfigError, load_config  # noqa: E402
-from pyctrl.testing.envtest import ControlPlane  # noqa: E402
+from pyctrl.cli import UsageError  # noqa: E402
+from pyctrl.cli.devrun import DevCluster, free_ports, say  # noqa: E402
+from pyctrl.kube import JOBS  # noqa: E402
 
 NAMESPACE = "default"
-
-
-def say(message: str) -> None:
-    print(f"run: {message}", flush=True)
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free TCP ports on 127.0.0.1 (held together while picking)."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def next_runs(client: RESTClient, now: datetime) -> list[tuple[datetime, str]]:
@@ -152,46 +137,28 @@ def show_jobs(kubeconfig: str, stop: threading.Event) -> None:
 
 def run_on_context(context: str, kubeconfig: str | None, args: list[str]) -> int:
     try:
-        config = load_config(kubeconfig, context)
-    except ConfigError as err:
+        with DevCluster([ROOT / "crds"], context=context, kubeconfig=kubeconfig) as cluster:
+            return controller_main([*cluster.client_flags, *args])
+    except UsageError as err:
         print(f"run: error: {err}", file=sys.stderr)
         return 2
-    say(f"using the REAL cluster of context {config.context!r}: server {config.host} "
-        f"(kubeconfig {config.source})")
-    kubectl = ["kubectl", f"--context={context}"]
-    if kubeconfig:
-        kubectl.append(f"--kubeconfig={kubeconfig}")
-    say("installing the CRD (kubectl apply -f crds/)")
-    subprocess.run([*kubectl, "apply", "-f", str(ROOT / "crds")], check=True)
-    flags = ["--context", context] + (["--kubeconfig", kubeconfig] if kubeconfig else [])
-    return controller_main([*flags, *args])
 
 
 def run_local(args: list[str]) -> int:
-    say("starting a local control plane (etcd, kube-apiserver, kube-controller-manager, "
-        "kube-scheduler, kwok with 2 fake nodes); make run CONTEXT=name runs against a real "
-        "cluster instead")
-    # kubeconfig="": never attach to $PYCTRL_TEST_KUBECONFIG or any other existing cluster.
-    cp = ControlPlane(crd_dirs=[ROOT / "crds"], pods=True, kubeconfig="")
-    cp.start()
     stop = threading.Event()
-    try:
-        cp.kubectl("apply", "-f", str(ROOT / "manifests" / "samples"))
-        say(f"local control plane at {cp.server}")
-        say(f"kubeconfig {cp.kubeconfig_path}")
-        say(f"try: kubectl --kubeconfig {cp.kubeconfig_path} get pcj,jobs -A")
-        say("the sample CronJob runs every minute, its pods run 20 s on kwok's fake nodes; "
-            "Ctrl-C to stop")
-        viewer = threading.Thread(target=show_jobs, args=(cp.kubeconfig_path, stop),
-                                  name="job-viewer", daemon=True)
-        viewer.start()
-        return controller_main(["--kubeconfig", cp.kubeconfig_path, *args])
-    finally:
-        stop.set()
-        say("stopping the local control plane")
-        # At once: its data is throwaway, and a graceful kube-apiserver stop takes seconds.
-        cp.kill()
-        say("stopped")
+    with DevCluster([ROOT / "crds"], pods=True,
+                    hint="make run CONTEXT=name runs against a real cluster instead") as cluster:
+        try:
+            cluster.kubectl("apply", "-f", str(ROOT / "manifests" / "samples"))
+            say(f"try: kubectl --kubeconfig {cluster.kubeconfig_path} get pcj,jobs -A")
+            say("the sample CronJob runs every minute, its pods run 20 s on kwok's fake "
+                "nodes; Ctrl-C to stop")
+            viewer = threading.Thread(target=show_jobs, args=(cluster.kubeconfig_path, stop),
+                                      name="job-viewer", daemon=True)
+            viewer.start()
+            return controller_main(["--kubeconfig", cluster.kubeconfig_path, *args])
+        finally:
+            stop.set()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
-"""``python -m pyctrl``: the command line (``gen crd`` today; ``gen rbac``, ``gen webhook`` and
-``run`` plug in the same way).
+"""``python -m pyctrl``: the command line (``gen crd``, ``gen rbac``, ``run``; more plug in the
+same way).
 
 Contract: :func:`main` parses ``argv`` and returns the exit code. Each command is a
 :class:`Command`: a name, a one-line help, a function adding its arguments to an argparse
@@ -48,7 +48,10 @@ GEN_COMMANDS: tuple[Command, ...] = (
     Command("rbac", "ClusterRole/Role from a setup(manager) function's controllers "
             "(pyctrl.rbac)", "pyctrl.cli.gen_rbac"),
 )
-COMMANDS: tuple[Command, ...] = ()
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "run setup(manager)'s controllers on a local control plane (or --context) "
+            "with the CRDs installed, until Ctrl-C", "pyctrl.cli.devrun"),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
