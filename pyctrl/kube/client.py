@@ -15,7 +15,12 @@ Contract:
   escape hatch, kept) or through an HTTP(S) proxy, use one keep-alive ``urllib3`` pool shared
   by all threads (``pool_maxsize`` connections per host, default 32; it does not bound the
   lean transport, which keeps one connection per calling thread). Both transports send the
-  same headers and raise the same errors.
+  same headers and raise the same errors: one request/retry loop (``_exchange``: limiter,
+  credentials, metrics, error mapping, 429 retries) drives either sender. Watches always
+  take the pool, the lean transport reading whole answers only; their body is de-chunked
+  from the socket reader under urllib3's response (:mod:`pyctrl.kube.watch`), the one
+  place that reads urllib3 internals (``make urllib3-range`` runs the unit suite on the
+  oldest and the newest urllib3 pyproject allows, so a release cannot switch it silently).
 * Before each request (and each retry) the caller takes a token from a client-side
   :class:`TokenBucketRateLimiter`. Defaults are ``qps=50, burst=100``: client-go's 5/10 throttles
   a controller of thousands of objects for minutes after every restart (one status write per
@@ -41,6 +46,7 @@ from __future__ import annotations
 
 import ssl
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 from urllib.parse import quote, urlencode
 
@@ -62,7 +68,7 @@ from pyctrl.kube.metrics import RequestMetrics, request_metrics
 from pyctrl.kube.options import JSON, ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import Resource
-from pyctrl.kube.transport import TransportClosed, UnaryTransport
+from pyctrl.kube.transport import Response, TransportClosed, UnaryTransport
 from pyctrl.kube.watch import HTTPWatchStream
 from pyctrl.kube.write_options import (
     PATCH_CONTENT_TYPES,
@@ -254,80 +260,76 @@ class RESTClient:
     def _request(self, method: str, path: str, body: bytes | None = None,
                  content_type: str | None = None, accept: str = JSON) -> bytes:
         """One non-watch request (``path`` as from :meth:`_path`); the 2xx answer's body."""
-        lean = self._lean
-        if lean is None:
-            return self._request_pool(method, path, body, content_type, accept=accept).data
-        target = self._prefix + path
-        fixed = self._fixed_headers
-        if accept != JSON:  # one of pyctrl.kube.options' constants
-            fixed = f"Accept: {accept}\r\nUser-Agent: {self._user_agent}\r\n"
-        if content_type is not None:
-            fixed = f"{fixed}Content-Type: {content_type}\r\n"
-        guard = None if method in _READ_METHODS else check_write
+        reply = self._exchange(_Call(method, path, body, content_type, accept))
+        return reply.data
+
+    def _stream(self, method: str, path: str, timeout: urllib3.Timeout,
+                accept: str = JSON) -> urllib3.BaseHTTPResponse:
+        """A request whose 2xx answer is returned unread (a watch), through urllib3."""
+        reply = self._exchange(_Call(method, path, None, None, accept, stream=True,
+                                     timeout=timeout))
+        assert isinstance(reply, urllib3.BaseHTTPResponse)
+        return reply
+
+    def _exchange(self, call: _Call) -> Response | urllib3.BaseHTTPResponse:
+        """The one request/retry loop: limiter token, credentials, the send (by the lean
+        transport, else the urllib3 pool: streams, ``transport="urllib3"``, a proxy), request
+        metrics, errors, and 429 retries after Retry-After on the clock."""
+        send = self._send_pool if call.stream or self._lean is None else self._send_lean
         attempt = 0
         while True:
             self._admit()
             auth = self.config.authorization()
-            if auth:
-                if "\r" in auth or "\n" in auth:
-                    raise ValueError("invalid Authorization header value")
-                headers = f"{fixed}Authorization: {auth}\r\n"
-            else:
-                headers = fixed
             start = self._clock.monotonic()
             try:
-                # the write guard runs inside, right before the bytes are sent
-                resp = lean.request(method, target, headers, body, guard)
+                reply = send(call, auth)
             except TransportClosed:
                 raise ApiError("the client is closed", reason="ClientClosed") from None
             except (HTTPError, OSError) as exc:
-                self._observe(method, "<error>", start)
-                raise _transport_error(method, self._host + path, exc) from exc
-            status = resp.status
-            self._observe(method, str(status), start)
+                self._observe(call.method, "<error>", start)
+                raise _transport_error(call.method, self._host + call.path, exc) from exc
+            status = reply.status
+            self._observe(call.method, str(status), start)
             if 200 <= status < 300:
-                return resp.data
-            err = _error_from(status, resp.data, resp.header("retry-after"))
-            if self._retry_throttled(err, status, attempt, method, path):
+                return reply
+            err = (_error_from(status, reply.data, reply.header("retry-after"))
+                   if isinstance(reply, Response) else _error_from_pool(reply))
+            if self._retry_throttled(err, status, attempt, call.method, call.path):
                 attempt += 1
                 continue
             raise err
 
-    def _request_pool(self, method: str, path: str, body: bytes | None = None,
-                      content_type: str | None = None, *, stream: bool = False,
-                      timeout: urllib3.Timeout | None = None,
-                      accept: str = JSON) -> urllib3.BaseHTTPResponse:
-        """A request through the urllib3 pool (watches; everything with ``transport="urllib3"``
-        or a proxy); returns the 2xx response, unread when ``stream``."""
-        url = self._host + path
-        headers = {"Accept": accept, "User-Agent": self._user_agent}
-        if content_type is not None:
-            headers["Content-Type"] = content_type
-        attempt = 0
-        while True:
-            self._admit()
-            if method not in _READ_METHODS:
-                check_write()  # after the limiter's wait, right before the send
-            auth = self.config.authorization()
-            if auth:
-                headers["Authorization"] = auth
-            start = self._clock.monotonic()
-            try:
-                resp = self._pool.request(
-                    method, url, body=body, headers=headers, preload_content=not stream,
-                    timeout=timeout or self._timeout, retries=self._retries, redirect=False,
-                )
-            except (HTTPError, OSError) as exc:
-                self._observe(method, "<error>", start)
-                raise _transport_error(method, url, exc) from exc
-            self._observe(method, str(resp.status), start)
-            if 200 <= resp.status < 300:
-                return resp
-            err = _error_from_pool(resp)
-            if self._retry_throttled(err, resp.status, attempt, method, path):
-                attempt += 1
-                continue
-            raise err
+    def _send_lean(self, call: _Call, auth: str | None) -> Response:
+        """One send on the calling thread's lean connection; the write guard runs inside,
+        right before the bytes are sent."""
+        assert self._lean is not None
+        fixed = self._fixed_headers
+        if call.accept != JSON:  # one of pyctrl.kube.options' constants
+            fixed = f"Accept: {call.accept}\r\nUser-Agent: {self._user_agent}\r\n"
+        if call.content_type is not None:
+            fixed = f"{fixed}Content-Type: {call.content_type}\r\n"
+        headers = fixed
+        if auth:
+            if "\r" in auth or "\n" in auth:
+                raise ValueError("invalid Authorization header value")
+            headers = f"{fixed}Authorization: {auth}\r\n"
+        guard = None if call.method in _READ_METHODS else check_write
+        return self._lean.request(call.method, self._prefix + call.path, headers, call.body,
+                                  guard)
+
+    def _send_pool(self, call: _Call, auth: str | None) -> urllib3.BaseHTTPResponse:
+        """One send through the urllib3 pool; the answer unread when ``call.stream``."""
+        headers = {"Accept": call.accept, "User-Agent": self._user_agent}
+        if call.content_type is not None:
+            headers["Content-Type"] = call.content_type
+        if auth:
+            headers["Authorization"] = auth
+        if call.method not in _READ_METHODS:
+            check_write()  # after the limiter's wait, right before the send
+        return self._pool.request(
+            call.method, self._host + call.path, body=call.body, headers=headers,
+            preload_content=not call.stream, timeout=call.timeout or self._timeout,
+            retries=self._retries, redirect=False)
 
     def _observe(self, method: str, code: str, start: float) -> None:
         if self._metrics is not None:
@@ -372,9 +374,9 @@ class RESTClient:
         # No read timeout beyond the server's own end of the stream (plus slack): a quiet
         # watch is normal, and bookmarks arrive only about once a minute.
         read = None if timeout_seconds is None else timeout_seconds + self._connect_timeout
-        resp = self._request_pool(
-            "GET", self._path(resource, ns, query=query), stream=True,
-            timeout=urllib3.Timeout(connect=self._connect_timeout, read=read),
+        resp = self._stream(
+            "GET", self._path(resource, ns, query=query),
+            urllib3.Timeout(connect=self._connect_timeout, read=read),
             accept=opts.accept(watch=True),
         )
         stream: HTTPWatchStream
@@ -424,6 +426,19 @@ class RESTClient:
         body = self._call("DELETE", path, DeleteOptions.of(kwargs).body())
         # Most resources answer with the deleted object; a few with a success Status.
         return None if body.get("kind") == "Status" else body
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One request as the loop sends (and resends) it."""
+
+    method: str
+    path: str  # the resource path and query, as from RESTClient._path
+    body: bytes | None
+    content_type: str | None
+    accept: str
+    stream: bool = False
+    timeout: urllib3.Timeout | None = None
 
 
 def _typed(resource: Resource, obj: Object) -> Object:

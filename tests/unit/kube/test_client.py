@@ -48,10 +48,13 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture
-def client(stub: StubServer, clock: FakeClock) -> Iterator[RESTClient]:
+@pytest.fixture(params=["lean", "urllib3"])
+def client(stub: StubServer, clock: FakeClock, request: pytest.FixtureRequest
+           ) -> Iterator[RESTClient]:
+    """A client on either transport: one request/retry loop serves both, so every behaviour
+    below holds for each."""
     c = RESTClient(KubeConfig.from_url(stub.url, token="s3cret"), clock=clock, qps=0,
-                   timeout=5.0)
+                   timeout=5.0, transport=request.param)
     yield c
     c.close()
 
