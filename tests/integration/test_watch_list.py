@@ -107,3 +107,26 @@ def test_a_server_with_watch_list_off_is_synced_by_paged_list(gate_off: ControlP
         assert "WatchList feature gate" in off[0]["reason"]
     finally:
         client.close()
+
+
+def test_metadata_only_watch_list(client: RESTClient, namespace: str) -> None:
+    """Both levers at once: the streaming initial sync of PartialObjectMetadata."""
+    create_configmaps(client, namespace, 12)
+    factory = SharedInformerFactory(client, namespace=namespace, watch_list=True)
+    lister = factory.lister_for(CONFIGMAPS, metadata_only=True)
+    stop = threading.Event()
+    with capture_logs() as logs:
+        factory.start(stop)
+        try:
+            assert factory.wait_for_cache_sync(stop, timeout=60)
+            cached = lister.list()
+            assert {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in cached
+                    } == fresh_state(client, namespace)
+            assert all(set(o) == {"apiVersion", "kind", "metadata"} and o["kind"] == "ConfigMap"
+                       for o in cached)
+            client.delete(CONFIGMAPS, "cm-0", namespace)
+            assert wait_until(lambda: len(lister.list()) == 11)
+        finally:
+            stop.set()
+            factory.shutdown()
+    assert not [e for e in logs if e["event"].startswith("watch-list not supported")]
