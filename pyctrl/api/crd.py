@@ -110,11 +110,35 @@ def crds(classes: Iterable[type[Object]], *,
     return [crd(groups[name], openapi=openapi) for name in sorted(groups)]
 
 
+_FLOW_WIDTH = 60  # a map of scalars this short stays on one line: {type: string}
+
+
+def _scalar(value: object) -> bool:
+    return isinstance(value, str | int | float | bool) or value is None
+
+
 class _Dumper(yaml.SafeDumper):
-    """Block style, lists indented under their key (as kubectl and controller-gen write)."""
+    """Block style with lists indented under their key (as kubectl and controller-gen write);
+    lists of scalars and short maps of scalars on one line, which keeps a CRD embedding
+    PodSpec readable and about a third smaller."""
 
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data,
+                                     flow_style=all(_scalar(v) for v in data))
+
+
+def _represent_dict(dumper: yaml.SafeDumper, data: dict[str, Any]) -> yaml.Node:
+    short = sum(len(str(k)) + len(str(v)) + 4 for k, v in data.items()) <= _FLOW_WIDTH
+    flow = not data or (short and all(_scalar(v) for v in data.values()))
+    return dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=flow)
+
+
+_Dumper.add_representer(list, _represent_list)
+_Dumper.add_representer(dict, _represent_dict)
 
 
 def to_yaml(doc: Mapping[str, Any], sources: Iterable[str] = ()) -> str:

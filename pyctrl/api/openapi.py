@@ -17,7 +17,7 @@ Contract:
 * :func:`snapshot` is the document ``gen crd`` uses: the closure of the embeddable types
   (:data:`SNAPSHOT_ROOTS`) from the pinned Kubernetes version's ``batch/v1`` OpenAPI,
   committed as ``kubernetes-openapi.json`` next to this module (descriptions stripped) and
-  refreshed by ``hack/gen_jobtemplate_schema.py --snapshot``. Deterministic: the same
+  refreshed by ``hack/gen_jobtemplate_schema.py``. Deterministic: the same
   document always gives the same schema.
 """
 
