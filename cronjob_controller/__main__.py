@@ -150,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--graceful-shutdown-timeout", type=duration_arg, default=30.0,
                         help="how long in-flight reconciles get to finish on shutdown "
                              "(default 30s)")
+    parser.add_argument("--watch-list", type=_bool_arg, nargs="?", const=True, default=False,
+                        metavar="BOOL",
+                        help="sync the caches by streaming lists (WatchList, as client-go "
+                             "v0.35 and kube-controller-manager 1.35 do) instead of paged "
+                             "LISTs; falls back to LISTs where the API server cannot "
+                             "(default false)")
     parser.add_argument("--gc-freeze", type=_bool_arg, nargs="?", const=True, default=True,
                         metavar="BOOL",
                         help="once the caches synced, run one full garbage collection and "
@@ -277,6 +283,7 @@ def run(args: argparse.Namespace) -> int:
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         component="cronjob-controller",
         gc=GCOptions(freeze_after_sync=args.gc_freeze, gen0_threshold=args.gc_gen0_threshold),
+        watch_list=args.watch_list,
     )
     manager = Manager(client, options, registry=registry)
     if sharding is not None:

@@ -25,6 +25,8 @@ ValueError naming the field otherwise). There is one way to configure each thing
   default, ``default_resync`` (0: never) seconds, ``graceful_shutdown_timeout`` (30 s) for
   in-flight reconciles and runnables, ``component`` ("pyctrl", the events' source) and
   ``event_queue_size`` (10000 events buffered before the sink writes them).
+* ``ManagerOptions.watch_list`` (False): the informers sync by a streaming list instead of
+  paged LISTs (see :class:`pyctrl.cache.SharedInformerFactory`).
 * ``ManagerOptions.gc``: a :class:`pyctrl._gctune.GCOptions`, how the garbage collector is
   tuned once every informer synced (default: not at all; ``GCOptions(freeze_after_sync=True)``
   runs one full collection then ``gc.freeze()``).
@@ -128,6 +130,7 @@ class ManagerOptions:
     component: str = "pyctrl"
     event_queue_size: int = 10_000
     gc: GCOptions = field(default_factory=GCOptions)
+    watch_list: bool = False
 
     def __post_init__(self) -> None:
         if self.default_resync < 0:

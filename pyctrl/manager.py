@@ -99,7 +99,7 @@ class Manager:
         self.clock: Clock = clock or RealClock()
         self.informers = SharedInformerFactory(
             client, default_resync=opts.default_resync, namespace=opts.namespace,
-            clock=self.clock)
+            clock=self.clock, watch_list=opts.watch_list)
         self._controllers: list[Controller[Any]] = []  # any request type
         self._runnables = RunnableGroup(self.clock)
         self._runnable_stop = threading.Event()  # the needs_leader=False runnables' stop

@@ -115,3 +115,4 @@ def test_the_cronjob_controller_freezes_by_default_and_takes_flags() -> None:
     tuned = build_parser().parse_args(["--gc-freeze=false", "--gc-gen0-threshold", "5000"])
     assert (tuned.gc_freeze, tuned.gc_gen0_threshold) == (False, 5000)
     assert run(build_parser().parse_args(["--gc-gen0-threshold", "0"])) == 2
+

@@ -16,6 +16,7 @@ from pyctrl.errors import BadRequest, Forbidden, Gone, Invalid
 from pyctrl.kube.interface import Object, WatchEvent
 from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION
 from pyctrl.kube.resource import CONFIGMAPS
+from pyctrl.manager import Manager, ManagerOptions, MetricsOptions
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch
 from tests.unit.cache.helpers import RecordingStore, SleepRecordingClock, cm
@@ -224,3 +225,25 @@ def test_factory_watch_list_syncs_through_the_client_without_a_list() -> None:
     assert [a.verb for a in client.actions if a.verb in ("list", "watch")] == ["watch"]
     watch = next(a for a in client.actions if a.verb == "watch")
     assert watch.options["send_initial_events"] and watch.options["metadata_only"]
+
+
+def test_manager_and_controller_watch_list_option() -> None:
+    from cronjob_controller.__main__ import build_parser
+
+    assert build_parser().parse_args([]).watch_list is False
+    assert build_parser().parse_args(["--watch-list"]).watch_list is True
+    clock = FakeClock()
+    client = FakeClient(clock)
+    client.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": "ns"}})
+    manager = Manager(client, ManagerOptions(metrics=MetricsOptions(runtime_metrics=False),
+                                             watch_list=True), clock=clock)
+    informer = manager.informers.informer_for(CONFIGMAPS)
+    stop = threading.Event()
+    manager.informers.start(stop)
+    try:
+        assert manager.informers.wait_for_cache_sync(stop, timeout=10)
+    finally:
+        stop.set()
+        manager.informers.shutdown()
+    assert informer.get_store().get_by_key("ns/a") is not None
+    assert [a.verb for a in client.actions if a.verb in ("list", "watch")] == ["watch"]
