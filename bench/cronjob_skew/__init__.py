@@ -5,7 +5,10 @@ kube-controller-manager at first) and runs three phases in turn, each in its own
 (``--shards S`` changes the list: see "Sharded" below):
 
 1. ``pyctrl``: ``N`` ``batch.pyctrl.io/v1`` CronJobs, and ``python -m cronjob_controller`` as a
-   subprocess (``--workers``, ``--qps/--burst 2000``, metrics off, probes on loopback).
+   subprocess (``--workers``, ``--qps/--burst 2000``, metrics off, probes on loopback;
+   ``--pyctrl-default-limits`` leaves out ``--qps/--burst`` so the controller's own defaults
+   apply). Each phase reports ``apiserver_429``: the 429s kube-apiserver answered from T-5 s
+   until the tick's Jobs were seen (its ``apiserver_request_total{code="429"}``).
 2. ``upstream``: ``N`` ``batch/v1`` CronJobs of the same shape, and kube-controller-manager with
    only the ``cronjob`` controller (``--concurrent-cron-job-syncs=50``,
    ``--kube-api-qps/--kube-api-burst 2000``). The pyctrl controller is stopped (SIGTERM, wait)
@@ -130,6 +133,7 @@ from bench.cronjob_skew.probe import (
     CpuTrace,
     JobWatch,
     ProcessSampler,
+    apiserver_throttled,
     burst_fields,
     plane_pids,
 )
@@ -186,6 +190,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pyctrl-arg", action="append", default=[], metavar="ARG",
                         help="one more cronjob_controller flag for the pyctrl phases "
                              "(repeatable), e.g. --pyctrl-arg=--gc-freeze=false")
+    parser.add_argument("--pyctrl-default-limits", action="store_true",
+                        help="the pyctrl phases run without --qps/--burst, i.e. with "
+                             "cronjob_controller's own default client-side rate limit "
+                             "(--qps still applies to upstream)")
     parser.add_argument("--upstream-syncs", type=int, default=50,
                         help="kube-controller-manager --concurrent-cron-job-syncs")
     parser.add_argument("--qps", type=int, default=2000, help="controllers' client QPS/burst")
@@ -298,6 +306,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
     profiler = None
     labels: dict[str, object] = {}
     at_window = after_window = Census()
+    throttled_before = throttled_after = None
     leader: str | None = None
     try:
         wait_for_creation_slot()
@@ -327,6 +336,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         suffix = f"-{int(tick) // 60}"
         sleep_until(tick - WINDOW_BEFORE, check)
         prior_jobs = len(watch.snapshot()) - history
+        throttled_before = apiserver_throttled(cp)
         samplers = [ProcessSampler(pid) for pid in pids]
         for sampler in samplers:
             sampler.start()
@@ -349,6 +359,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
             time.sleep(0.5)
         seen = watch.snapshot()
         jobs = [j for j in seen if j.name.endswith(suffix)]
+        throttled_after = apiserver_throttled(cp)
     finally:
         for sampler in samplers:
             sampler.stop()  # idempotent; ends the polling thread if the window was cut short
@@ -398,6 +409,9 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         "settled": settled, "settle_s": round(settle_s, 1),
         "prior_jobs": prior_jobs,
         "watch_errors": len(watch.errors),
+        # 429s kube-apiserver answered (anyone) from T - 5 s until the tick's Jobs were seen
+        "apiserver_429": (None if throttled_before is None or throttled_after is None
+                          else throttled_after - throttled_before),
     }
     if not sharded:
         result["log"] = str(logs[0])

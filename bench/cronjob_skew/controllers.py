@@ -78,7 +78,8 @@ class Controller:
             argv = [sys.executable, "-m", "cronjob_controller",
                     "--kubeconfig", self.cp.kubeconfig_path,
                     "--workers", str(self.args.pyctrl_workers),
-                    "--qps", str(self.args.qps), "--burst", str(self.args.qps),
+                    *([] if getattr(self.args, "pyctrl_default_limits", False)
+                      else ["--qps", str(self.args.qps), "--burst", str(self.args.qps)]),
                     "--log-level", "warning", "--metrics-bind-address", "0",
                     "--health-probe-bind-address", f"127.0.0.1:{port}",
                     *getattr(self.args, "pyctrl_arg", []), *self.extra_args]

@@ -23,6 +23,7 @@ Contract:
   process used from ``T`` until the last of the phase's Jobs was seen, as seconds, as cores
   (over that span) and, for the API server, as milliseconds per Job created.
 * :func:`summary` gives count/min/p50/p90/p99/max/mean with nearest-rank percentiles.
+* :func:`apiserver_throttled` reads how many requests kube-apiserver answered 429 so far.
 
 This is benchmark code: it uses real time on purpose (it measures real time).
 """
@@ -362,3 +363,21 @@ def summary(values: Sequence[float]) -> dict[str, float | int | None]:
         "max": round(data[-1], 3),
         "mean": round(sum(data) / len(data), 3),
     }
+
+
+def apiserver_throttled(cp: ControlPlane) -> int | None:
+    """How many requests kube-apiserver has answered 429 since it started (the sum of
+    ``apiserver_request_total{code="429"}``; APF and max-in-flight rejections both count);
+    None when its /metrics can not be read."""
+    try:
+        status, body = cp.http.request("GET", "/metrics", timeout=10.0)
+    except (OSError, RuntimeError):
+        return None
+    if status != 200 or not isinstance(body, str):
+        return None
+    total = 0.0
+    for line in body.splitlines():
+        if line.startswith("apiserver_request_total{") and 'code="429"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
+
