@@ -27,7 +27,8 @@ Contract:
   object), and controller-runtime's 20/30 still needs ~100 s to touch 2000 objects once; 50/100
   keeps a cold start of a few thousand writes under a minute while staying far below what API
   Priority and Fairness grants a single workload. A WATCH takes a token to start, never while
-  it streams. ``qps <= 0`` disables the limiter.
+  it streams. ``qps <= 0`` disables the limiter (``python -m cronjob_controller`` does by
+  default, relying on APF and the 429 retries below; README "Rate limits").
 * Non-2xx answers raise via :func:`pyctrl.errors.from_status`. A 429 means the server did not
   process the request, so any verb is retried after ``Retry-After`` seconds (the header, else
   ``details.retryAfterSeconds``, else 1 s), waiting on the injected clock, at most

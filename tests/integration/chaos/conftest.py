@@ -7,18 +7,22 @@
   test here needs garbage collection. Tests that need it skip on an external cluster
   (``PYCTRL_TEST_KUBECONFIG``), since they restart and compact our own processes.
 * ``chaos_client``: an admin RESTClient for it; ``chaos_namespace``: a fresh namespace.
+* ``procs``: :class:`ControllerProcs` for that namespace (controller subprocesses), all
+  stopped after the test.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from pyctrl.kube import RESTClient
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.chaos.helpers import lenient_crds
+from tests.integration.controller_procs import ControllerProcs
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -53,3 +57,13 @@ def chaos_namespace(chaos_plane: ControlPlane) -> Iterator[str]:
     chaos_plane.kubectl("create", "namespace", name)
     yield name
     chaos_plane.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def procs(chaos_plane: ControlPlane, chaos_client: RESTClient, chaos_namespace: str,
+          tmp_path: Path) -> Iterator[ControllerProcs]:
+    made = ControllerProcs(chaos_plane, chaos_client, chaos_namespace, tmp_path)
+    try:
+        yield made
+    finally:
+        made.stop_all()

@@ -15,7 +15,6 @@ Real time: 1-2 minutes (T is the first tick at least 12 s after the controller i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -34,16 +33,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(30
 CRONJOB_COUNT = 50
 OUTAGE = timedelta(seconds=20)
 LOG_BUDGET = 100 * 1024
-
-
-@pytest.fixture
-def procs(chaos_plane: ControlPlane, chaos_client: RESTClient, chaos_namespace: str,
-          tmp_path: Path) -> Iterator[ControllerProcs]:
-    made = ControllerProcs(chaos_plane, chaos_client, chaos_namespace, tmp_path)
-    try:
-        yield made
-    finally:
-        made.stop_all()
 
 
 def _started(path: Path) -> bool:

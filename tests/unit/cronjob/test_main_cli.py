@@ -32,6 +32,17 @@ def test_metrics_are_secure_by_default_and_can_be_turned_off() -> None:
     assert parser.parse_args(["--metrics-cert-dir", "/certs"]).metrics_cert_dir == "/certs"
 
 
+def test_no_client_side_rate_limit_by_default_and_flags_turn_it_on() -> None:
+    """Issue 25 item 4: the server's APF paces the controller and 429s are retried after
+    Retry-After; --qps N (> 0) brings back a client-side token bucket of --burst tokens."""
+    parser = build_parser()
+    default = parser.parse_args([])
+    assert (default.qps, default.burst) == (0.0, 100)
+    assert "no client-side limit" in " ".join(parser.format_help().split())
+    limited = parser.parse_args(["--qps", "50", "--burst", "100"])
+    assert (limited.qps, limited.burst) == (50.0, 100)
+
+
 def test_help_documents_exit_codes_and_durations() -> None:
     text = build_parser().format_help()
     assert EPILOG.splitlines()[0] in text
