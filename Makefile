@@ -60,7 +60,8 @@ run: setup controlplane
 KUBECTL ?= kubectl
 OVERLAY ?= manifests/default
 IMG     ?= pyctrl/cronjob-controller:dev
-DEPLOY_ENV = KUBECTL="$(KUBECTL)" OVERLAY="$(OVERLAY)" IMG="$(IMG)" UNINSTALL_CRD="$(UNINSTALL_CRD)"
+DEPLOY_ENV = KUBECTL="$(KUBECTL)" CONTEXT="$(CONTEXT)" OVERLAY="$(OVERLAY)" IMG="$(IMG)" \
+	UNINSTALL_CRD="$(UNINSTALL_CRD)"
 
 deploy:
 	@$(DEPLOY_ENV) bash hack/deploy.sh deploy

@@ -133,6 +133,12 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _local(t: datetime, zone: tzinfo) -> str:
+    """``t`` as RFC 3339 in the CronJob's time zone, for messages (as the ``next`` command
+    prints it): ``2026-03-10T08:00:00-04:00`` for America/New_York, ``...Z`` for UTC."""
+    return api.format_rfc3339(t.astimezone(zone))
+
+
 def _vanishes_fast(raw: Object) -> bool:
     spec = raw.get("spec")
     template = spec.get("jobTemplate") if isinstance(spec, Mapping) else None
@@ -442,11 +448,11 @@ class CronJobReconciler:
         if missed > schedule.TOO_MANY_MISSED:
             self.reporter.once(key, raw, "Warning", "TooManyMissedTimes",
                                f"too many missed start times (> {schedule.TOO_MANY_MISSED}); "
-                               f"starting only the most recent, {api.format_time(due)}")
+                               f"starting only the most recent, {_local(due, zone)}")
         if not schedule.within_starting_deadline(due, now,
                                                  cronjob.spec.starting_deadline_seconds):
             self.reporter.once(key, raw, "Warning", "MissSchedule",
-                               f"Missed scheduled time to start a job: {api.format_time(due)}")
+                               f"Missed scheduled time to start a job: {_local(due, zone)}")
             return
         name = jobs.job_name(cronjob.name, due)
         try:
@@ -455,7 +461,7 @@ class CronJobReconciler:
             existing = None
         if existing is not None:
             if not jobs.is_controlled_by(existing, cronjob.uid):
-                self._report_unexpected(key, raw, name, due)
+                self._report_unexpected(key, raw, name, _local(due, zone))
             return
         refused = self.rejected.lookup(key, cronjob.uid, meta(raw).get("generation"), due)
         if refused is not None:
@@ -465,7 +471,7 @@ class CronJobReconciler:
             return
         if plan.active and cronjob.spec.concurrency_policy == "Forbid":
             self.reporter.once(key, raw, "Normal", "JobAlreadyActive",
-                               f"Not starting job for {api.format_time(due)} because a "
+                               f"Not starting job for {_local(due, zone)} because a "
                                "prior execution is still running and concurrency policy "
                                "is Forbid")
             return
@@ -474,9 +480,9 @@ class CronJobReconciler:
                 self._delete_job(key, raw, job, plan, active=True)
         self._create(key, raw, cronjob, zone, due, plan)
 
-    def _report_unexpected(self, key: str, raw: Object, name: str, due: datetime) -> None:
+    def _report_unexpected(self, key: str, raw: Object, name: str, due: str) -> None:
         self.reporter.once(key, raw, "Warning", "UnexpectedJob",
-                           f"job {name} for the run at {api.format_time(due)} exists but is "
+                           f"job {name} for the run at {due} exists but is "
                            "not controlled by this CronJob; leaving it alone")
 
     def _create(self, key: str, raw: Object, cronjob: api.CronJob, zone: tzinfo,
@@ -491,7 +497,7 @@ class CronJobReconciler:
             except NotFound:
                 raise  # deleted between the two calls: retry the sync
             if not jobs.is_controlled_by(current, cronjob.uid):
-                self._report_unexpected(key, raw, name, due)
+                self._report_unexpected(key, raw, name, _local(due, zone))
                 return
             created = current
         except Invalid as err:

@@ -9,7 +9,11 @@
 #   render    Print the overlay as `deploy` would apply it (IMG applied).
 #   image     docker build -t $IMG . (one-line error when docker or its engine is missing).
 #
-# Env: KUBECTL (default kubectl; honours KUBECONFIG), OVERLAY (default manifests/default),
+# deploy and undeploy first check that a cluster answers (kubectl version, 5 s), else say
+# "no cluster reachable: set KUBECONFIG or CONTEXT" instead of kubectl's localhost:8080 error.
+#
+# Env: KUBECTL (default kubectl; honours KUBECONFIG), CONTEXT (a kubeconfig context),
+#      OVERLAY (default manifests/default),
 #      IMG (default pyctrl/cronjob-controller:dev; name[:tag] or name@sha256:...),
 #      UNINSTALL_CRD=1, DOCKER (default docker).
 # IMG never edits the checkout: a temporary kustomization wraps a copy of manifests/.
@@ -17,6 +21,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kubectl="${KUBECTL:-kubectl}"
+context="${CONTEXT:-}"
 docker="${DOCKER:-docker}"
 overlay="${OVERLAY:-manifests/default}"
 img="${IMG:-pyctrl/cronjob-controller:dev}"
@@ -27,6 +32,16 @@ die() { echo "$*" >&2; exit 1; }
 need_kubectl() {
   command -v "${kubectl}" >/dev/null 2>&1 \
     || die "deploy: kubectl not found (set KUBECTL=/path/to/kubectl)"
+}
+
+kc() {  # kubectl, on CONTEXT when set
+  "${kubectl}" ${context:+"--context=${context}"} "$@"
+}
+
+need_cluster() {
+  need_kubectl
+  kc version --request-timeout=5s >/dev/null 2>&1 \
+    || die "$1: no cluster reachable: set KUBECONFIG or CONTEXT"
 }
 
 overlay_dir() {
@@ -81,24 +96,24 @@ with_overlay() {  # runs "$@" with the image overlay's directory appended
 }
 
 deploy() {
-  need_kubectl
+  need_cluster deploy
   echo "deploy: CRD (crds/), server-side"
-  "${kubectl}" apply --server-side --force-conflicts -f "${root}/crds/"
-  "${kubectl}" wait --for=condition=Established --timeout=60s -f "${root}/crds/"
+  kc apply --server-side --force-conflicts -f "${root}/crds/"
+  kc wait --for=condition=Established --timeout=60s -f "${root}/crds/"
   echo "deploy: ${overlay} with image ${img}"
-  with_overlay "${kubectl}" apply -k
+  with_overlay kc apply -k
 }
 
 undeploy() {
-  need_kubectl
+  need_cluster undeploy
   echo "undeploy: webhook configurations, then ${overlay}"
-  "${kubectl}" delete mutatingwebhookconfiguration,validatingwebhookconfiguration \
+  kc delete mutatingwebhookconfiguration,validatingwebhookconfiguration \
     -l app.kubernetes.io/name=cronjob-controller --ignore-not-found
-  with_overlay "${kubectl}" delete --ignore-not-found -k
+  with_overlay kc delete --ignore-not-found -k
   if [[ "${UNINSTALL_CRD:-0}" == "1" ]]; then
     echo "undeploy: deleting the CRD: every CronJob in every namespace goes, and garbage" \
          "collection deletes the Jobs (and pods) they own"
-    "${kubectl}" delete --ignore-not-found -f "${root}/crds/"
+    kc delete --ignore-not-found -f "${root}/crds/"
   else
     echo "undeploy: CRD kept: CronJobs and their Jobs stay (no new runs are created until a" \
          "controller runs again); UNINSTALL_CRD=1 deletes the CRD, all CronJobs and their Jobs"

@@ -21,6 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_KUBECTL = """#!/usr/bin/env bash
 printf '%s\\n' "$*" >> "${FAKE_LOG}"
+if [[ " $* " == *" version "* && -n "${FAKE_UNREACHABLE:-}" ]]; then
+  echo "The connection to the server localhost:8080 was refused" >&2
+  exit 1
+fi
 prev=""
 for a in "$@"; do
   if [[ "${prev}" == "-k" ]]; then
@@ -36,8 +40,9 @@ class Run:
     returncode: int
     stdout: str
     stderr: str
-    calls: list[str]
+    calls: list[str]  # without the reachability check (``checks``)
     kustomization: dict[str, object]
+    checks: list[str]
 
 
 @pytest.fixture
@@ -48,18 +53,24 @@ def kubectl(tmp_path: Path) -> Path:
     return path
 
 
-def _make(tmp_path: Path, kubectl: Path, target: str, **variables: str) -> Run:
+REACHABLE = "version --request-timeout=5s"
+
+
+def _make(tmp_path: Path, kubectl: Path, target: str, *, unreachable: bool = False,
+          **variables: str) -> Run:
     log = tmp_path / "calls.log"
     log.unlink(missing_ok=True)
-    env = {**os.environ, "FAKE_LOG": str(log)}
+    env = {**os.environ, "FAKE_LOG": str(log), "FAKE_UNREACHABLE": "1" if unreachable else ""}
     argv = ["make", "-s", "-C", str(ROOT), target, f"KUBECTL={kubectl}",
             *(f"{k}={v}" for k, v in variables.items())]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60,
                           check=False)
-    calls = log.read_text().splitlines() if log.exists() else []
+    logged = log.read_text().splitlines() if log.exists() else []
     k_file = Path(f"{log}.kustomization.yaml")
     kustomization = yaml.safe_load(k_file.read_text()) if k_file.exists() else {}
-    return Run(done.returncode, done.stdout, done.stderr, calls, kustomization)
+    calls = [c for c in logged if REACHABLE not in c]
+    return Run(done.returncode, done.stdout, done.stderr, calls, kustomization,
+               [c for c in logged if REACHABLE in c])
 
 
 def _temp_dir(call: str) -> Path:
@@ -164,3 +175,22 @@ def test_image_builds_the_repository_with_img(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "docker.log").read_text().splitlines() == [
         "info", f"build -t registry.example/cj:3 {ROOT}"]
+
+
+@pytest.mark.parametrize("target", ["deploy", "undeploy"])
+def test_no_reachable_cluster_is_said_in_one_line_before_anything_is_sent(
+        tmp_path: Path, kubectl: Path, target: str) -> None:
+    run = _make(tmp_path, kubectl, target, unreachable=True)
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines()[0] == (  # then make's own "Error 1"
+        f"{target}: no cluster reachable: set KUBECONFIG or CONTEXT")
+    assert "localhost:8080" not in run.stderr
+    assert run.checks == [REACHABLE] and run.calls == []
+
+
+def test_deploy_checks_the_cluster_first_and_honours_context(tmp_path: Path,
+                                                             kubectl: Path) -> None:
+    run = _make(tmp_path, kubectl, "deploy", CONTEXT="kind-pyctrl")
+    assert run.returncode == 0, run.stderr
+    assert run.checks == [f"--context=kind-pyctrl {REACHABLE}"]
+    assert all(c.startswith("--context=kind-pyctrl ") for c in run.calls) and run.calls

@@ -332,3 +332,17 @@ def test_starting_deadline_bounds_the_missed_count() -> None:
 
     assert f.actions() == [CREATE_NOON]
     assert f.events() == [("Normal", "SuccessfulCreate")]
+
+
+def test_messages_give_times_in_the_cronjobs_time_zone() -> None:
+    # 12:00 UTC on 2026-03-10 is 08:00 in New York (daylight saving time since March 8).
+    f = Fixture()
+    cj = f.add_cronjob(new_cronjob(concurrencyPolicy="Forbid", timeZone="America/New_York",
+                                   status={"lastScheduleTime": fmt(at("11:55"))}))
+    f.add_job(new_job(cj, at("11:55")))
+
+    f.sync()
+
+    assert f.messages("JobAlreadyActive") == [
+        "Not starting job for 2026-03-10T08:00:00-04:00 because a prior execution is still "
+        "running and concurrency policy is Forbid"]
