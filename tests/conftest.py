@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from pyctrl.kube.client import RESTClient
 
 ROOT = Path(__file__).resolve().parent.parent
-CRD_DIRS = [ROOT / "crds", ROOT / "examples" / "sample_controller" / "crd.yaml"]
+CRD_DIRS = [ROOT / "crds", ROOT / "examples" / "sample_controller" / "crd.yaml",
+            ROOT / "examples" / "website" / "config" / "crd"]
 
 
 def _plane(*, pods: bool) -> Iterator[ControlPlane]:

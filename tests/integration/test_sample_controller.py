@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -10,10 +9,11 @@ from typing import Any, TypeVar
 import pytest
 
 from examples.sample_controller import FOOS, setup
-from pyctrl import HealthOptions, ManagerOptions, retry_on_conflict
+from pyctrl import retry_on_conflict
 from pyctrl.errors import NotFound
 from pyctrl.kube.resource import DEPLOYMENTS, EVENTS
 from pyctrl.manager import Manager
+from tests.integration.run_manager import running_manager
 from tests.waiting import pause
 
 pytestmark = pytest.mark.integration
@@ -37,17 +37,8 @@ def eventually(fn: Callable[[], T | None], timeout: float = 20.0) -> T:
 
 @pytest.fixture
 def manager(client: Any, namespace: str) -> Iterator[Manager]:
-    mgr = Manager(client, ManagerOptions(namespace=namespace,
-                                         health=HealthOptions(bind_address="127.0.0.1:0"),
-                                         graceful_shutdown_timeout=10))
-    setup(mgr)
-    stop = threading.Event()
-    thread = threading.Thread(target=mgr.run, args=(stop,), name="sample-manager")
-    thread.start()
-    yield mgr
-    stop.set()
-    thread.join(30)
-    assert not thread.is_alive()
+    with running_manager(client, namespace, setup, "sample-manager") as mgr:
+        yield mgr
 
 
 def foo(name: str, deployment: str, replicas: int) -> dict[str, Any]:
