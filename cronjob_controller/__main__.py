@@ -271,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
             sharding = ShardingOptions(
                 controller="cronjob", shard_id=args.shard_id, resource=api.CRONJOBS,
                 lease_namespace=args.leader_elect_namespace, namespaces=tuple(args.namespace),
-                lease_duration=args.leader_elect_lease_duration,
+                owned=(JOBS,), lease_duration=args.leader_elect_lease_duration,
                 renew_deadline=args.leader_elect_renew_deadline,
                 retry_period=args.leader_elect_retry_period)
         except ValueError as err:

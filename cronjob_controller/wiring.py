@@ -18,14 +18,17 @@ CronJob after a wall-clock jump. It is used
 by ``__main__`` and by the integration tests, so tests run the same wiring as production
 (with a FakeClock injected).
 
-Sharding (``manager.add_extension(Sharding(ShardingOptions(controller="cronjob", ...)))``, the
-``--sharding`` flag): the CronJob informers list/watch only this shard's CronJobs (by the
-shard label) and the reconciler is wrapped in a :class:`pyctrl.sharding.ShardReconciler`
-(drain handover). The Job informers stay unfiltered: a CronJob that moves finds its Jobs in
-the new shard's cache at once, with no Job relabelling and no window where its active Jobs
-are invisible (which could start a Forbid run twice). The price is memory: every replica
-caches every Job (bounded by the history limits, a few per CronJob), only the CronJobs are
-divided by N; Job events of other shards' CronJobs cost one cache miss each.
+Sharding (``manager.add_extension(Sharding(ShardingOptions(controller="cronjob",
+owned=(JOBS,), ...)))``, the ``--sharding`` flag): the CronJob informers list/watch only this
+shard's CronJobs (by the shard label) and the reconciler is wrapped in a
+:class:`pyctrl.sharding.ShardReconciler` (drain handover). With ``owned=(JOBS,)`` (what
+``--sharding`` sets) the Jobs are sharded too: each Job is created with its CronJob's shard
+label (``client_for_leader`` stamps it), the Job informers list/watch only this shard's Jobs,
+and a CronJob that moves takes its Jobs' names along; its new shard relabels them and does not
+sync the CronJob until its Job cache holds them all, so a Forbid never misses an active Job
+(:mod:`pyctrl.sharding.owned`). A Job leaving this shard's cache that way is not a deleted Job
+(its CronJob, draining, is no longer admitted here). Without ``owned`` every replica caches
+every Job and Job events of other shards' CronJobs cost one cache miss each.
 """
 
 from __future__ import annotations

@@ -6,15 +6,18 @@ Contract:
   it once, before any controller is built. It may use the Manager's public API: ``add``
   runnables, health checks, ``ensure_leader_election``, ``gate_controllers`` (a Lease of
   this replica's own that gates the controllers instead of leadership),
-  ``client_with_budget`` (a client with a rate limit of its own), ``close_on_shutdown``, and
+  ``client_with_budget`` (a client with a rate limit of its own), ``close_on_shutdown``,
+  ``add_client_wrapper`` (wraps what ``client_for_leader`` returns) and
   ``add_controller_hook``.
 * A :class:`ControllerHook` is asked by every Builder about the controller it builds (a
   :class:`ControllerBuild`: its name, its ``for_`` resource and its readers):
   ``for_selector`` adds a label selector to the ``for_`` resource's informers (None: none);
   ``admit_owner`` filters the owners an ``owns`` watch enqueues (None: all); and
   ``wrap_reconciler`` returns the reconciler to run (the one given, or one wrapping it).
-  Hooks run in the order added; selectors are ANDed, admits must all pass, and each wrap
-  wraps the previous one.
+  A hook may also have ``owned_selector(build, resource)``: a label selector added to the
+  informers of an ``owns`` watch of ``resource`` (looked up by name, so hooks without it
+  keep working). Hooks run in the order added; selectors are ANDed, admits must all pass,
+  and each wrap wraps the previous one.
 
 This is how :mod:`pyctrl.sharding` is installed; the Manager and the Builder know nothing of
 what an extension does.

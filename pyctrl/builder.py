@@ -26,7 +26,9 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
 * ``with_event_filter(*predicates)`` applies to every watch; ``predicates=`` on one watch only.
   All predicates must pass (see :mod:`pyctrl.handlers`).
 * ``on_delete=observer`` (on ``for_``, ``owns`` or ``watches``) sees every delete
-  notification of that watch, as the informer delivered it (the object, or a
+  notification of that watch (of an ``owns`` watch, only those whose owner the hooks'
+  ``admit_owner`` lets through: an owner another replica took over is not this one's
+  to observe), as the informer delivered it (the object, or a
   :class:`~pyctrl.cache.DeletedFinalStateUnknown` tombstone), before the watch's predicates
   and enqueue: the reconcile that follows can rely on what the observer recorded, such as a
   deleted child's final state the cache no longer holds (controller-runtime users write this
@@ -51,8 +53,9 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   registers it with the manager and returns it. A Builder completes once; it must complete
   before ``Manager.run``.
 * Controller hooks (:mod:`pyctrl._extension`, added by Manager extensions) are asked about
-  each controller: a label selector added to its ``for_`` informers, a filter on the owners
-  ``owns`` enqueues, and a wrapper around its reconciler. :attr:`name` and
+  each controller: a label selector added to its ``for_`` informers (and, from a hook with
+  ``owned_selector(build, resource)``, to its ``owns`` informers of that resource), a filter
+  on the owners ``owns`` enqueues, and a wrapper around its reconciler. :attr:`name` and
   :attr:`for_resource` are what they see.
 """
 
@@ -104,11 +107,14 @@ DeleteObserver = Callable[[Object | DeletedFinalStateUnknown], None]
 
 
 class _ObserveDeletes:
-    """Hands each delete notification to ``observer`` first, then to ``inner``."""
+    """Hands each delete notification to ``observer`` first (only when ``gate`` passes the
+    last known state), then to ``inner``."""
 
-    def __init__(self, inner: ResourceEventHandler, observer: DeleteObserver) -> None:
+    def __init__(self, inner: ResourceEventHandler, observer: DeleteObserver,
+                 gate: Callable[[Object], bool] | None = None) -> None:
         self._inner = inner
         self._observer = observer
+        self._gate = gate
 
     def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
         self._inner.on_add(obj, is_in_initial_list)
@@ -118,7 +124,9 @@ class _ObserveDeletes:
 
     def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
         try:
-            self._observer(obj)
+            last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+            if self._gate is None or last is None or self._gate(last):
+                self._observer(obj)
         except Exception:  # never raise into the informer; the enqueue still matters
             log.exception("delete observer failed")
         self._inner.on_delete(obj)
@@ -168,6 +176,11 @@ class Builder:
     def for_resource(self) -> Resource | None:
         """The resource given to ``for_`` (None before, or without one)."""
         return self._for
+
+    @property
+    def owned_resources(self) -> tuple[Resource, ...]:
+        """The resources given to ``owns`` so far, in order."""
+        return tuple(dict.fromkeys(w.resource for w in self._watches if w.kind == "owns"))
 
     def for_(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
@@ -279,8 +292,12 @@ class Builder:
 
     def _watch_selector(self, watch: _Watch) -> str | None:
         selectors = [watch.label_selector or None]
+        hooks = self._manager.controller_hooks
         if watch.kind == "for":
-            selectors += [hook.for_selector(self) for hook in self._manager.controller_hooks]
+            selectors += [hook.for_selector(self) for hook in hooks]
+        elif watch.kind == "owns":
+            selectors += [owned(self, watch.resource) for hook in hooks
+                          if (owned := getattr(hook, "owned_selector", None)) is not None]
         return ",".join(s for s in selectors if s) or None
 
     def _reader_of(self, resource: Resource) -> tuple[str | None, bool]:
@@ -306,18 +323,23 @@ class Builder:
     def _handler(self, watch: _Watch, queue: Queue) -> ResourceEventHandler:
         predicates = (*self._filters, *watch.predicates)
         handler: ResourceEventHandler
+        gate: Callable[[Object], bool] | None = None
         if watch.kind == "for":
             handler = enqueue_object(queue, predicates)
         elif watch.kind == "owns":
             owner = self._for
             assert owner is not None
-            handler = enqueue_owner(queue, owner.group, owner.kind, predicates,
-                                    owner_namespaced=owner.namespaced,
-                                    admit=self._admit_owner())
+            admit = self._admit_owner()
+            owner_handler = enqueue_owner(queue, owner.group, owner.kind, predicates,
+                                          owner_namespaced=owner.namespaced, admit=admit)
+            gate = owner_handler.admits if admit is not None else None
+            handler = owner_handler
         else:
             assert watch.mapper is not None
             handler = enqueue_requests(queue, watch.mapper, predicates)
-        return handler if watch.on_delete is None else _ObserveDeletes(handler, watch.on_delete)
+        if watch.on_delete is None:
+            return handler
+        return _ObserveDeletes(handler, watch.on_delete, gate)
 
     def _admit_owner(self) -> Callable[[Request], bool] | None:
         admits = [a for hook in self._manager.controller_hooks

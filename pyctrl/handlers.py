@@ -183,6 +183,11 @@ class MapHandler:
             return sorted(set(requests))
         return sorted({*self._mapper(old), *self._mapper(obj)})
 
+    def admits(self, obj: Object) -> bool:
+        """Whether ``admit`` lets any Request ``obj`` maps to through (True without one)."""
+        admit = self._admit
+        return admit is None or any(admit(r) for r in self._mapper(obj))
+
     def _enqueue(self, requests: Iterable[Request], priority: int = NORMAL_PRIORITY) -> None:
         admit, add_with_priority = self._admit, self._add_with_priority
         for request in requests:

@@ -30,7 +30,7 @@ Contract (controller-runtime's manager, in threads):
   controllers are built; it may :meth:`ensure_leader_election`, :meth:`gate_controllers` (a
   Lease of this replica's own then gates the controllers and fences ``client_for_leader``;
   leadership gates only the ``needs_leader`` runnables), :meth:`close_on_shutdown` and
-  :meth:`add_controller_hook` (asked by every Builder).
+  :meth:`add_controller_hook` (asked by every Builder) and :meth:`add_client_wrapper`.
 * :func:`install_signal_handlers` (:mod:`pyctrl._signals`): the first SIGTERM/SIGINT sets
   ``stop``; a second one exits the process at once with status 1.
 """
@@ -116,6 +116,7 @@ class Manager:
         self._hooks: list[ControllerHook] = []
         self._builders: list[Builder] = []
         self._rbac_rules: list[PolicyRule] = []
+        self._client_wrappers: list[Callable[[Client], Client]] = []
         self._leadership = Leadership(client, clock=self.clock, registry=self.registry,
                                       healthz=self._healthz, on_lead=self._run_leader_work,
                                       on_gate=self._run_controllers)
@@ -203,6 +204,11 @@ class Manager:
         """Ask ``hook`` about every controller built from now on (see pyctrl._extension)."""
         self._hooks.append(hook)
 
+    def add_client_wrapper(self, wrap: Callable[[Client], Client]) -> None:
+        """Wrap every client :meth:`client_for_leader` returns from now on (in the order
+        added; an extension's stamp on the objects its controllers create)."""
+        self._client_wrappers.append(wrap)
+
     @property
     def controller_hooks(self) -> tuple[ControllerHook, ...]:
         return tuple(self._hooks)
@@ -255,9 +261,11 @@ class Manager:
         replica's lease can no longer be trusted; without it, ``client`` itself. Controllers
         that need leadership write through it; so does the event broadcaster."""
         holder = self._leadership.holder()
-        if holder is None:
-            return self.client
-        return FencedClient(self.client, holder, registry=self.registry)
+        client = self.client if holder is None else FencedClient(self.client, holder,
+                                                                  registry=self.registry)
+        for wrap in self._client_wrappers:
+            client = wrap(client)
+        return client
 
     def event_broadcaster(self) -> EventBroadcaster:
         """The manager's event broadcaster (created on first use, flushed on stop)."""

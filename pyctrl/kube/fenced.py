@@ -31,9 +31,9 @@ from typing import Protocol, TypeVar, Unpack
 from prometheus_client import CollectorRegistry, Counter
 
 from pyctrl.errors import NotLeader
+from pyctrl.kube.forwarding import ForwardingClient
 from pyctrl.kube.guard import guarded
-from pyctrl.kube.interface import Client, Object, PatchBody, WatchStream
-from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
+from pyctrl.kube.interface import Client, Object, PatchBody
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.write_options import DeleteArgs, PatchArgs
 from pyctrl.serving.metrics import per_registry
@@ -66,19 +66,14 @@ def _new_fenced_counter(registry: CollectorRegistry | None) -> Counter:
 _fenced_counter = per_registry(_new_fenced_counter)
 
 
-class FencedClient:
+class FencedClient(ForwardingClient):
     """A :class:`Client` whose writes need a valid leader lease (see module docstring)."""
 
     def __init__(self, client: Client, holder: LeaseHolder, *,
                  registry: CollectorRegistry | None = None) -> None:
-        self._client = client
+        super().__init__(client)
         self._holder = holder
         self._refused = None if registry is None else _fenced_counter(registry)
-
-    @property
-    def inner(self) -> Client:
-        """The wrapped client (unfenced)."""
-        return self._client
 
     def _fence(self, verb: str, resource: Resource, name: str | None,
                namespace: str | None) -> None:
@@ -92,18 +87,6 @@ class FencedClient:
             f"leader lease {self._holder.describe()} (not renewed within the renew deadline, "
             "lost or released)"
         )
-
-    # -- reads ----------------------------------------------------------------------------
-    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
-        return self._client.get(resource, name, namespace)
-
-    def list(self, resource: Resource, namespace: str | None = None, *,
-             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:
-        return self._client.list(resource, namespace, options=options, **kwargs)
-
-    def watch(self, resource: Resource, namespace: str | None = None, *,
-              options: ListOptions | None = None, **kwargs: Unpack[WatchArgs]) -> WatchStream:
-        return self._client.watch(resource, namespace, options=options, **kwargs)
 
     # -- writes ---------------------------------------------------------------------------
     def _write(self, verb: str, resource: Resource, name: str | None, namespace: str | None,

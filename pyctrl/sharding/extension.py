@@ -17,12 +17,19 @@ makes every replica's ``options.controller`` work at once, each on its own shard
   Manager;
 * as a controller hook, for the controller named ``options.controller`` with a ``for_``
   resource: its ``for_`` informers list/watch only objects with this shard's label, an
-  ``owns`` watch enqueues only owners in this shard's cache (owned objects are not sharded:
-  every replica sees them all, and without the filter each replica would reconcile the owners
-  of every shard's owned-object events only to find them not its own: at a tick of 6000
-  CronJobs, two thirds of ~12000 Job events), and its reconciler is wrapped in a
-  :class:`ShardReconciler` (drain handover, writes through the shard-fenced client). Other
-  controllers are left alone.
+  ``owns`` watch enqueues only owners in this shard's cache (without the filter each replica
+  would reconcile the owners of every shard's owned-object events only to find them not its
+  own: at a tick of 6000 CronJobs, two thirds of ~12000 Job events), and its reconciler is
+  wrapped in a :class:`ShardReconciler` (drain handover, writes through the shard-fenced
+  client). Other controllers are left alone.
+* with ``options.owned`` (:mod:`pyctrl.sharding.owned`): ``client_for_leader`` stamps this
+  shard's label on the owned objects its controllers create (a :class:`StampingClient`,
+  noting them in :attr:`Sharding.record`), the ``owns`` informers of those resources
+  list/watch only this shard's label, owners carrying the drain label are not admitted (their
+  owned objects leaving this shard's cache are not enqueued nor observed as deleted), and
+  the :class:`ShardReconciler` hands the owned objects over with their owner and adopts
+  them before it reconciles a newly arrived owner. Without it owned objects are not sharded:
+  every replica watches them all.
 """
 
 from __future__ import annotations
@@ -34,10 +41,12 @@ from pyctrl._extension import ControllerBuild
 from pyctrl._manager_options import LeaderElectionOptions
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
+from pyctrl.kube.resource import Resource
 from pyctrl.leaderelection import LeaderElectionConfig, LeaderElector
 from pyctrl.reconcile import Reconciler, Request
 from pyctrl.sharding.lease import ShardLeaseLock
 from pyctrl.sharding.options import ShardingOptions
+from pyctrl.sharding.owned import CreateRecord, StampingClient
 from pyctrl.sharding.shard import ShardReconciler
 from pyctrl.sharding.sharder import Sharder
 from pyctrl.sharding.watch import ShardWatch
@@ -57,6 +66,7 @@ class Sharding:
         self._manager: Manager | None = None
         self.shard_elector: LeaderElector | None = None
         self.sharder_client: Client | None = None
+        self.record = CreateRecord()  # owned objects this replica created, until handed over
 
     def install(self, manager: Manager) -> None:
         o = self.options
@@ -74,6 +84,8 @@ class Sharding:
         manager.add(Sharder(FencedClient(self.sharder_client, leader, registry=manager.registry),
                             o, watch=watch, clock=manager.clock), needs_leader=True)
         manager.add_controller_hook(self)
+        if o.owned:
+            manager.add_client_wrapper(lambda client: StampingClient(client, o, self.record))
         self._manager = manager
 
     def _sharder_client(self, manager: Manager) -> Client:
@@ -90,16 +102,36 @@ class Sharding:
     def for_selector(self, build: ControllerBuild) -> str | None:
         return self.options.selector if build.name == self.options.controller else None
 
+    def owned_selector(self, build: ControllerBuild, resource: Resource) -> str | None:
+        o = self.options
+        return o.selector if self._sharded(build) and resource in o.owned else None
+
     def admit_owner(self, build: ControllerBuild) -> Callable[[Request], bool] | None:
         if build.for_resource is None or build.name != self.options.controller:
             return None
         stores = [i.get_store() for i in build.informers_for(build.for_resource)]
-        return lambda request: any(store.get_by_key(str(request)) is not None
-                                   for store in stores)
+        if not self.options.owned:
+            return lambda request: any(store.get_by_key(str(request)) is not None
+                                       for store in stores)
+        drain = self.options.drain_label
+
+        def admit(request: Request) -> bool:
+            # A draining owner is being handed over: its owned objects leaving this shard's
+            # cache (relabelled by the new shard) are not deletions this shard acts on.
+            for store in stores:
+                owner = store.get_by_key(str(request))
+                if owner is not None:
+                    return not ((owner.get("metadata") or {}).get("labels") or {}).get(drain)
+            return False
+
+        return admit
 
     def wrap_reconciler(self, build: ControllerBuild, reconciler: Reconciler) -> Reconciler:
         if self._manager is None or not self._sharded(build) or build.for_resource is None:
             return reconciler
+        owned_here = getattr(build, "owned_resources", ())
+        owned = {r: build.lister_for(r) for r in self.options.owned if r in owned_here}
         return ShardReconciler(reconciler, build.lister_for(build.for_resource),
                                self._manager.client_for_leader(), self.options,
-                               clock=self._manager.clock)
+                               clock=self._manager.clock, owned=owned,
+                               record=self.record if owned else None)

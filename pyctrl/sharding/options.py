@@ -8,7 +8,11 @@ Contract: an options object is immutable and valid once built. It names
   lowercase alphanumerics, ``-`` and ``.``, at most 63 characters;
 * ``resource``: the kind whose objects are spread over the shards;
 * ``lease_namespace``: where the shard Leases (and the leader Lease) live;
-* ``namespaces``: the object namespaces the sharder assigns (empty: all).
+* ``namespaces``: the object namespaces the sharder assigns (empty: all);
+* ``owned``: resources whose objects follow their controller owner's shard (e.g. a CronJob's
+  Jobs): labelled at create, handed over with their owner, and watched by each shard through
+  its own label (see :mod:`pyctrl.sharding.owned`). Empty (the default): owned objects are
+  not sharded, every replica watches them all.
 
 Labels (all derived from ``controller``):
 
@@ -16,6 +20,9 @@ Labels (all derived from ``controller``):
   owns it; a shard's informers list/watch only objects with its own value.
 * ``drain.sharding.pyctrl.io/<controller>=true`` on a sharded object: the sharder asks the
   current shard to hand it over; that shard acknowledges by removing both labels.
+* ``handover.sharding.pyctrl.io/<controller>`` (an annotation) on a sharded object whose
+  owned objects (``owned``) are on their way to its new shard: their names, removed by the
+  new shard once its cache holds them all.
 * ``sharding.pyctrl.io/controller=<controller>`` and ``sharding.pyctrl.io/shard=<shard id>``
   on each shard Lease (``<controller>-shard-<shard id>``): the sharder watches Leases by the
   first label.
@@ -64,6 +71,7 @@ class ShardingOptions:
     resource: Resource
     lease_namespace: str = "default"
     namespaces: tuple[str, ...] = ()
+    owned: tuple[Resource, ...] = ()
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -78,6 +86,8 @@ class ShardingOptions:
             if not _ID.match(value):
                 raise ValueError(f"{what} {value!r} must be a lowercase DNS label "
                                  "(a-z, 0-9, '-', '.'; at most 63 characters)")
+        if self.resource in self.owned:
+            raise ValueError("owned must not name the sharded resource itself")
         if self.virtual_nodes < 1:
             raise ValueError("virtual_nodes must be at least 1")
         if self.writers < 1:
@@ -96,6 +106,11 @@ class ShardingOptions:
     def drain_label(self) -> str:
         """``drain.sharding.pyctrl.io/<controller>``: set while an object is handed over."""
         return f"drain.sharding.pyctrl.io/{self.controller}"
+
+    @property
+    def handover_annotation(self) -> str:
+        """``handover.sharding.pyctrl.io/<controller>``: owned objects on their way over."""
+        return f"handover.sharding.pyctrl.io/{self.controller}"
 
     @property
     def selector(self) -> str:

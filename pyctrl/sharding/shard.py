@@ -15,6 +15,12 @@ object is not there). Per request:
   the acknowledgement; afterwards the cache shows the drain label (and the ack is refused by
   the precondition) or nothing. This shard never acts on the object again until the sharder
   gives it back;
+* with ``owned`` sources (``ShardingOptions.owned``; see :mod:`pyctrl.sharding.owned`): the
+  acknowledgement also writes the handover list (the owned objects in this shard's cache by
+  controller UID, and those ``record`` noted this shard creating), and an object carrying a
+  handover list is first adopted: not reconciled (requeued after ``ADOPT_RETRY`` seconds,
+  and brought back by its owned objects' events) until this shard's cache holds every listed
+  object that still exists;
 * otherwise ``inner`` runs; ``options.on_reconcile(key, start, end)`` (monotonic; ``key`` is
   ``str(request)``) is called
   after it when set, and a debug log line ``shard reconcile`` carries the same (an audit
@@ -26,19 +32,32 @@ with sharding), so a shard that lost its Lease acknowledges nothing either.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 import structlog
 
+from pyctrl.cache import CONTROLLER_UID_INDEX
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import NotFound
 from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.resource import Resource
 from pyctrl.reconcile import Reconciler, Request, Result
 from pyctrl.sharding.options import ShardingOptions
+from pyctrl.sharding.owned import (
+    CreateRecord,
+    OwnedSource,
+    adopt,
+    encode_handover,
+    handover_of,
+    resource_key,
+)
 
 __all__ = ["ObjectSource", "ShardReconciler"]
 
 log = structlog.get_logger(__name__)
+
+ADOPT_RETRY = 0.5  # seconds; the owned objects' ADDED events usually come first
 
 
 class ObjectSource(Protocol):
@@ -51,18 +70,24 @@ class ShardReconciler:
     """Reconciles only this shard's objects and hands drained ones over (see docstring)."""
 
     def __init__(self, inner: Reconciler, source: ObjectSource, client: Client,
-                 options: ShardingOptions, *, clock: Clock | None = None) -> None:
+                 options: ShardingOptions, *, clock: Clock | None = None,
+                 owned: Mapping[Resource, OwnedSource] | None = None,
+                 record: CreateRecord | None = None) -> None:
         self.inner = inner
         self._source = source
         self._client = client
         self.options = options
         self._clock: Clock = clock or RealClock()
+        self._owned: Mapping[Resource, OwnedSource] = owned or {}
+        self._record = record
 
     def reconcile(self, request: Request) -> Result | None:
         namespace, name = request.namespace, request.name
         try:
             obj = self._source.get(namespace, name)
         except NotFound:
+            if self._record is not None:
+                self._record.forget(str(request))
             return self.inner.reconcile(request)
         o = self.options
         labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -71,6 +96,11 @@ class ShardReconciler:
         if labels.get(o.drain_label):
             self._acknowledge(obj, namespace, name)
             return None
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if (self._owned and o.handover_annotation in annotations
+                and not adopt(obj, o, self._client, self._owned)):
+            log.debug("adopting owned objects", key=str(request), shard=o.shard_id)
+            return Result(requeue_after=ADOPT_RETRY)
         start = self._clock.monotonic()
         try:
             return self.inner.reconcile(request)
@@ -83,12 +113,30 @@ class ShardReconciler:
 
     def _acknowledge(self, obj: Object, namespace: str | None, name: str) -> None:
         o = self.options
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
-        body: Object = {"metadata": {"resourceVersion": rv,
+        meta = obj.get("metadata") or {}
+        body: Object = {"metadata": {"resourceVersion": meta.get("resourceVersion"),
                                      "labels": {o.shard_label: None, o.drain_label: None}}}
+        if self._owned:
+            key = f"{namespace}/{name}" if namespace else name
+            body["metadata"]["annotations"] = {
+                o.handover_annotation: encode_handover(self._handed_over(obj, key))}
         try:
             self._client.patch(o.resource, name, body, namespace)
         except NotFound:
             return
         log.info("drained: handed over", object=f"{namespace}/{name}" if namespace else name,
                  shard=o.shard_id)
+
+    def _handed_over(self, obj: Object, key: str) -> set[tuple[str, str]]:
+        """What the new shard must find before it reconciles ``obj``: the owned objects in
+        this shard's cache, those this shard created (maybe not cached yet), and a list
+        still on ``obj`` from an earlier move."""
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        out = handover_of(obj, self.options)
+        for resource, source in self._owned.items():
+            rkey = resource_key(resource)
+            for owned in source.by_index(CONTROLLER_UID_INDEX, uid):
+                out.add((rkey, str((owned.get("metadata") or {}).get("name"))))
+        if self._record is not None:
+            out.update(self._record.take(key))
+        return out

@@ -37,12 +37,22 @@ Contract (run by the leader only, as a ``needs_leader`` Manager runnable):
   previous pass expires: that instant is read together with the alive set the pass planned
   with (:meth:`ShardMembership.view`), so an expiry during the pass's writes or its
   ``min_interval`` pause still gets its own pass at once, not at the next event or resync.
+* With ``options.owned`` (:mod:`pyctrl.sharding.owned`) an assignment carries the owner's
+  handover list: the list already on it (an old shard's acknowledgement) merged with the
+  owned objects still labelled for the owner's dead shard (one LIST per owned resource and
+  namespace scope of those shards' labels, per pass that moves any) and, on a sweep (the
+  first pass, then every ``resync``), owned objects with no shard label at all (created
+  before Job sharding, or by hand). An owner in place with such unlabelled objects gets a
+  ``handover`` write (the annotation only), so its shard adopts them. A failed LIST holds the
+  dead shards' owners back until the next pass: moved without their list, the new shard
+  could miss their active owned objects.
 * Metrics-free; logs each pass that changed something (assigned, drained, failed counts and
   how long the writes took).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +66,7 @@ from pyctrl.errors import ApiError, Conflict, NotFound, NotLeader
 from pyctrl.kube.interface import Client, Object
 from pyctrl.sharding.lease import ShardMembership
 from pyctrl.sharding.options import ShardingOptions
+from pyctrl.sharding.owned import encode_handover, handover_of, owner_key, resource_key
 from pyctrl.sharding.ring import HashRing
 from pyctrl.sharding.watch import ShardWatch
 
@@ -66,14 +77,16 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class Action:
-    """One label write the sharder makes: ``assign`` to ``shard``, or ``drain``."""
+    """One write the sharder makes: ``assign`` to ``shard``, ``drain``, or ``handover``
+    (only the handover annotation, on an owner that stays where it is)."""
 
-    kind: Literal["assign", "drain"]
+    kind: Literal["assign", "drain", "handover"]
     namespace: str
     name: str
     resource_version: str
     shard: str  # the new shard (assign) or the one asked to let go (drain)
-
+    previous: str = ""  # assign: the shard label it had (a dead shard's), if any
+    handover: str | None = None  # the handover annotation to write with it
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
@@ -100,7 +113,7 @@ def plan(objects: Iterable[Object], ring: HashRing, alive: frozenset[str],
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         rv = str(meta.get("resourceVersion") or "")
         if not cur or cur not in alive:
-            out.append(Action("assign", ns, name, rv, want))
+            out.append(Action("assign", ns, name, rv, want, previous=cur))
         elif drain and cur != want and not draining:
             out.append(Action("drain", ns, name, rv, cur))
     return out
@@ -132,6 +145,7 @@ class Sharder:
         self._stop = threading.Event()  # run's stop
         self._halt = threading.Event()  # this pass found us deposed
         self._ring = HashRing((), options.virtual_nodes)  # kept while membership is unchanged
+        self._swept_at: float | None = None  # last sweep for unlabelled owned objects
         self.moves = 0  # assigned + drained, for tests and logs
         self.passes = 0
 
@@ -145,13 +159,14 @@ class Sharder:
         o = self.options
         if self._stop.is_set() or self._halt.is_set():
             return "skipped"
-        labels: dict[str, str | None]
+        meta: Object = {"resourceVersion": action.resource_version}
         if action.kind == "assign":
-            labels = {o.shard_label: action.shard, o.drain_label: None}
-        else:
-            labels = {o.drain_label: "true"}
-        body: Object = {"metadata": {"resourceVersion": action.resource_version,
-                                     "labels": labels}}
+            meta["labels"] = {o.shard_label: action.shard, o.drain_label: None}
+        elif action.kind == "drain":
+            meta["labels"] = {o.drain_label: "true"}
+        if action.handover is not None:
+            meta["annotations"] = {o.handover_annotation: action.handover}
+        body: Object = {"metadata": meta}
         try:
             self._client.patch(o.resource, action.name, body, action.namespace or None)
         except (Conflict, NotFound):
@@ -176,7 +191,10 @@ class Sharder:
         self._warm = warm
         if self._ring.shards != alive:
             self._ring = HashRing(alive, o.virtual_nodes)
+        objects = list(objects)
         actions = plan(objects, ring=self._ring, alive=alive, options=o, drain=warm)
+        if o.owned:
+            actions = self._with_handover(objects, actions, start)
         actions.sort(key=lambda a: a.kind != "assign")  # failover before planned moves
         if len(actions) > 1 and o.writers > 1:
             with ThreadPoolExecutor(min(o.writers, len(actions)),
@@ -195,6 +213,58 @@ class Sharder:
         if failed:
             self.wake()
         return done
+
+    def _with_handover(self, objects: list[Object], actions: list[Action], now: float
+                       ) -> list[Action]:
+        """``actions`` with the owners' handover lists (see module docstring)."""
+        o = self.options
+        dead = sorted({a.previous for a in actions if a.kind == "assign" and a.previous})
+        sweep = self._swept_at is None or now - self._swept_at >= self._resync
+        selectors = ([f"{o.shard_label} in ({','.join(dead)})"] if dead else []) + (
+            [f"!{o.shard_label}"] if sweep else [])
+        found: dict[str, set[tuple[str, str]]] = {}
+        scopes: list[str | None] = list(o.namespaces) or [None]
+        try:
+            for selector in selectors:
+                for resource in o.owned:
+                    for ns in scopes:
+                        listed = self._client.list(resource, ns, label_selector=selector,
+                                                   metadata_only=True)
+                        for item in listed.get("items") or ():
+                            owner = owner_key(item, o)
+                            if owner is not None:
+                                found.setdefault(owner, set()).add(
+                                    (resource_key(resource),
+                                     str((item.get("metadata") or {}).get("name"))))
+        except ApiError as err:
+            log.warning("sharder: listing owned objects failed; their owners wait",
+                        shards=dead, error=str(err))
+            self.wake()
+            return [a for a in actions if not (a.kind == "assign" and a.previous)]
+        if sweep:
+            self._swept_at = now
+        out: list[Action] = []
+        by_key = {_key(obj.get("metadata") or {}): obj for obj in objects}
+        for action in actions:
+            obj = by_key.get(action.key)
+            if action.kind != "assign" or obj is None:
+                out.append(action)
+                continue
+            entries = handover_of(obj, o) | found.pop(action.key, set())
+            out.append(dataclasses.replace(action, handover=encode_handover(entries))
+                       if entries else action)
+        for key, entries in found.items():  # unlabelled owned objects of owners in place
+            obj = by_key.get(key)
+            if obj is None or any(a.key == key for a in actions):
+                continue  # no such owner (it goes with its objects), or it is draining
+            meta = obj.get("metadata") or {}
+            if not entries - handover_of(obj, o):
+                continue
+            out.append(Action("handover", str(meta.get("namespace") or ""),
+                              str(meta.get("name")), str(meta.get("resourceVersion") or ""),
+                              str((meta.get("labels") or {}).get(o.shard_label) or ""),
+                              handover=encode_handover(entries | handover_of(obj, o))))
+        return out
 
     def _warm_from(self) -> float:
         """Since when membership has watched every Lease: the warm-up's start."""

@@ -21,8 +21,8 @@ Contract:
     (``PartialObjectMetadata``: the server sends no spec or status, so a status write at a
     tick costs every replica a small event to decode, not a whole object), keeping only the
     metadata the sharder plans with (name, namespace, labels, resourceVersion, uid,
-    deletionTimestamp), typed as ``resource``: each replica's memory for this is
-    O(objects' metadata), not O(objects).
+    deletionTimestamp, and with ``owned`` the handover annotation), typed as ``resource``:
+    each replica's memory for this is O(objects' metadata), not O(objects).
 
 * :meth:`subscribe` registers a callback run (on an informer thread, so it must be quick) for
   every Lease change and every object added, deleted or relabelled (its shard or drain label
@@ -56,15 +56,20 @@ __all__ = ["ShardWatch"]
 _KEPT = ("name", "namespace", "labels", "resourceVersion", "uid", "deletionTimestamp")
 
 
-def planned_metadata(resource: Resource) -> Callable[[Object], Object]:
+def planned_metadata(resource: Resource, annotation: str | None = None
+                     ) -> Callable[[Object], Object]:
     """An informer transform: an object (full or ``PartialObjectMetadata``) reduced to what
-    the sharder plans with, typed as ``resource``."""
+    the sharder plans with (and ``annotation``, the handover list, when given), typed as
+    ``resource``."""
     api_version, kind = resource.api_version, resource.kind
 
     def reduce(obj: Object) -> Object:
         meta = obj.get("metadata") or {}
-        return {"apiVersion": api_version, "kind": kind,
-                "metadata": {k: meta[k] for k in _KEPT if k in meta}}
+        kept = {k: meta[k] for k in _KEPT if k in meta}
+        value = (meta.get("annotations") or {}).get(annotation) if annotation else None
+        if value is not None:
+            kept["annotations"] = {annotation: value}
+        return {"apiVersion": api_version, "kind": kind, "metadata": kept}
 
     return reduce
 
@@ -131,7 +136,7 @@ class ShardWatch:
             self._registrations.append(self._leader.add_event_handler(
                 _Handler(self, lambda lease: feed(record_from_lease(lease)))))
         scopes: list[str | None] = list(o.namespaces) or [None]
-        reduce = planned_metadata(o.resource)
+        reduce = planned_metadata(o.resource, o.handover_annotation if o.owned else None)
         self._objects = [SharedIndexInformer(ListWatch(client, o.resource, ns,
                                                        metadata_only=True),
                                              transform=reduce, clock=self._clock,

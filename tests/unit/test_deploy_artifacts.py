@@ -315,6 +315,8 @@ def test_sharded_overlay_runs_three_active_replicas_with_exactly_the_sharding_rb
     assert "POD_NAME" in env  # the shard id
     role = objects[("ClusterRole", "pyctrl-cronjob-controller-sharding")]
     assert role["rules"] == [{"apiGroups": ["batch.pyctrl.io"], "resources": ["cronjobs"],
+                              "verbs": ["patch"]},
+                             {"apiGroups": ["batch"], "resources": ["jobs"],
                               "verbs": ["patch"]}]
     leases = objects[("Role", "pyctrl-cronjob-controller-sharding")]
     assert leases["metadata"]["namespace"] == args.leader_elect_namespace

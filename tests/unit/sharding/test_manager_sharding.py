@@ -14,8 +14,9 @@ from pyctrl import FencedClient, Manager, ManagerOptions, MetricsOptions, Reques
 from pyctrl.kube import CONFIGMAPS, SECRETS
 from pyctrl.kube.client import RESTClient
 from pyctrl.sharding import Sharder, Sharding, ShardingOptions, ShardReconciler, ShardWatch
+from pyctrl.sharding.owned import StampingClient
 from pyctrl.testing import FakeClient, FakeClock
-from tests.unit.sharding.helpers import NS, SHARD, configmap, options
+from tests.unit.sharding.helpers import DRAIN, NS, SHARD, configmap, options
 
 NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
 
@@ -101,6 +102,38 @@ def test_owned_object_events_enqueue_only_owners_in_this_shards_cache() -> None:
     finally:
         c.queue.shut_down()
     assert m.controller("unsharded").for_(SECRETS)._admit_owner() is None
+
+
+def test_owned_resources_are_sharded_stamped_and_a_draining_owners_deletes_ignored() -> None:
+    m = _manager(options("pod-a", owned=(SECRETS,)))
+    deleted: list[object] = []
+    b = m.controller("mirror").for_(CONFIGMAPS).owns(SECRETS, on_delete=deleted.append)
+    c = b.complete(lambda req: None)
+    try:
+        names = sorted(i.name for i in m.informers.informers())
+        assert names == ["configmaps[shard.sharding.pyctrl.io/mirror=pod-a]",
+                         "secrets[shard.sharding.pyctrl.io/mirror=pod-a]"]
+        owners = b.informers_for(CONFIGMAPS)[0].get_store()
+        owners.add(configmap("mine", {SHARD: "pod-a"}))
+        owners.add(configmap("leaving", {SHARD: "pod-a", DRAIN: "true"}))
+        [secrets] = [i for i in m.informers.informers() if i.name.startswith("secrets")]
+        [listener] = secrets._processor.listeners()
+
+        def secret(owner: str) -> dict[str, object]:
+            return {"metadata": {"name": f"s-{owner}", "namespace": NS, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": "u",
+                 "controller": True}]}}
+
+        # relabelled away by the owner's new shard: no delete observed, nothing enqueued
+        listener.handler.on_delete(secret("leaving"))
+        assert deleted == [] and len(c.queue) == 0
+        listener.handler.on_delete(secret("mine"))
+        assert len(deleted) == 1 and c.queue.get() == Request(NS, "mine")
+        stamping = m.client_for_leader()  # stamps, then fences (by the shard Lease)
+        assert isinstance(stamping, StampingClient)
+        assert isinstance(stamping.inner, FencedClient)
+    finally:
+        c.queue.shut_down()
 
 
 def test_the_deprecated_sharding_keyword_installs_the_extension() -> None:

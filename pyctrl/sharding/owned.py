@@ -1,0 +1,259 @@
+"""Owned objects follow their owner's shard: the label at create, the handover list, adoption.
+
+Contract (only when ``ShardingOptions.owned`` names resources, e.g. a CronJob's Jobs):
+
+* **At create** a shard's writes go through :class:`StampingClient`: an object of an ``owned``
+  resource whose controller ownerReference is of the sharded kind gets this shard's label
+  (``options.shard_label``) - the creating shard is its owner's shard. The name is noted in
+  a :class:`CreateRecord` (per owner key ``ns/name``, before the request is sent, so a create
+  whose answer was lost is still noted) and dropped when this client deletes it; at most
+  ``RECORD_PER_OWNER`` names per owner are kept (older ones are in the cache by then).
+  So each shard's informers for ``owned`` list/watch only its own owners' objects.
+* **Handing over** (the old shard's acknowledgement, :mod:`pyctrl.sharding.shard`; the
+  sharder's move off a dead shard, :mod:`pyctrl.sharding.sharder`) writes, in the same patch
+  that changes the owner's labels, the annotation ``options.handover_annotation`` on the
+  owner: :func:`encode_handover` of every owned object the owner may have (the old shard's
+  cache by controller UID plus its :class:`CreateRecord`; the dead shard's objects found by
+  one LIST of its label), merged with a list still on the owner (never lost across two moves).
+* **Adopting** (:func:`adopt`, run by the new shard's :class:`ShardReconciler` before the
+  owner's first reconcile there): every listed object must be in this shard's cache, or be
+  gone from the server (GET: NotFound), or not be controlled by the owner (a same-named
+  object of someone else). One found on the server under another shard's label (or none) is
+  relabelled for this shard (a merge patch with its resourceVersion); one found under this
+  shard's label is only not cached yet. Until all listed objects are accounted for the owner
+  is not reconciled (its owned objects' ADDED events bring it back, with a short requeue as
+  backstop); then the annotation is removed (precondition: the cached resourceVersion) and
+  the reconcile goes on. So the new shard never reconciles an owner while an owned object
+  (an active Job a Forbid policy must see) exists that its cache does not hold.
+* Where an owned object leaves a shard's label-filtered watch (relabelled by its owner's new
+  shard) that shard's informer reports a delete. The owner has left that shard by then (its
+  drain label is in that shard's cache, or the owner is gone from it), so such a delete is
+  neither enqueued nor handed to the controller's delete observer (see the extension's
+  ``admit_owner``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol, Unpack
+
+import structlog
+
+from pyctrl.errors import ApiError, Conflict, NotFound
+from pyctrl.kube.forwarding import ForwardingClient
+from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.resource import Resource
+from pyctrl.kube.write_options import DeleteArgs
+from pyctrl.sharding.options import ShardingOptions
+
+__all__ = ["CreateRecord", "OwnedSource", "StampingClient", "adopt", "decode_handover",
+           "encode_handover", "owner_key", "resource_key"]
+
+log = structlog.get_logger(__name__)
+
+RECORD_PER_OWNER = 16
+
+
+class OwnedSource(Protocol):
+    """A shard's cache of one owned resource (a Lister with the controller-UID index)."""
+
+    def get(self, namespace: str | None, name: str) -> Object: ...
+
+    def by_index(self, index: str, value: str) -> Sequence[Object]: ...
+
+
+def resource_key(resource: Resource) -> str:
+    """``plural`` (core) or ``plural.group``: how a handover list names a resource."""
+    return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+
+
+def _meta(obj: Mapping[str, object]) -> Mapping[str, object]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _controller_ref(obj: Mapping[str, object]) -> Mapping[str, object] | None:
+    refs = _meta(obj).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return ref
+    return None
+
+
+def owner_key(obj: Mapping[str, object], options: ShardingOptions,
+              namespace: str | None = None) -> str | None:
+    """``ns/name`` (or ``name``) of ``obj``'s controller owner when it is of the sharded kind."""
+    ref = _controller_ref(obj)
+    r = options.resource
+    if ref is None or ref.get("kind") != r.kind:
+        return None
+    api_version = str(ref.get("apiVersion") or "")
+    if (api_version.rpartition("/")[0] if "/" in api_version else "") != r.group:
+        return None
+    ns = str(namespace or _meta(obj).get("namespace") or "") if r.namespaced else ""
+    return f"{ns}/{ref.get('name')}" if ns else str(ref.get("name"))
+
+
+def encode_handover(entries: Iterable[tuple[str, str]]) -> str:
+    """The annotation value for ``(resource key, name)`` pairs (sorted, unique)."""
+    grouped: dict[str, set[str]] = {}
+    for rkey, name in entries:
+        grouped.setdefault(rkey, set()).add(name)
+    return json.dumps({k: sorted(v) for k, v in sorted(grouped.items())},
+                      separators=(",", ":"))
+
+
+def decode_handover(value: object) -> set[tuple[str, str]]:
+    """The pairs of an annotation value; an unreadable value is an empty list (logged)."""
+    if not isinstance(value, str) or not value:
+        return set()
+    try:
+        data = json.loads(value)
+    except ValueError:
+        log.warning("unreadable handover annotation", value=value[:200])
+        return set()
+    if not isinstance(data, dict):
+        return set()
+    return {(str(k), str(n)) for k, names in data.items() if isinstance(names, list)
+            for n in names}
+
+
+def handover_of(obj: Mapping[str, object], options: ShardingOptions) -> set[tuple[str, str]]:
+    """The handover list on ``obj`` (empty without the annotation)."""
+    annotations = _meta(obj).get("annotations")
+    if not isinstance(annotations, Mapping):
+        return set()
+    return decode_handover(annotations.get(options.handover_annotation))
+
+
+class CreateRecord:
+    """Owned objects this replica asked to create, per owner key (see module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_owner: dict[str, deque[tuple[str, str]]] = {}
+        self._owner_of: dict[tuple[str, str, str], str] = {}  # (rkey, ns, name) -> owner
+
+    @staticmethod
+    def _ns(owner: str) -> str:
+        return owner.rpartition("/")[0]
+
+    def note(self, owner: str, rkey: str, name: str) -> None:
+        with self._lock:
+            names = self._by_owner.setdefault(owner, deque())
+            if (rkey, name) in names:
+                return
+            if len(names) >= RECORD_PER_OWNER:
+                old_rkey, old_name = names.popleft()
+                self._owner_of.pop((old_rkey, self._ns(owner), old_name), None)
+            names.append((rkey, name))
+            self._owner_of[(rkey, self._ns(owner), name)] = owner
+
+    def drop(self, rkey: str, namespace: str, name: str) -> None:
+        """This replica deleted the object: it need not be handed over."""
+        with self._lock:
+            owner = self._owner_of.pop((rkey, namespace, name), None)
+            names = self._by_owner.get(owner) if owner is not None else None
+            if names is not None and (rkey, name) in names:
+                names.remove((rkey, name))
+
+    def take(self, owner: str) -> list[tuple[str, str]]:
+        """The names noted for ``owner``, forgotten here (it is being handed over)."""
+        with self._lock:
+            names = list(self._by_owner.pop(owner, ()))
+            for rkey, name in names:
+                self._owner_of.pop((rkey, self._ns(owner), name), None)
+            return names
+
+    def forget(self, owner: str) -> None:
+        self.take(owner)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._by_owner.values())
+
+
+class StampingClient(ForwardingClient):
+    """A :class:`Client` that labels owned objects with this shard at create (see module
+    docstring); every other call goes to ``client`` as it is."""
+
+    def __init__(self, client: Client, options: ShardingOptions, record: CreateRecord) -> None:
+        super().__init__(client)
+        self.options = options
+        self.record = record
+        self._owned = {r: resource_key(r) for r in options.owned}
+
+    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
+               dry_run: bool = False) -> Object:
+        rkey = self._owned.get(resource)
+        owner = owner_key(obj, self.options, namespace) if rkey is not None else None
+        if owner is None or rkey is None or dry_run:
+            return self._client.create(resource, obj, namespace, dry_run=dry_run)
+        meta = dict(_meta(obj))
+        labels = meta.get("labels")
+        meta["labels"] = {**(labels if isinstance(labels, Mapping) else {}),
+                          self.options.shard_label: self.options.shard_id}
+        stamped = {**obj, "metadata": meta}
+        self.record.note(owner, rkey, str(meta.get("name") or ""))
+        return self._client.create(resource, stamped, namespace)
+
+    def delete(self, resource: Resource, name: str, namespace: str | None = None,
+               **kwargs: Unpack[DeleteArgs]) -> Object | None:
+        result = self._client.delete(resource, name, namespace, **kwargs)
+        rkey = self._owned.get(resource)
+        if rkey is not None:
+            self.record.drop(rkey, namespace or "", name)
+        return result
+
+
+def adopt(owner: Object, options: ShardingOptions, client: Client,
+          sources: Mapping[Resource, OwnedSource]) -> bool:
+    """Account for every object on ``owner``'s handover list (see module docstring): True
+    once all are in this shard's cache or gone (the annotation is then removed), False while
+    some are still on their way (relabelled now, or not cached yet)."""
+    listed = handover_of(owner, options)
+    meta = _meta(owner)
+    namespace = str(meta.get("namespace") or "") or None
+    uid = str(meta.get("uid") or "")
+    by_key = {resource_key(r): r for r in sources}
+    pending = 0
+    for rkey, name in sorted(listed):
+        resource = by_key.get(rkey)
+        if resource is None:
+            continue  # not a resource this controller owns (any more)
+        try:
+            sources[resource].get(namespace, name)
+            continue
+        except NotFound:
+            pass
+        try:
+            live = client.get(resource, name, namespace)
+        except NotFound:
+            continue
+        ref = _controller_ref(live)
+        if ref is None or str(ref.get("uid") or "") != uid:
+            continue
+        pending += 1
+        labels = _meta(live).get("labels")
+        if isinstance(labels, Mapping) and labels.get(options.shard_label) == options.shard_id:
+            continue  # ours on the server, not yet in the cache
+        body: Object = {"metadata": {"resourceVersion": _meta(live).get("resourceVersion"),
+                                     "labels": {options.shard_label: options.shard_id}}}
+        try:
+            client.patch(resource, name, body, namespace)
+        except (Conflict, NotFound):
+            pass  # changed or gone since the GET: the next try sees it
+        except ApiError as err:
+            log.warning("adopting an owned object failed", owner=meta.get("name"),
+                        object=name, error=str(err))
+    if pending:
+        return False
+    if listed:
+        client.patch(options.resource, str(meta.get("name")),
+                     {"metadata": {"resourceVersion": meta.get("resourceVersion"),
+                                   "annotations": {options.handover_annotation: None}}},
+                     namespace)
+    return True

@@ -1,0 +1,238 @@
+"""Owned objects follow their owner's shard: stamped at create, handed over, adopted.
+
+The proof of the ordering: an owner with an active owned Job moves mid-tick (its next run is
+due) from shard a to shard b while b's Job cache lags; b must not run a Forbid-style sync
+(which would start a second Job) until its cache holds the active Job. The sharder's pass,
+both shards' ShardReconcilers and a Forbid-like inner reconciler run against one FakeClient;
+each shard's Job cache is a snapshot the test refreshes, so the lag is explicit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pyctrl.cache import CONTROLLER_UID_INDEX
+from pyctrl.errors import NotFound
+from pyctrl.kube import CONFIGMAPS, JOBS
+from pyctrl.reconcile import Request, Result
+from pyctrl.sharding import HashRing, Sharder, ShardingOptions, ShardReconciler
+from pyctrl.sharding.owned import CreateRecord, StampingClient
+from pyctrl.testing import FakeClient, FakeClock
+from tests.unit.sharding.helpers import NS, SHARD, configmap, lease, options
+
+HANDOVER = "handover.sharding.pyctrl.io/mirror"
+
+
+def _opts(shard: str) -> ShardingOptions:
+    return options(shard, owned=(JOBS,))
+
+
+def _name_on(shard: str, ring: HashRing) -> str:
+    return next(f"cm-{i}" for i in range(100) if ring.shard_for(f"{NS}/cm-{i}") == shard)
+
+
+class _OwnerCache:
+    """A shard's label-filtered owner cache, always current (the worst case is a current
+    owner cache next to a lagging Job cache)."""
+
+    def __init__(self, client: FakeClient, shard: str) -> None:
+        self._client, self._shard = client, shard
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any]:
+        obj = self._client.get_object(CONFIGMAPS, name, namespace)
+        if (obj["metadata"].get("labels") or {}).get(SHARD) != self._shard:
+            raise NotFound("not in this shard's cache", 404, "NotFound")
+        return obj
+
+
+class _JobCache:
+    """A shard's label-filtered Job cache, as of the last :meth:`refresh`."""
+
+    def __init__(self, client: FakeClient, shard: str) -> None:
+        self._client, self._shard = client, shard
+        self.jobs: dict[str, dict[str, Any]] = {}
+
+    def refresh(self) -> None:
+        self.jobs = {j["metadata"]["name"]: j for j in self._client.list_objects(JOBS, NS)
+                     if (j["metadata"].get("labels") or {}).get(SHARD) == self._shard}
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any]:
+        if name not in self.jobs:
+            raise NotFound("not cached", 404, "NotFound")
+        return self.jobs[name]
+
+    def by_index(self, index: str, value: str) -> Sequence[dict[str, Any]]:
+        assert index == CONTROLLER_UID_INDEX
+        return [j for j in self.jobs.values()
+                if any(r.get("uid") == value for r in j["metadata"].get("ownerReferences", ()))]
+
+
+class _Forbid:
+    """Starts the next run of an owner unless its Job cache shows an active Job."""
+
+    def __init__(self, client: StampingClient, owners: _OwnerCache, jobs: _JobCache) -> None:
+        self._client, self._owners, self._jobs = client, owners, jobs
+        self.runs = 0
+
+    def reconcile(self, request: Request) -> Result | None:
+        try:
+            owner = self._owners.get(request.namespace, request.name)
+        except NotFound:
+            return None
+        uid = owner["metadata"]["uid"]
+        if any(not j.get("status", {}).get("done") for j in
+               self._jobs.by_index(CONTROLLER_UID_INDEX, uid)):
+            return None  # Forbid: a run is still active
+        self.runs += 1
+        self._client.create(JOBS, {
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": f"{request.name}-{self.runs}-{id(self)}", "namespace": NS,
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                              "name": request.name, "uid": uid,
+                                              "controller": True}]}}, NS)
+        return None
+
+
+class _Shard:
+    def __init__(self, client: FakeClient, shard: str, *, owned: bool = True) -> None:
+        self.owners = _OwnerCache(client, shard)
+        self.jobs = _JobCache(client, shard)
+        self.record = CreateRecord()
+        o = _opts(shard)
+        self.client = StampingClient(client, o, self.record)
+        self.inner = _Forbid(self.client, self.owners, self.jobs)
+        self.reconciler = ShardReconciler(
+            self.inner, self.owners, self.client, o, owned={JOBS: self.jobs} if owned else None,
+            record=self.record if owned else None)
+
+    def reconcile(self, name: str) -> Result | None:
+        return self.reconciler.reconcile(Request(NS, name))
+
+
+def _jobs(client: FakeClient) -> dict[str, str | None]:
+    return {j["metadata"]["name"]: (j["metadata"].get("labels") or {}).get(SHARD)
+            for j in client.list_objects(JOBS, NS)}
+
+
+def _world(clock: FakeClock, name: str) -> tuple[FakeClient, Sharder]:
+    client = FakeClient(clock)
+    client.add_object(CONFIGMAPS, configmap(name))
+    sharder = Sharder(client, _opts("leader"), clock=clock)
+    clock.step(15)  # past the warm-up
+    return client, sharder
+
+
+def _pass(client: FakeClient, sharder: Sharder) -> list[str]:
+    return [a.kind for a in sharder.sync(client.list_objects(CONFIGMAPS, NS))]
+
+
+def test_a_job_is_created_with_its_owners_shard_label_and_noted() -> None:
+    client = FakeClient()
+    client.add_object(CONFIGMAPS, configmap("x", {SHARD: "a"}))
+    a = _Shard(client, "a")
+    a.reconcile("x")
+    assert list(_jobs(client).values()) == ["a"]
+    assert [n for _, n in a.record.take(f"{NS}/x")] == list(_jobs(client))
+    # an object not owned by the sharded kind, or a dry run, is left alone
+    a.client.create(JOBS, {"metadata": {"name": "free", "namespace": NS}}, NS)
+    assert _jobs(client)["free"] is None
+
+
+def _moved_mid_tick(*, owned: bool) -> tuple[FakeClient, _Shard, str, str]:
+    """Run 1 of an owner starts on shard a (a's Job cache has not seen it yet); b joins, the
+    sharder drains the owner, a acknowledges, the sharder assigns it to b. Returns the
+    client, shard b, the owner's name and run 1's Job."""
+    clock = FakeClock()
+    name = _name_on("b", HashRing(["a", "b"]))
+    client, sharder = _world(clock, name)
+    a, b = _Shard(client, "a", owned=owned), _Shard(client, "b", owned=owned)
+    sharder.membership.observe(lease("a", duration=600))
+    assert _pass(client, sharder) == ["assign"]
+    a.reconcile(name)
+    assert list(_jobs(client).values()) == ["a"]
+    sharder.membership.observe(lease("b", duration=600))  # b joins: the ring wants b
+    assert _pass(client, sharder) == ["drain"]
+    a.reconcile(name)  # acknowledges (with owned: hands its Job's name over too)
+    assert _pass(client, sharder) == ["assign"]
+    assert client.get_object(CONFIGMAPS, name, NS)["metadata"]["labels"] == {SHARD: "b"}
+    return client, b, name, next(iter(_jobs(client)))
+
+
+def test_a_moved_owner_with_an_active_job_never_starts_a_second_run_mid_tick() -> None:
+    client, b, name, job = _moved_mid_tick(owned=True)
+    cm = client.get_object(CONFIGMAPS, name, NS)
+    assert json.loads(cm["metadata"]["annotations"][HANDOVER]) == {"jobs.batch": [job]}
+
+    # The next run is due now. b sees the owner; its Job cache does not hold the Job yet.
+    assert b.reconcile(name) is not None, "adopting: requeued, not reconciled"
+    assert _jobs(client) == {job: "b"}, "b relabelled the active Job for itself"
+    assert b.reconcile(name) is not None, "still not cached: still waiting"
+    assert b.inner.runs == 0
+    b.jobs.refresh()  # b's informer delivers the relabelled Job
+    assert b.reconcile(name) is None
+    assert b.inner.runs == 0, "Forbid saw the active Job"
+    assert _jobs(client) == {job: "b"}
+    assert HANDOVER not in (client.get_object(CONFIGMAPS, name, NS)["metadata"]
+                            .get("annotations") or {})
+    b.reconcile(name)
+    assert b.inner.runs == 0 and len(_jobs(client)) == 1
+
+
+def test_without_the_handover_the_same_move_starts_a_second_run() -> None:
+    """The window the handover closes: a new shard whose Job cache lags starts run 2."""
+    client, b, name, _ = _moved_mid_tick(owned=False)
+    b.reconcile(name)
+    assert b.inner.runs == 1 and len(_jobs(client)) == 2
+
+
+def test_a_dead_shards_jobs_are_handed_over_by_the_sharder() -> None:
+    clock = FakeClock()
+    name = _name_on("a", HashRing(["a", "b"]))
+    client, sharder = _world(clock, name)
+    a, b = _Shard(client, "a"), _Shard(client, "b")
+    sharder.membership.observe(lease("a", duration=15))
+    sharder.membership.observe(lease("b", duration=600))
+    assert _pass(client, sharder) == ["assign"]
+    a.reconcile(name)
+    job = next(iter(_jobs(client)))
+    clock.step(16)  # a's Lease expires: its owner moves at once, with a's Jobs listed
+    assert _pass(client, sharder) == ["assign"]
+    cm = client.get_object(CONFIGMAPS, name, NS)
+    assert cm["metadata"]["labels"][SHARD] == "b"
+    assert json.loads(cm["metadata"]["annotations"][HANDOVER]) == {"jobs.batch": [job]}
+    assert b.reconcile(name) is not None and b.inner.runs == 0
+    b.jobs.refresh()
+    b.reconcile(name)
+    assert b.inner.runs == 0 and _jobs(client) == {job: "b"}
+
+
+def test_unlabelled_jobs_are_swept_into_their_owners_handover() -> None:
+    """Jobs made before Job sharding (or by hand) carry no shard label: the sharder's sweep
+    lists them on their owner, assigned or in place, and the owner's shard adopts them."""
+    clock = FakeClock()
+    client, sharder = _world(clock, "x")
+    client.add_object(CONFIGMAPS, configmap("y", {SHARD: "a"}))
+    uids = {n: client.get_object(CONFIGMAPS, n, NS)["metadata"]["uid"] for n in ("x", "y")}
+    for n in ("x", "y"):
+        client.add_object(JOBS, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": f"{n}-old", "namespace": NS, "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": n, "uid": uids[n],
+                "controller": True}]}})
+    sharder.membership.observe(lease("a", duration=600))
+    assert sorted(_pass(client, sharder)) == ["assign", "handover"]
+    for n in ("x", "y"):
+        annotations = client.get_object(CONFIGMAPS, n, NS)["metadata"]["annotations"]
+        assert json.loads(annotations[HANDOVER]) == {"jobs.batch": [f"{n}-old"]}
+    a = _Shard(client, "a")
+    for n in ("x", "y"):
+        a.reconcile(n)
+    a.jobs.refresh()
+    for n in ("x", "y"):
+        a.reconcile(n)
+    assert _jobs(client) == {"x-old": "a", "y-old": "a"}
+    assert a.inner.runs == 0, "the adopted Jobs are active: Forbid starts nothing"
+    for n in ("x", "y"):
+        assert HANDOVER not in client.get_object(CONFIGMAPS, n, NS)["metadata"]["annotations"]
+    assert _pass(client, sharder) == [], "swept once; the next sweep is a resync away"
