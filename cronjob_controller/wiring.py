@@ -42,8 +42,8 @@ from cronjob_controller.api import CRONJOBS
 from cronjob_controller.clockwatch import ClockJumpWatch, clock_jump_watch
 from cronjob_controller.controller import CronJobReconciler
 from pyctrl import Controller, Manager, Request
-from pyctrl.cache import MultiNamespaceLister, SharedIndexInformer
-from pyctrl.kube import JOBS
+from pyctrl.cache import DeletedFinalStateUnknown, MultiNamespaceLister, SharedIndexInformer
+from pyctrl.kube import JOBS, Object
 from pyctrl.rbac import PolicyRule
 
 __all__ = ["CONTROLLER_NAME", "CronJobController", "build", "setup"]
@@ -84,9 +84,16 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
     """Register the CronJob controller on ``manager`` (see module docstring)."""
     # A PriorityQueue: objects from the initial lists and resyncs wait behind creates and
     # real changes (a CronJob created during a start is synced first), aging bounds their wait.
+    def observe_deleted_job(job: Object | DeletedFinalStateUnknown) -> None:
+        reconciler.observe_deleted_job(job)  # made below, once the listers are handed out
+
+    # Every watch is declared before a lister is handed out: an extension may filter the
+    # owned Jobs too (sharding with owned=(JOBS,)), and a lister follows its watch.
+    # The reconciler creates Jobs and deletes old ones (history); it never updates them.
     builder = (manager.controller(CONTROLLER_NAME, workers=workers)
                .with_options(namespaces=namespaces or None, priority_queue=priority_queue)
-               .for_(CRONJOBS))
+               .for_(CRONJOBS)
+               .owns(JOBS, on_delete=observe_deleted_job, writes=("create", "delete")))
     cronjobs = builder.lister_for(CRONJOBS)  # this shard's CronJobs when sharded
     # Writes (Jobs, status, and the events of the manager's recorder) go through the
     # leader-scoped client: a deposed leader's reconciles stop at their next write.
@@ -96,10 +103,7 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
         clock=manager.clock, registry=manager.registry,
         defer_status_after_create=defer_status_after_create,
     )
-    # The reconciler creates Jobs and deletes old ones (history); it never updates them.
-    controller = (builder.owns(JOBS, on_delete=reconciler.observe_deleted_job,
-                               writes=("create", "delete"))
-                  .rbac(PolicyRule.of(JOBS, "create", reason=(
+    controller = (builder.rbac(PolicyRule.of(JOBS, "create", reason=(
                       "the template check dry-runs (dryRun=All) the Job a template makes")))
                   .complete(reconciler))
     # Job creates are the critical writes at a minute tick; the events describing them wait
