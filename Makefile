@@ -19,8 +19,9 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
 	touch $@
 
-# Builds etcd, kube-apiserver, kube-controller-manager and kubectl from the Go module proxy
-# once (cached under ~/.cache/pyctrl/controlplane), or uses $KUBEBUILDER_ASSETS.
+# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from
+# the Go module proxy once (cached under ~/.cache/pyctrl/controlplane), or uses
+# $KUBEBUILDER_ASSETS (which has no kube-scheduler or kwok: pods-mode tests then skip).
 controlplane:
 	@bash hack/prereqs.sh go
 	bash hack/controlplane/build.sh >/dev/null
@@ -40,14 +41,21 @@ unit: setup
 urllib3-range: setup
 	PY=$(PY) bash hack/urllib3_range.sh $(PYTEST_ARGS)
 
+# The integration tests run on IT_WORKERS pytest-xdist workers, each with its own control
+# planes; most of their time is waiting (minute ticks, lease expiry, restarts), so more
+# workers than cores pays. tests/integration/conftest.py groups and orders them.
+# IT_WORKERS=0 runs them in this one process, in file order.
+IT_WORKERS ?= 4
+IT_ARGS = $(if $(filter 0,$(IT_WORKERS)),,-n $(IT_WORKERS) --dist loadgroup --no-loadscope-reorder)
+
 integration: setup controlplane
-	$(VENV)/bin/pytest -q tests/integration $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q $(IT_ARGS) tests/integration $(PYTEST_ARGS)
 
 # The control-plane build (minutes on a cold machine, mostly Go compiling) runs alongside ruff,
 # mypy and the unit tests, which need none of it; the integration tests wait for both.
 test: setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=target controlplane lint typecheck unit
-	$(VENV)/bin/pytest -q tests/integration $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q $(IT_ARGS) tests/integration $(PYTEST_ARGS)
 
 # A throwaway local control plane; `make run CONTEXT=name` runs on that kubeconfig context.
 run: setup controlplane

@@ -13,6 +13,7 @@
 #   - kwok and its Stages land in <dir>/kwok and <dir>/kwok-stages/ (see envtest's pods mode,
 #     pyctrl/testing/envtest/pods.py); <dir>/kwok.version names the kwok version they are
 #     from, so bumping kwok/go.mod rebuilds them and nothing else.
+#   - Concurrent runs take turns (flock on <dir>/.build.lock when flock exists).
 #   - Progress goes to stderr; stdout carries only the directory.
 set -euo pipefail
 
@@ -99,6 +100,14 @@ build_kwok() {
   rm -rf "${out}/kwok-stages" && mv "${out}/.kwok-stages.tmp" "${out}/kwok-stages"
   echo "${kwok_version}" > "${out}/kwok.version"
 }
+
+# One build at a time per cache directory: parallel test workers (pytest-xdist) and make's
+# -j all run this script, and two builds of one binary would share its temporary name. A
+# later caller waits here, then finds everything built. Without flock they are not serialized.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"${out}/.build.lock"
+  flock 9
+fi
 
 build etcd ./etcd "${etcd_stamp}"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${stamp}"

@@ -32,8 +32,12 @@ from pyctrl.testing.envtest.pods import PodMetadata
 Obj = dict[str, Any]
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll ``predicate`` (real time; the API server is real) until truthy or fail."""
+def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
+    """Poll ``predicate`` (real time; the API server is real) until truthy or fail.
+
+    The default timeout only bounds how long a failing test takes: it is far above what a
+    passing wait needs on a quiet machine, since the suite runs on parallel workers of a
+    shared 2-core machine (20 s was once too short for a controller's first sync there)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()

@@ -1,0 +1,78 @@
+"""How the integration suite is spread over pytest-xdist workers (``make test`` runs it so).
+
+Every worker is its own pytest session with its own control planes (the session fixtures in
+tests/conftest.py; the chaos suite's package plane), so a test that restarts, compacts or
+kills "the" apiserver only touches its worker's. What must not be split is what a module or
+package sets up once: under ``--dist loadgroup`` each module is one unit of work (its tests
+run in order on one worker, its module fixtures start once), unless a test names its own
+``xdist_group`` (``pods``: the tests of the pods-mode control plane share one worker, so one
+starts it).
+
+Order: the longest units first (:data:`EXPECTED_SECONDS`, measured with 4 workers on the
+shared 2-core machine; an unlisted module counts :data:`DEFAULT_SECONDS` per test), so the
+suite ends with short ones instead of one worker finishing a three-minute test alone. xdist
+hands each worker its first unit and then a second one at once; the second ones are the
+cheapest units, so nothing long waits behind a long test. Without xdist the order and
+grouping are left as collected.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+#: Rough wall-clock seconds of the heavy units (a module, or a named xdist group).
+EXPECTED_SECONDS: dict[str, float] = {
+    "tests/integration/test_sharding_scale.py": 300,
+    "tests/integration/test_typed_install.py": 250,
+    "tests/integration/chaos/test_failover.py": 190,
+    "tests/integration/test_make_run.py": 170,
+    "tests/integration/test_container_run.py": 130,
+    "tests/integration/test_deploy.py": 90,
+    "pods": 75,
+    "tests/integration/webhook/test_abuse.py": 70,
+    "tests/integration/test_fencing.py": 70,
+    "tests/integration/chaos/test_disruption.py": 60,
+    "tests/integration/test_sharding.py": 60,
+    "tests/integration/test_informer.py": 55,
+    "tests/integration/webhook/test_admission.py": 45,
+    "tests/integration/test_envtest.py": 45,
+    "tests/integration/cronjob/test_problems.py": 40,
+    "tests/integration/test_kube_client.py": 30,
+    "tests/integration/chaos/test_bad_input.py": 27,
+    "tests/integration/test_leaderelection.py": 20,
+}
+DEFAULT_SECONDS = 1.0
+
+
+def _unit(item: pytest.Item) -> str:
+    marks = list(item.iter_markers("xdist_group"))
+    if marks:
+        return str(marks[0].args[0] if marks[0].args else marks[0].kwargs.get("name"))
+    return item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist turns the groups into node id suffixes
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    workerinput = getattr(config, "workerinput", None)  # set on xdist workers only
+    if not workerinput:
+        return
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        if not item.nodeid.startswith("tests/integration/"):
+            return  # a mixed run (unit + integration): leave it alone
+        name = _unit(item)
+        if not list(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(name))
+        units.setdefault(name, []).append(item)
+
+    def cost(name: str) -> float:
+        return EXPECTED_SECONDS.get(name, DEFAULT_SECONDS * len(units[name]))
+
+    ranked = sorted(units, key=cost, reverse=True)
+    workers = int(workerinput.get("workercount", 1))
+    # The N longest first, then the N cheapest (each worker's second unit, queued behind
+    # its first), then the rest longest first.
+    head, rest = ranked[:workers], ranked[workers:]
+    cheap = sorted(rest, key=cost)[:workers]
+    order = head + cheap + [n for n in rest if n not in cheap]
+    items[:] = [item for name in order for item in units[name]]
