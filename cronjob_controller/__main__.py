@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry
 from cronjob_controller import api, jobs, schedule
 from cronjob_controller.templatecheck import DRY_RUN_TIMEOUT_SECONDS
 from cronjob_controller.webhook import handlers
+from cronjob_controller.webhook import server as webhook_server
 from cronjob_controller.wiring import build
 from pyctrl import (
     GCOptions,
@@ -210,8 +211,8 @@ def _webhook(args: argparse.Namespace,
     bind = parse_bind_address(args.webhook_bind_address)
     if bind is None:
         return None
-    server = WebhookServer(WebhookServerConfig(cert_dir=args.webhook_cert_dir, host=bind[0],
-                                               port=bind[1]), handlers(dry_run_client))
+    server = webhook_server(WebhookServerConfig(cert_dir=args.webhook_cert_dir, host=bind[0],
+                                                port=bind[1]), handlers(dry_run_client))
     server.certs.load()
     return server
 

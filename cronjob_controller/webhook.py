@@ -30,12 +30,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from cronjob_controller.api import KIND, FieldError, default_patch
+from cronjob_controller.api import CRONJOBS, KIND, FieldError, default_patch
 from cronjob_controller.api import validate as validate_object
 from cronjob_controller.templatecheck import dry_run_job
-from pyctrl import Clock, RealClock
+from pyctrl import Clock, Manager, RealClock
+from pyctrl import webhook as serving
 from pyctrl.kube import Client
 from pyctrl.webhook import (
+    Admission,
     AdmissionResponse,
     Handler,
     ReviewError,
@@ -46,6 +48,7 @@ from pyctrl.webhook import (
 )
 
 __all__ = [
+    "ADMISSION",
     "HANDLERS",
     "MUTATE_PATH",
     "VALIDATE_PATH",
@@ -53,12 +56,23 @@ __all__ = [
     "handlers",
     "mutate",
     "mutate_review",
+    "server",
+    "setup",
     "validate",
     "validate_review",
 ]
 
 VALIDATE_PATH = "/validate-batch-pyctrl-io-v1-cronjob"
 MUTATE_PATH = "/mutate-batch-pyctrl-io-v1-cronjob"
+# How the API server calls them (python -m pyctrl gen webhook writes the configurations).
+# failurePolicy Fail: an unvalidated CronJob would only be caught later by the controller,
+# which then reports it through an event and a condition; both replicas serve the webhook.
+ADMISSION: dict[str, Admission] = {
+    MUTATE_PATH: Admission("mutating", CRONJOBS, name="mcronjob.batch.pyctrl.io",
+                           timeout_seconds=5),
+    VALIDATE_PATH: Admission("validating", CRONJOBS, name="vcronjob.batch.pyctrl.io",
+                             timeout_seconds=5),
+}
 
 
 def _value_at(obj: object, path: str) -> object:
@@ -166,3 +180,16 @@ def validate_review(review: Mapping[str, object]) -> dict[str, object]:
 def mutate_review(review: Mapping[str, object]) -> dict[str, object]:
     """:func:`mutate` on a whole AdmissionReview (raises :class:`ReviewError`)."""
     return handle_review(mutate, review)
+
+
+def server(config: serving.WebhookServerConfig,
+           served: Mapping[str, Handler]) -> serving.WebhookServer:
+    """The webhook server for ``served`` (from :func:`handlers`), each with its Admission
+    (the server itself lives in :mod:`pyctrl.webhook`)."""
+    return serving.WebhookServer(config, served, admission=ADMISSION)
+
+
+def setup(manager: Manager) -> None:
+    """The webhook as deployed, on ``manager`` (``python -m pyctrl gen webhook`` reads it)."""
+    manager.add(server(serving.WebhookServerConfig(cert_dir="/tmp/k8s-webhook-server/serving-certs"),
+                       HANDLERS))

@@ -47,6 +47,8 @@ GEN_COMMANDS: tuple[Command, ...] = (
     Command("crd", "CustomResourceDefinitions from API types (pyctrl.api)", "pyctrl.cli.gen_crd"),
     Command("rbac", "ClusterRole/Role from a setup(manager) function's controllers "
             "(pyctrl.rbac)", "pyctrl.cli.gen_rbac"),
+    Command("webhook", "Mutating/ValidatingWebhookConfiguration from a setup(manager)'s "
+            "admission handlers (pyctrl.webhook.Admission)", "pyctrl.cli.gen_webhook"),
 )
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run setup(manager)'s controllers on a local control plane (or --context) "

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from pyctrl.cli import UsageError
 
-__all__ = ["add_arguments", "load_setup", "render", "run"]
+__all__ = ["add_arguments", "check_or_write", "command_line", "load_setup", "pairs", "render",
+           "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,18 +67,49 @@ def load_setup(spec: str) -> Callable[..., object]:
     return found  # type: ignore[no-any-return]
 
 
-def _command_line(args: argparse.Namespace, sep: str = " ") -> str:
-    words = ["python -m pyctrl gen rbac", args.setup]
-    if args.name:
-        words.append(f"--name {args.name}")
-    if args.namespace != "default":
-        words.append(f"--namespace {args.namespace}")
-    words += [f for f, on in (("--leader-elect", args.leader_elect),
-                              ("--metrics-secure", args.metrics_secure)) if on]
-    if args.service_account:
-        words.append(f"--service-account {args.service_account}")
-    words += [f"--label {label}" for label in args.label]
+def command_line(generator: str, setup: str, flags: list[tuple[str, str | None]],
+                 switches: tuple[str, ...] = (), sep: str = " \\\n    ") -> str:
+    """The command that regenerates a file: ``flags`` with a value (None/"" left out), then
+    ``switches``, one per line."""
+    words = [f"python -m pyctrl {generator}", setup]
+    words += [f"{flag} {value}" for flag, value in flags if value]
+    words += list(switches)
     return sep.join(words)
+
+
+def pairs(flag: str, values: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` arguments of ``flag`` as a dict (UsageError for another shape)."""
+    out = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{flag} {value!r}: expected KEY=VALUE")
+        out[key] = val
+    return out
+
+
+def check_or_write(text: str, args: argparse.Namespace, generator: str) -> int:
+    """``--check FILE`` (exit 1 with a diff when it differs), ``--out FILE``, or stdout."""
+    if args.check is not None:
+        path = Path(args.check)
+        old = path.read_text() if path.exists() else ""
+        if old == text:
+            return 0
+        sys.stdout.writelines(difflib.unified_diff(
+            old.splitlines(keepends=True), text.splitlines(keepends=True),
+            str(path), f"{path} (generated)"))
+        print(f"{path}: out of date; regenerate it with python -m pyctrl {generator} "
+              f"... --out {path} (the command is in its header)", file=sys.stderr)
+        return 1
+    if args.out is not None:
+        path = Path(args.out)
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"{path}: written")
+        return 0
+    sys.stdout.write(text)
+    return 0
 
 
 def render(args: argparse.Namespace) -> str:
@@ -87,12 +119,7 @@ def render(args: argparse.Namespace) -> str:
     from pyctrl.testing import FakeClient
 
     setup = load_setup(args.setup)
-    labels = {}
-    for label in args.label:
-        key, sep, value = label.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--label {label!r}: expected KEY=VALUE")
-        labels[key] = value
+    labels = pairs("--label", args.label)
     name = args.name or args.setup.partition(":")[0].split(".")[0].replace("_", "-")
     election = (LeaderElectionOptions(id=name, namespace=args.namespace)
                 if args.leader_elect else None)
@@ -104,30 +131,19 @@ def render(args: argparse.Namespace) -> str:
         roles = derive(manager)
     finally:
         manager.discard()
+    flags = [("--name", args.name),
+             ("--namespace", args.namespace if args.namespace != "default" else None)]
+    switches = tuple(f for f, on in (("--leader-elect", args.leader_elect),
+                                     ("--metrics-secure", args.metrics_secure)) if on)
+    flags2 = [("--service-account", args.service_account),
+              *(("--label", label) for label in args.label)]
     header = ("Generated: do not edit. Least privilege, from what the controllers declare\n"
               "(pyctrl.rbac says what each declaration grants). Regenerate with:\n  "
-              + _command_line(args, " \\\n    ") + " \\\n    --out FILE")
+              + command_line("gen rbac", args.setup, flags, switches)
+              + "".join(f" \\\n    {f} {v}" for f, v in flags2 if v) + " \\\n    --out FILE")
     account = (args.namespace, args.service_account) if args.service_account else None
     return to_yaml(roles, name=name, labels=labels, service_account=account, header=header)
 
 
 def run(args: argparse.Namespace) -> int:
-    text = render(args)
-    if args.check is not None:
-        old = args.check.read_text() if args.check.exists() else ""
-        if old == text:
-            return 0
-        sys.stdout.writelines(difflib.unified_diff(
-            old.splitlines(keepends=True), text.splitlines(keepends=True),
-            str(args.check), f"{args.check} (generated)"))
-        print(f"{args.check}: out of date; run {_command_line(args)} --out {args.check}",
-              file=sys.stderr)
-        return 1
-    if args.out is not None:
-        if not args.out.exists() or args.out.read_text() != text:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(text)
-            print(f"{args.out}: written")
-        return 0
-    sys.stdout.write(text)
-    return 0
+    return check_or_write(render(args), args, "gen rbac")

@@ -5,6 +5,8 @@ A handler takes the ``request`` of an AdmissionReview and returns an
 :class:`WebhookServer` serves handlers by path with certificate reload, per-request
 deadlines, a connection cap and a bounded stop, and is added to a Manager with
 ``manager.add(server)`` plus ``manager.add_readyz_check("webhook", server.check)``.
+:class:`Admission` (given with a handler) says how the API server calls it, so
+``python -m pyctrl gen webhook`` writes the webhook configurations (:mod:`.configuration`).
 :func:`generate_certs` makes a self-signed CA and serving certificate (tests, local runs).
 """
 
@@ -24,10 +26,12 @@ from pyctrl.webhook.admission import (
     review_response,
 )
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
+from pyctrl.webhook.configuration import Admission, ServiceTarget
 from pyctrl.webhook.server import WebhookServer, WebhookServerConfig
 
 __all__ = [
     "REVIEW_API_VERSION",
+    "Admission",
     "AdmissionResponse",
     "CertWatcher",
     "CertificateError",
@@ -36,6 +40,7 @@ __all__ = [
     "ReviewError",
     "ReviewHandler",
     "ServedHandler",
+    "ServiceTarget",
     "WebhookServer",
     "WebhookServerConfig",
     "allowed",

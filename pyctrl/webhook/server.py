@@ -53,6 +53,7 @@ from pyctrl.frontend import Frontend, FrontendConfig, Reply, Request, RequestHea
 from pyctrl.frontend import Handler as HTTPHandler
 from pyctrl.webhook.admission import ReviewError, ServedHandler, handle_review
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
+from pyctrl.webhook.configuration import Admission
 
 __all__ = ["CertificateError", "WebhookServer", "WebhookServerConfig"]
 
@@ -118,13 +119,15 @@ class WebhookServer:
 
     def __init__(self, config: WebhookServerConfig,
                  handlers: Mapping[str, ServedHandler] | None = None, *,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None,
+                 admission: Mapping[str, Admission] | None = None) -> None:
         self.config = config
         self.certs = CertWatcher(config.cert_file, config.key_file, clock=clock,
                                  interval=config.cert_poll_seconds)
         self._handlers: dict[str, ServedHandler] = {}
+        self._admission: dict[str, Admission] = {}
         for path, handler in (handlers or {}).items():
-            self.register(path, handler)
+            self.register(path, handler, admission=(admission or {}).get(path))
         self._lock = threading.Lock()
         self._frontend: Frontend | None = None
         self._watcher: threading.Thread | None = None
@@ -133,13 +136,22 @@ class WebhookServer:
         self.ready = threading.Event()  # set while listening with a loaded certificate
 
     # -- wiring -------------------------------------------------------------------------
-    def register(self, path: str, handler: ServedHandler) -> None:
-        """Serve ``handler`` at ``POST path``; register before :meth:`start`."""
+    def register(self, path: str, handler: ServedHandler, *,
+                 admission: Admission | None = None) -> None:
+        """Serve ``handler`` at ``POST path``; register before :meth:`start`. ``admission``
+        says how the API server calls it (``python -m pyctrl gen webhook`` reads it)."""
         if not path.startswith("/") or path in ("/healthz", "/readyz"):
             raise ValueError(f"invalid webhook path {path!r}")
         if path in self._handlers:
             raise ValueError(f"a handler is already registered at {path!r}")
         self._handlers[path] = handler
+        if admission is not None:
+            self._admission[path] = admission
+
+    @property
+    def admission(self) -> dict[str, Admission]:
+        """The handlers registered with an :class:`Admission`, by path."""
+        return dict(self._admission)
 
     @property
     def port(self) -> int:
