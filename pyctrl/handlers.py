@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import structlog
 
 from pyctrl._deprecation import alias_getattr
+from pyctrl._errorlog import ErrorLog
 from pyctrl.cache import DeletedFinalStateUnknown, parse_selector
 from pyctrl.kube.interface import Object
 from pyctrl.kube.meta import controller_of
@@ -174,6 +175,7 @@ class MapHandler:
         self._status_only_low = status_only_low
         self._admit = admit
         self._add_with_priority = priority_add(queue)
+        self._errors = ErrorLog(log)  # a mapper bug hit by every event: few tracebacks
 
     def _requests(self, obj: Object, old: Object | None = None) -> Iterable[Request]:
         if old is None:
@@ -202,16 +204,16 @@ class MapHandler:
         try:
             if all(p.add is None or p.add(obj) for p in self._predicates):
                 self._enqueue(self._requests(obj), add_priority(is_in_initial_list))
-        except Exception:
-            log.exception("event handler failed on add; event dropped")
+        except Exception as err:
+            self._errors.failure("event handler failed on add; event dropped", err)
 
     def on_update(self, old: Object, new: Object) -> None:
         try:
             if all(p.update is None or p.update(old, new) for p in self._predicates):
                 self._enqueue(self._requests(new, old if self._map_old else None),
                               update_priority(old, new, status_only_low=self._status_only_low))
-        except Exception:
-            log.exception("event handler failed on update; event dropped")
+        except Exception as err:
+            self._errors.failure("event handler failed on update; event dropped", err)
 
     def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
         try:
@@ -224,8 +226,8 @@ class MapHandler:
                 self._enqueue((Request.from_key(obj.key),))
             elif last is not None:
                 self._enqueue(self._requests(last))
-        except Exception:
-            log.exception("event handler failed on delete; event dropped")
+        except Exception as err:
+            self._errors.failure("event handler failed on delete; event dropped", err)
 
 
 def enqueue_requests(queue: Queue, mapper: MapFunc,

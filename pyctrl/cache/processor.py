@@ -26,6 +26,7 @@ from typing import Protocol
 
 import structlog
 
+from pyctrl._errorlog import ErrorLog
 from pyctrl.cache.keys import DeletedFinalStateUnknown
 from pyctrl.kube.interface import Object
 
@@ -104,8 +105,8 @@ _Notification = tuple[int, object, object, bool]
 class ProcessorListener:
     """One handler's buffer and delivery thread (internal; see module docstring)."""
 
-    __slots__ = ("_buffer", "_cond", "_informer_synced", "_initial_pending", "_stopped",
-                 "_thread", "_waiting", "handler", "next_resync", "resync_period")
+    __slots__ = ("_buffer", "_cond", "_errors", "_informer_synced", "_initial_pending",
+                 "_stopped", "_thread", "_waiting", "handler", "next_resync", "resync_period")
 
     def __init__(self, handler: ResourceEventHandler, resync_period: float,
                  informer_synced: Callable[[], bool], now: float) -> None:
@@ -119,6 +120,7 @@ class ProcessorListener:
         self._stopped = False
         self._initial_pending = 0
         self._thread: threading.Thread | None = None
+        self._errors = ErrorLog(log)  # a handler bug hit by every event: few tracebacks
 
     def add(self, n: _Notification) -> None:
         with self._cond:
@@ -172,8 +174,9 @@ class ProcessorListener:
                             handler.on_add(a, initial)  # type: ignore[arg-type]
                         else:
                             handler.on_delete(a)  # type: ignore[arg-type]
-                    except Exception:
-                        log.exception("event handler failed", handler=type(handler).__name__)
+                    except Exception as err:
+                        self._errors.failure("event handler failed", err,
+                                             handler=type(handler).__name__)
                     if initial:
                         initial_done += 1
                     if self._stopped:

@@ -19,6 +19,7 @@ from pyctrl.errors import (
     TooManyRequests,
     Unreachable,
 )
+from pyctrl.reconcile import Request
 from pyctrl.testing import FakeClock
 from tests.unit.runtime.helpers import eventually
 
@@ -186,8 +187,8 @@ def test_controller_logs_a_refused_connection_flood_as_a_few_one_liners() -> Non
     calls: list[str] = []
 
     class Refused:
-        def reconcile(self, key: str) -> None:
-            calls.append(key)
+        def reconcile(self, request: Request) -> None:
+            calls.append(str(request))
             raise ConnectionRefusedError(111, "Connection refused")
 
     registry = CollectorRegistry()
@@ -199,7 +200,7 @@ def test_controller_logs_a_refused_connection_flood_as_a_few_one_liners() -> Non
         thread.start()
         try:
             for i in range(200):
-                controller.queue.add(f"ns/cj-{i}")
+                controller.queue.add(Request("ns", f"cj-{i}"))
             eventually(lambda: registry.get_sample_value(
                 "controller_runtime_reconcile_errors_total", {"controller": "flood"}) == 200)
         finally:
@@ -210,3 +211,22 @@ def test_controller_logs_a_refused_connection_flood_as_a_few_one_liners() -> Non
     # (controller, key and reconcile_id come from the contextvars, which capture_logs skips)
     assert all("exc_info" not in e and e["error"] == "ConnectionRefusedError"
                and "Connection refused" in e["message"] for e in failures)
+
+
+def test_a_mapper_bug_hit_by_every_event_logs_one_traceback() -> None:
+    """The event handler goes through ErrorLog: 100 events into a broken mapper."""
+    from pyctrl.handlers import MapHandler
+    from pyctrl.workqueue import RateLimitingQueue
+
+    def broken(obj: dict[str, Any]) -> list[Any]:
+        return [obj["metadata"]["no-such-field"]]
+
+    queue: RateLimitingQueue[Any] = RateLimitingQueue(name="mapper-bug", clock=FakeClock(),
+                                                      registry=CollectorRegistry())
+    handler = MapHandler(queue, broken)
+    with capture_logs() as logs:
+        for i in range(100):
+            handler.on_add({"metadata": {"name": f"o-{i}", "namespace": "ns"}}, False)
+    queue.shut_down()
+    assert ["exc_info" in e for e in logs] == [True, False, False, False, False]
+    assert all(e["error"] == "KeyError" for e in logs)
