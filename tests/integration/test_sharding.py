@@ -51,7 +51,7 @@ from pyctrl import (
     RESTClient,
 )
 from pyctrl.errors import ServerError
-from pyctrl.kube import JOBS, LEASES
+from pyctrl.kube import JOBS, LEASES, Resource
 from pyctrl.leaderelection.lease_lock import parse_micro_time
 from pyctrl.sharding import HashRing, Sharding, ShardingOptions
 from pyctrl.testing.envtest import ControlPlane
@@ -64,6 +64,8 @@ from tests.integration.sharding_helpers import (
     LabelHistory,
 )
 from tests.waiting import pause_until, poll
+
+HANDOVER = "handover.sharding.pyctrl.io/cronjob"
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -100,6 +102,7 @@ class Shard:
 
 class Cluster:
     def __init__(self, control_plane: ControlPlane, namespace: str, clock: ShiftedClock) -> None:
+        self.owned: tuple[Resource, ...] = (JOBS,)  # as cronjob_controller --sharding
         self.cp = control_plane
         self.namespace = namespace
         self.clock = clock
@@ -110,7 +113,7 @@ class Cluster:
         client = RESTClient.from_kubeconfig(self.cp.kubeconfig_path, qps=200, burst=400)
         options = ShardingOptions(
             controller="cronjob", shard_id=name, resource=CRONJOBS,
-            lease_namespace=self.namespace, namespaces=(self.namespace,),
+            lease_namespace=self.namespace, namespaces=(self.namespace,), owned=self.owned,
             lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY,
             on_reconcile=self.audit.hook(name))
         manager = Manager(client, ManagerOptions(
@@ -177,13 +180,17 @@ def cluster(control_plane: ControlPlane, client: RESTClient,
 
 
 def _converged(c: Cluster, shards: set[str]) -> dict[str, str | None] | None:
-    """The labels once every CronJob carries its ring shard of ``shards`` and none drains."""
+    """The labels once every CronJob carries its ring shard of ``shards``, none drains and
+    none still hands Jobs over."""
     labels = c.labels()
     ring = HashRing(shards)
     if len(labels) == COUNT and all(
             v == ring.shard_for(f"{c.namespace}/{k}") for k, v in labels.items()):
         items = c.cp_client.list(CRONJOBS, c.namespace)["items"]
-        if not any(DRAIN_LABEL in (o["metadata"].get("labels") or {}) for o in items):
+        # ... and every new shard has adopted its CronJobs' Jobs (the handover annotation
+        # gone: its removal is one more update a label watch started later would see).
+        if not any(DRAIN_LABEL in (o["metadata"].get("labels") or {})
+                   or HANDOVER in (o["metadata"].get("annotations") or {}) for o in items):
             return labels
     return None
 
@@ -295,3 +302,63 @@ def test_three_shards_share_survive_a_cut_shard_and_rebalance_to_four(
     assert c.audit.overlaps() == [], "a key was reconciled by two shards at once"
     assert not any(s.errors for n, s in c.shards.items() if n != victim)
     assert [type(e) for e in c.shards[victim].errors] == [LeaderElectionLost]
+
+
+def test_a_forbid_cronjob_moved_at_its_tick_with_an_active_job_starts_no_second_run(
+        cluster: Cluster) -> None:
+    """Jobs follow their CronJob's shard. Forbid CronJobs each hold an active Job (no kubelet:
+    it never finishes); a third shard joins 2 s before the next tick, so about a third of them
+    move (drain, acknowledge with the Jobs' names, assign, adopt) right as their next run is
+    due. No moved CronJob starts a second Job, every Job ends up labelled with its CronJob's
+    shard and cached only by that shard, and no key is reconciled by two shards at once."""
+    c = cluster
+    n = 30
+    tick = c.clock.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    for name in ("s-a", "s-b"):
+        c.start(name)
+    for i in range(n):
+        c.cp_client.create(CRONJOBS, cronjob_body(f"fb-{i:02d}", "* * * * *",
+                                                  concurrencyPolicy="Forbid"), c.namespace)
+
+    def jobs() -> list[dict[str, object]]:
+        items: list[dict[str, object]] = c.cp_client.list(JOBS, c.namespace)["items"]
+        return items
+
+    assert poll(lambda: len(jobs()) >= n, timeout=LEAD + 40), len(jobs())
+    assert {j["metadata"]["name"] for j in jobs()} == {  # type: ignore[index]
+        job_name(f"fb-{i:02d}", tick) for i in range(n)}
+
+    def labelled_like_owners() -> bool:
+        owners = c.labels()
+        return all((j["metadata"].get("labels") or {}).get(SHARD_LABEL)  # type: ignore[attr-defined]
+                   == owners[j["metadata"]["ownerReferences"][0]["name"]]  # type: ignore[index]
+                   for j in jobs())
+
+    assert poll(labelled_like_owners, timeout=10)
+    before = c.labels()
+    real_next = tick + timedelta(minutes=1) - timedelta(seconds=c.clock.offset)
+    pause_until(real_next - timedelta(seconds=2))
+    c.start("s-c")  # the ring now wants ~1/3 of them on s-c, as their next run is due
+    live = {"s-a", "s-b", "s-c"}
+
+    def settled() -> bool:
+        labels = c.labels()
+        ring = HashRing(live)
+        items = c.cp_client.list(CRONJOBS, c.namespace)["items"]
+        return (all(v == ring.shard_for(f"{c.namespace}/{k}") for k, v in labels.items())
+                and not any(o["metadata"].get("annotations", {}).get(HANDOVER) for o in items)
+                and labelled_like_owners())
+
+    assert poll(settled, timeout=40), Counter(c.labels().values())
+    moved = {k for k, v in c.labels().items() if v != before[k]}
+    assert moved, "the new shard took nothing"
+    pause_until(real_next + timedelta(seconds=8))  # past the next tick
+    names = Counter(j["metadata"]["ownerReferences"][0]["name"] for j in jobs())  # type: ignore[index]
+    assert {k: v for k, v in names.items() if v != 1} == {}, "Forbid started a second run"
+    for name, shard in c.shards.items():
+        cached = [j for i in shard.wired.job_informers for j in i.get_store().list()]
+        assert all(j["metadata"]["labels"].get(SHARD_LABEL) == name for j in cached), name
+        assert len(cached) == sum(v == name for v in c.labels().values()), name
+    assert c.audit.overlaps() == [], "a key was reconciled by two shards at once"
+    assert not any(s.errors for s in c.shards.values())
+    print(f"\n{len(moved)} of {n} Forbid CronJobs moved at the tick; one Job each")
