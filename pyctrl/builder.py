@@ -52,6 +52,10 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   :meth:`complete` builds the :class:`Controller` (waiting for every informer it watches),
   registers it with the manager and returns it. A Builder completes once; it must complete
   before ``Manager.run``.
+* RBAC (``python -m pyctrl gen rbac``, :mod:`pyctrl.rbac`): ``owns(..., writes=(...))`` the
+  verbs the reconciler uses on an owned kind (default create, update, patch, delete);
+  ``rbac(*rules, status=...)`` what the declarations cannot show; :meth:`rbac_declared` is
+  what the generator reads. Nothing of it changes how the controller runs.
 * Controller hooks (:mod:`pyctrl._extension`, added by Manager extensions) are asked about
   each controller: a label selector added to its ``for_`` informers (and, from a hook with
   ``owned_selector(build, resource)``, to its ``owns`` informers of that resource), a filter

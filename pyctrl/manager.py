@@ -33,6 +33,10 @@ Contract (controller-runtime's manager, in threads):
   :meth:`add_controller_hook` (asked by every Builder) and :meth:`add_client_wrapper`.
 * :func:`install_signal_handlers` (:mod:`pyctrl._signals`): the first SIGTERM/SIGINT sets
   ``stop``; a second one exits the process at once with status 1.
+* For the generators (``python -m pyctrl gen rbac|webhook``, :mod:`pyctrl.rbac`): every
+  Builder :meth:`controller` handed out is kept (:attr:`builders`), :meth:`rbac_rule` records
+  permissions no declaration shows (nothing at run time), and :meth:`discard` releases what
+  building started on a manager that will never run.
 """
 
 from __future__ import annotations
