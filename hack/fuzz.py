@@ -13,7 +13,8 @@ CPython 3.11 on Linux x86-64). Targets, each checking the contract its module st
   must bracket it.
 * ``duration``: :func:`pyctrl.duration.parse_duration`: a finite float or ``ValueError``.
 * ``admission``: the webhook decode path (``orjson.loads`` + ``handle_review`` with the
-  CronJob validate handler): an AdmissionReview or a clean 400 (``JSONDecodeError`` or
+  CronJob handlers) on the input as a body, or on a valid CronJob review with one subtree
+  replaced by the input: an AdmissionReview or a clean 400 (``JSONDecodeError`` or
   ``ReviewError``).
 
 A crash (any other exception or a broken assertion) stops the run and libFuzzer writes the
@@ -40,10 +41,17 @@ with atheris.instrument_imports(include=[
 
     from cronjob_controller.cronmath import last_match, next_match
     from cronjob_controller.dialect import CronFields, ScheduleError, check
-    from cronjob_controller.webhook import validate
+    from cronjob_controller.webhook import mutate, validate
     from pyctrl.duration import parse_duration
-    from pyctrl.webhook import ReviewError, handle_review
-    from tests.unit.fuzz.test_fuzz_chunked import decode  # the property test's driver
+    from tests.unit.fuzz.test_fuzz_admission import (  # the property tests' drivers
+        BASE,
+        PATHS,
+        _check_answer,
+        _envelope,
+        _replace,
+        _serve,
+    )
+    from tests.unit.fuzz.test_fuzz_chunked import decode
 
 _AT = datetime(2026, 11, 26, 8, 30)
 
@@ -82,13 +90,23 @@ def duration(data: bytes) -> None:
 
 
 def admission(data: bytes) -> None:
-    try:
-        review = orjson.loads(data)
-        if not isinstance(review, dict):
-            raise ReviewError("the body is not a JSON object")
-        orjson.dumps(handle_review(validate, review))
-    except (orjson.JSONDecodeError, ReviewError):
+    fdp = atheris.FuzzedDataProvider(data)
+    if fdp.ConsumeBool():  # raw bytes as the body
+        _serve(validate, fdp.ConsumeBytes(fdp.remaining_bytes()))
         return
+    # A valid CronJob with one subtree replaced by the input (JSON if it parses, else text):
+    # orjson is not instrumented, so raw bytes alone rarely get past the decoder.
+    path = PATHS[fdp.ConsumeIntInRange(0, len(PATHS) - 1)]
+    operation = fdp.PickValueInList(["CREATE", "UPDATE", "DELETE", "CONNECT"])
+    raw = fdp.ConsumeBytes(fdp.remaining_bytes())
+    try:
+        value: object = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        value = raw.decode("utf-8", "replace")
+    request = {"uid": "u-1", "operation": operation, "object": _replace(BASE, path, value),
+               "oldObject": BASE}
+    for handler in (validate, mutate):
+        _check_answer(_serve(handler, orjson.dumps(_envelope(request))), "u-1")
 
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
