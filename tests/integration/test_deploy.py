@@ -61,7 +61,9 @@ def cluster() -> Iterator[ControlPlane]:
 def _make(cluster: ControlPlane, target: str, **variables: str) -> subprocess.CompletedProcess[str]:
     kubectl = cluster.binaries.kubectl
     assert kubectl is not None
-    env = {**os.environ, "KUBECONFIG": cluster.kubeconfig_path}
+    # Not a calling make's MAKEFLAGS (its jobserver is not ours).
+    env = {**{k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS")},
+           "KUBECONFIG": cluster.kubeconfig_path}
     done = subprocess.run(
         ["make", "-s", "-C", str(ROOT), target, f"KUBECTL={kubectl}",
          *(f"{k}={v}" for k, v in variables.items())],

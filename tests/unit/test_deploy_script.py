@@ -60,7 +60,10 @@ def _make(tmp_path: Path, kubectl: Path, target: str, *, unreachable: bool = Fal
           **variables: str) -> Run:
     log = tmp_path / "calls.log"
     log.unlink(missing_ok=True)
-    env = {**os.environ, "FAKE_LOG": str(log), "FAKE_UNREACHABLE": "1" if unreachable else ""}
+    # Not the calling make's MAKEFLAGS: under `make -j2 unit` (make test) its jobserver is
+    # not ours, and the child make would warn about it on stderr.
+    env = {**{k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS")},
+           "FAKE_LOG": str(log), "FAKE_UNREACHABLE": "1" if unreachable else ""}
     argv = ["make", "-s", "-C", str(ROOT), target, f"KUBECTL={kubectl}",
             *(f"{k}={v}" for k, v in variables.items())]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60,
