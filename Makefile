@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
 .PHONY: run test setup controlplane lint typecheck unit integration bench clean \
-	deploy undeploy image urllib3-range
+	deploy undeploy image urllib3-range docs
 
 setup: $(VENV)/.installed
 	@bash hack/bubblewrap.sh
@@ -41,6 +41,11 @@ unit: setup
 urllib3-range: setup
 	PY=$(PY) bash hack/urllib3_range.sh $(PYTEST_ARGS)
 
+# The docs site (mkdocs.yml: README, docs/*.md, the API reference from the docstrings) into
+# site/, strict: a broken link, anchor or cross-reference, or a docstring warning, fails.
+docs: setup
+	$(VENV)/bin/mkdocs build --strict
+
 # The integration tests run on IT_WORKERS pytest-xdist workers, each with its own control
 # planes; most of their time is waiting (minute ticks, lease expiry, restarts), so more
 # workers than cores pays. tests/integration/conftest.py groups and orders them.
@@ -52,9 +57,9 @@ integration: setup controlplane
 	$(VENV)/bin/pytest -q $(IT_ARGS) tests/integration $(PYTEST_ARGS)
 
 # The control-plane build (minutes on a cold machine, mostly Go compiling) runs alongside ruff,
-# mypy and the unit tests, which need none of it; the integration tests wait for both.
+# mypy, the unit tests and the docs build, which need none of it; the integration tests wait.
 test: setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=target controlplane lint typecheck unit
+	@$(MAKE) --no-print-directory -j2 --output-sync=target controlplane lint typecheck unit docs
 	$(VENV)/bin/pytest -q $(IT_ARGS) tests/integration $(PYTEST_ARGS)
 
 # A throwaway local control plane; `make run CONTEXT=name` runs on that kubeconfig context.
@@ -81,4 +86,4 @@ image:
 	@$(DEPLOY_ENV) DOCKER="$(or $(DOCKER),docker)" bash hack/deploy.sh image
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site

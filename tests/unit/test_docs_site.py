@@ -1,0 +1,41 @@
+"""The docs site (mkdocs.yml) has an API reference page for every public module.
+
+`make docs` builds the site strictly (broken links and references fail); this test keeps its
+nav in step with what docs/DESIGN.md calls public: the facades tests/unit/test_public_api.py
+checks, plus the modules a controller author imports by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.unit.test_public_api import FACADES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# docs/DESIGN.md "What is public", beyond the facades with an ``__all__`` test of their own.
+PUBLIC_BY_NAME = ["pyctrl.manager", "pyctrl.apply", "pyctrl.ownerrefs", "pyctrl.finalizers",
+                  "pyctrl.conditions", "pyctrl.rbac"]
+
+
+def _reference_modules(nav: Any) -> list[str]:
+    if isinstance(nav, str):
+        prefix = "reference/"
+        return [nav.removeprefix(prefix).removesuffix(".md")] if nav.startswith(prefix) else []
+    items = nav.values() if isinstance(nav, dict) else nav
+    return [module for item in items for module in _reference_modules(item)]
+
+
+def test_every_public_module_has_a_reference_page() -> None:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    pages = _reference_modules(config["nav"])
+    assert len(pages) == len(set(pages)), "a module has two reference pages"
+    public = set(FACADES) | set(PUBLIC_BY_NAME)
+    assert sorted(public - set(pages)) == [], "public modules without a reference page"
+    assert sorted(set(pages) - public) == [], "reference pages of modules that are not public"
+    for module in pages:
+        importlib.import_module(module)
