@@ -58,10 +58,11 @@ from datetime import datetime, tzinfo
 from typing import Any, Protocol, cast
 
 import structlog
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry
 
 from cronjob_controller import api, jobs, schedule
 from cronjob_controller.expectations import GoneJobs, RunRecord
+from cronjob_controller.metrics import skew_histogram
 from cronjob_controller.rejections import RejectedCreate, RejectedCreates
 from cronjob_controller.reporting import MAX_MESSAGE_LENGTH, Reporter, truncate
 from cronjob_controller.status import (
@@ -74,13 +75,12 @@ from cronjob_controller.status import (
     rebuild,
     status_patch,
 )
-from cronjob_controller.templatecheck import TemplateVerdicts, dry_run_job
+from cronjob_controller.templatecheck import REASON_INVALID_JOB_TEMPLATE, TemplateCheck
 from pyctrl import Clock, RealClock, Request, Result, controller_of
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
 from pyctrl.kube import JOBS, Client, Object
 from pyctrl.record import EventRecorder
-from pyctrl.serving import per_registry
 
 __all__ = [
     "CACHE_WAIT_SECONDS",
@@ -104,10 +104,6 @@ REQUEUE_SLACK_SECONDS = 0.005
 # A sync that finds the Job cache behind its own last create retries after this (the Job's
 # ADDED event usually brings the key back sooner).
 CACHE_WAIT_SECONDS = 1.0
-# Upstream kube-controller-manager's buckets (ExponentialBuckets(1, 2, 10)), so alerts match.
-_SKEW_BUCKETS = tuple(float(2**i) for i in range(10))  # 1, 2, 4, ..., 512 s
-# Ready=False reason when the API server rejects the Job built from the template (422).
-REASON_INVALID_JOB_TEMPLATE = "InvalidJobTemplate"
 # A Forbidden create whose cause is this: the namespace is being deleted (NamespaceLifecycle).
 _NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 # Jobs whose template deletes them this soon after they finish get the status write in the
@@ -163,24 +159,6 @@ class ObjectSource(Protocol):
     def by_index(self, index: str, value: str) -> Sequence[Object]: ...
 
 
-def _new_skew_histogram(registry: CollectorRegistry | None) -> Histogram:
-    return Histogram(
-        "cronjob_controller_cronjob_job_creation_skew_duration_seconds",
-        "Seconds between a run's scheduled time and the creation of its Job.",
-        buckets=_SKEW_BUCKETS,
-        registry=registry,
-    )
-
-
-_skew_histograms = per_registry(_new_skew_histogram)
-
-
-def skew_histogram(registry: CollectorRegistry | None) -> Histogram | None:
-    """The ``cronjob_controller_cronjob_job_creation_skew_duration_seconds`` histogram of
-    ``registry`` (registered once per registry), or ``None`` without a registry."""
-    return None if registry is None else _skew_histograms(registry)
-
-
 class CronJobReconciler:
     """Reconciles CronJob keys into Jobs (see module docstring)."""
 
@@ -212,7 +190,7 @@ class CronJobReconciler:
         # Jobs whose disappearance is explained: not reported MissingJob.
         self.gone = GoneJobs()
         # The dry run's verdict on each CronJob's template, per spec generation.
-        self.verdicts = TemplateVerdicts()
+        self.templates = TemplateCheck(client, self.clock)
 
     def observe_deleted_job(self, obj: Object | DeletedFinalStateUnknown) -> None:
         """Record the scheduled time of a deleted Job controlled by one of our CronJobs.
@@ -280,7 +258,7 @@ class CronJobReconciler:
         self.runs.forget(key)
         self.rejected.forget(key)
         self.gone.forget(key)
-        self.verdicts.forget(key)
+        self.templates.forget(key)
 
     def _job_cache_behind(self, key: str, raw: Object, owned: list[Object]) -> bool:
         """Whether the Job cache predates our own last create (Forbid and Replace only).
@@ -307,31 +285,15 @@ class CronJobReconciler:
 
     def _template_refused(self, key: str, raw: Object, status: Mapping[str, Any],
                           plan: Plan) -> bool:
-        """Whether the API server refuses the Job this spec generation's template makes.
-
-        Asked by a dry-run create (templatecheck.py) once per (uid, generation), and only
-        for a generation the status does not show as observed yet, or as refused (after a
-        restart): a CronJob checked before is not asked again. Refused: Ready=False
-        InvalidJobTemplate with the server's message and one Warning event, at once rather
-        than at the first due time; no Job and no requeue until the spec changes. A dry run
-        that could not be made refuses nothing (a real create at the due time still reports).
-        """
-        uid, generation = str(meta(raw).get("uid", "")), meta(raw).get("generation")
-        verdict = self.verdicts.get(key, uid, generation)
-        if verdict is None:
-            ready = next((c for c in status.get("conditions") or []
-                          if isinstance(c, Mapping) and c.get("type") == api.CONDITION_READY),
-                         None)
-            refused_before = (ready or {}).get("reason") == REASON_INVALID_JOB_TEMPLATE
-            if status.get("observedGeneration") == generation and not refused_before:
-                return False
-            verdict = dry_run_job(self.client, raw, str(meta(raw).get("namespace")),
-                                  self.clock.now())
-            self.verdicts.put(key, uid, generation, verdict)
-        if verdict.valid is not False:
+        """Whether the API server refuses the Job this spec generation's template makes
+        (a dry run, templatecheck.py). Refused: Ready=False InvalidJobTemplate with the
+        server's message and one Warning event, at once rather than at the first due time;
+        no Job and no requeue until the spec changes."""
+        refusal = self.templates.refusal(key, raw, status)
+        if refusal is None:
             self.reporter.drop(key, REASON_INVALID_JOB_TEMPLATE)
             return False
-        message = truncate(f"the job template makes an invalid Job: {verdict.message}")
+        message = truncate(f"the job template makes an invalid Job: {refusal}")
         plan.ready = Readiness("False", REASON_INVALID_JOB_TEMPLATE, message)
         if self.reporter.once(key, raw, "Warning", REASON_INVALID_JOB_TEMPLATE, message):
             log.info("invalid job template", key=key, problem=message)

@@ -17,6 +17,12 @@ Contract:
   connection, any other error): the caller must not block on that.
 * :class:`TemplateVerdicts` remembers one verdict per CronJob key for its (uid, generation):
   a template is asked about once per spec generation.
+* :class:`TemplateCheck` is the controller's side: :meth:`TemplateCheck.refusal` is the API
+  server's refusal of a CronJob's current template, or None. It asks (and remembers) once per
+  (uid, generation), and only for a generation the cached status does not show as observed
+  yet, or shows as refused (:data:`REASON_INVALID_JOB_TEMPLATE`, after a restart): a
+  CronJob checked before is not asked again, so a restart costs no dry run per CronJob. A
+  dry run that could not be made refuses nothing.
 
 The caller bounds the time: the webhook uses a client with a short timeout
 (:data:`DRY_RUN_TIMEOUT_SECONDS`), the controller its own client.
@@ -33,16 +39,26 @@ import structlog
 
 from cronjob_controller import api, jobs
 from cronjob_controller.expectations import PerKey
+from pyctrl import Clock
 from pyctrl.errors import ApiError, Invalid
 from pyctrl.kube import JOBS, Client
 
-__all__ = ["DRY_RUN_TIMEOUT_SECONDS", "TemplateVerdicts", "Verdict", "dry_run_job"]
+__all__ = [
+    "DRY_RUN_TIMEOUT_SECONDS",
+    "REASON_INVALID_JOB_TEMPLATE",
+    "TemplateCheck",
+    "TemplateVerdicts",
+    "Verdict",
+    "dry_run_job",
+]
 
 log = structlog.get_logger(__name__)
 
 # The webhook's bound on one dry run (the API server waits for the webhook, and the user for
 # the API server; the webhook configuration's own timeout is longer).
 DRY_RUN_TIMEOUT_SECONDS = 2.0
+# Ready=False reason (and Warning event reason) for a template whose Job the API server refuses.
+REASON_INVALID_JOB_TEMPLATE = "InvalidJobTemplate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +127,36 @@ class TemplateVerdicts(PerKey[_Entry]):
     def put(self, key: str, uid: str, generation: object, verdict: Verdict) -> None:
         with self._lock:
             self._by_key[key] = _Entry(uid, generation, verdict)
+
+
+class TemplateCheck:
+    """The controller's dry runs: one per (uid, generation), remembered (module docstring)."""
+
+    def __init__(self, client: Client, clock: Clock) -> None:
+        self.client = client
+        self.clock = clock
+        self.verdicts = TemplateVerdicts()
+
+    def refusal(self, key: str, raw: Mapping[str, Any],
+                status: Mapping[str, Any]) -> str | None:
+        """The API server's message refusing ``raw``'s template, or None."""
+        meta = cast(Mapping[str, Any], raw.get("metadata") or {})
+        uid, generation = str(meta.get("uid", "")), meta.get("generation")
+        verdict = self.verdicts.get(key, uid, generation)
+        if verdict is None:
+            ready = next((c for c in status.get("conditions") or []
+                          if isinstance(c, Mapping) and c.get("type") == api.CONDITION_READY),
+                         None)
+            refused_before = (ready or {}).get("reason") == REASON_INVALID_JOB_TEMPLATE
+            if status.get("observedGeneration") == generation and not refused_before:
+                return None
+            verdict = dry_run_job(self.client, raw, str(meta.get("namespace")),
+                                  self.clock.now())
+            self.verdicts.put(key, uid, generation, verdict)
+        return verdict.message if verdict.valid is False else None
+
+    def forget(self, key: str) -> None:
+        self.verdicts.forget(key)
+
+    def __len__(self) -> int:
+        return len(self.verdicts)

@@ -373,7 +373,7 @@ def test_alerts_use_metrics_the_code_exports() -> None:
                            "CronJobControllerReconcileErrors", "CronJobControllerNoLeader"}
     sources = {
         "cronjob_controller_cronjob_job_creation_skew_duration_seconds":
-            ROOT / "cronjob_controller" / "controller.py",
+            ROOT / "cronjob_controller" / "metrics.py",
         "controller_runtime_reconcile_errors": ROOT / "pyctrl" / "controller.py",
         "leader_election_master_status": ROOT / "pyctrl" / "leaderelection" / "elector.py",
     }
