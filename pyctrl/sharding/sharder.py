@@ -220,6 +220,8 @@ class Sharder:
         o = self.options
         dead = sorted({a.previous for a in actions if a.kind == "assign" and a.previous})
         sweep = self._swept_at is None or now - self._swept_at >= self._resync
+        if not sweep and not any(a.kind == "assign" for a in actions):
+            return actions  # the common pass: nothing moves, nothing to list
         selectors = ([f"{o.shard_label} in ({','.join(dead)})"] if dead else []) + (
             [f"!{o.shard_label}"] if sweep else [])
         found: dict[str, set[tuple[str, str]]] = {}
