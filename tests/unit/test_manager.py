@@ -101,7 +101,12 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
     eventually(lambda: http_get(mgr, "/readyz")[0] == 200, what="caches warm without leading")
     assert rec.keys == []
     assert mgr.elector is not None and not mgr.elector.is_leader()
-    for _ in range(8):  # the other holder stops renewing; we take over after 15s
+    # The other holder stops renewing; we take over 15 s after the elector first saw its
+    # record, so wait for that sight before stepping: the elector's thread may first run
+    # after a step or two, and then 16 s of steps were too few (2 of 11 runs at load 11).
+    eventually(lambda: mgr.elector is not None and mgr.elector.get_leader() == "other",
+               what="the other holder's record observed")
+    for _ in range(8):
         assert clock.wait_for_waiters(1)
         clock.step(2)
         if mgr.elector.is_leader():
