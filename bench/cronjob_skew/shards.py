@@ -18,9 +18,11 @@ Contract:
   each shard owns, and how many are unlabelled, labelled for a shard that is not one of ours
   (``foreign``), draining, or ``off_ring`` (labelled for a shard other than the one the
   controller's own :class:`pyctrl.sharding.HashRing` of all ``S`` shards picks: a move the
-  sharder has not made yet). ``settled`` is all four zero. :func:`wait_labelled` lists the
-  CronJobs every ``interval`` s until the census is settled and covers all ``--cronjobs``,
-  or ``--settle-timeout`` after the replicas started (measured anyway, ``settled: false``).
+  sharder has not made yet), and ``handing_over`` (still carrying the handover annotation:
+  its shard has not adopted its Jobs yet, e.g. the history Jobs the bench made unlabelled,
+  so it would not be synced at the tick). ``settled`` is all five zero.
+  :func:`wait_labelled` lists the CronJobs every ``interval`` s until the census is settled
+  and covers all ``--cronjobs``, or ``--settle-timeout`` after the replicas started (measured anyway, ``settled: false``).
 * :func:`sharded_fields` turns the per-replica readings (CPU and RSS of the window, the
   census before the window, the one after it) and the tick's Jobs into the phase's figures:
   ``replicas`` (``shard``, ``pid``, ``leader``, ``cpu_seconds``, ``cpu_cores_avg``,
@@ -70,6 +72,7 @@ LEADER_LEASE = "pyctrl-cronjob-controller"
 _OPTIONS = ShardingOptions(controller="cronjob", shard_id="bench", resource=PYCTRL_CRONJOBS)
 SHARD_LABEL = _OPTIONS.shard_label  # shard.sharding.pyctrl.io/cronjob
 DRAIN_LABEL = _OPTIONS.drain_label
+HANDOVER_ANNOTATION = _OPTIONS.handover_annotation
 
 
 def select_phases(only: str | None, shards: int, all_phases: bool) -> list[str]:
@@ -123,14 +126,17 @@ class Census:
     foreign: int = 0
     draining: int = 0
     off_ring: int = 0
+    handing_over: int = 0
 
     @property
     def settled(self) -> bool:
-        return not (self.unlabelled or self.foreign or self.draining or self.off_ring)
+        return not (self.unlabelled or self.foreign or self.draining or self.off_ring
+                    or self.handing_over)
 
     def counts(self) -> dict[str, object]:
         return {"total": self.total, "owned": dict(self.owned), "unlabelled": self.unlabelled,
-                "foreign": self.foreign, "draining": self.draining, "off_ring": self.off_ring}
+                "foreign": self.foreign, "draining": self.draining, "off_ring": self.off_ring,
+                "handing_over": self.handing_over}
 
 
 def census(items: Iterable[Object], ids: Sequence[str]) -> Census:
@@ -145,6 +151,8 @@ def census(items: Iterable[Object], ids: Sequence[str]) -> Census:
         out.total += 1
         if labels.get(DRAIN_LABEL):
             out.draining += 1
+        if HANDOVER_ANNOTATION in (meta.get("annotations") or {}):
+            out.handing_over += 1
         if not shard:
             out.unlabelled += 1
             continue

@@ -132,8 +132,10 @@ def test_census_counts_what_is_not_settled_yet() -> None:
     items[4] = _cronjob(4, None)  # not assigned yet
     items[5] = _cronjob(5, "shard-9")  # a shard that is not running
     items[6] = _cronjob(6, ring.shard_for(f"{NS}/cj-00006"), drain=True)
+    items[7]["metadata"]["annotations"] = {"handover.sharding.pyctrl.io/cronjob": "{}"}
     seen = census(items, IDS)
-    assert (seen.off_ring, seen.unlabelled, seen.foreign, seen.draining) == (1, 1, 1, 1)
+    assert (seen.off_ring, seen.unlabelled, seen.foreign, seen.draining,
+            seen.handing_over) == (1, 1, 1, 1, 1)
     assert not seen.settled
     assert sum(seen.owned.values()) == 8  # the unlabelled and the foreign one are nobody's
     assert "cj-00004" not in seen.owner and seen.owner["cj-00005"] == "shard-9"
