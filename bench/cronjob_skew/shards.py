@@ -22,7 +22,8 @@ Contract:
   its shard has not adopted its Jobs yet, e.g. the history Jobs the bench made unlabelled,
   so it would not be synced at the tick). ``settled`` is all five zero.
   :func:`wait_labelled` lists the CronJobs every ``interval`` s until the census is settled
-  and covers all ``--cronjobs``, or ``--settle-timeout`` after the replicas started (measured anyway, ``settled: false``).
+  and covers all ``--cronjobs``, or ``--settle-timeout`` after the replicas started
+  (measured anyway, ``settled: false``).
 * :func:`sharded_fields` turns the per-replica readings (CPU and RSS of the window, the
   census before the window, the one after it) and the tick's Jobs into the phase's figures:
   ``replicas`` (``shard``, ``pid``, ``leader``, ``cpu_seconds``, ``cpu_cores_avg``,
