@@ -1,49 +1,66 @@
-"""A griffe extension for the docs site: Sphinx roles in docstrings become Markdown code.
+"""A griffe extension for the docs site: Sphinx roles in docstrings become optional links.
 
 pyctrl's docstrings name things the Sphinx way (``:class:`Client```, ``:func:`derive```) and
 quote code with double backticks; mkdocstrings renders docstrings as Markdown, where double
-backticks already are code but a role would show as ``:class:`` followed by the name. This
-rewrites each role to the plain code span of its target (``~`` and ``!`` prefixes dropped),
-so the reference reads as the source means it. Links between objects come from signatures
-(type annotations) and from Markdown cross-references (``[Name][pyctrl.Name]``) written in a
-docstring, which the strict build checks.
+backticks already are code but a role would show as ``:class:`` and the name. Once a package
+is loaded, each role is rewritten to the code span of its target inside an *optional*
+autorefs link: the target is resolved the way Python would see the name from where the
+docstring is (``Client`` in pyctrl.kube's docstrings is ``pyctrl.kube.interface.Client``;
+``~`` shows the last part only), the link is made when that object is on the site, and a
+target that is not (a private module) stays plain code. Links that must exist are written as
+Markdown cross-references (``[Name][pyctrl.Name]``), which the strict build checks.
 """
 
 from __future__ import annotations
 
-import ast
 import re
+from collections.abc import Iterator
+from html import escape
 from typing import Any
 
-from griffe import Extension, Inspector, Object, ObjectNode, Visitor
+from griffe import Extension, GriffeError, GriffeLoader, Module, Object
 
 _ROLE = re.compile(
     r":(?:py:)?(?:mod|class|func|meth|attr|data|exc|obj|const|ref|term):`([~!]?)([^`]+)`"
 )
 
 
-def _code(match: re.Match[str]) -> str:
-    target = match.group(2)
-    if match.group(1) == "~":
-        target = target.rsplit(".", 1)[-1]
-    return f"`{target}`"
+def _resolve(obj: Object, target: str) -> str:
+    if target.startswith("pyctrl."):
+        return target
+    head, _, rest = target.partition(".")
+    try:
+        path = obj.resolve(head)
+    except GriffeError:  # not resolvable from here: the target stays as written
+        return target
+    return f"{path}.{rest}" if rest else path
 
 
-def rewrite_roles(text: str) -> str:
-    """Return ``text`` with every Sphinx role replaced by a code span of its target."""
-    return _ROLE.sub(_code, text)
+def rewrite_roles(text: str, obj: Object | None = None) -> str:
+    """Return ``text`` with every Sphinx role replaced by an optional link to its target."""
+
+    def link(match: re.Match[str]) -> str:
+        prefix, target = match.group(1), match.group(2)
+        shown = target.rsplit(".", 1)[-1] if prefix == "~" else target
+        if prefix == "!" or obj is None:
+            return f"`{shown}`"
+        identifier = escape(_resolve(obj, target), quote=True)
+        return f'<autoref identifier="{identifier}" optional>`{shown}`</autoref>'
+
+    return _ROLE.sub(link, text)
+
+
+def _objects(obj: Object) -> Iterator[Object]:
+    yield obj
+    for member in obj.members.values():
+        if not member.is_alias:
+            yield from _objects(member)  # type: ignore[arg-type]
 
 
 class SphinxRoles(Extension):
-    """Rewrites the Sphinx roles of every docstring griffe loads (see the module docstring)."""
+    """Rewrites the Sphinx roles of every docstring of a loaded package (module docstring)."""
 
-    def on_instance(
-        self,
-        *,
-        node: ast.AST | ObjectNode,
-        obj: Object,
-        agent: Visitor | Inspector,
-        **kwargs: Any,
-    ) -> None:
-        if obj.docstring is not None:
-            obj.docstring.value = rewrite_roles(obj.docstring.value)
+    def on_package(self, *, pkg: Module, loader: GriffeLoader, **kwargs: Any) -> None:
+        for obj in _objects(pkg):
+            if obj.docstring is not None:
+                obj.docstring.value = rewrite_roles(obj.docstring.value, obj)

@@ -8,6 +8,7 @@ checks, plus the modules a controller author imports by name.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +40,22 @@ def test_every_public_module_has_a_reference_page() -> None:
     assert sorted(set(pages) - public) == [], "reference pages of modules that are not public"
     for module in pages:
         importlib.import_module(module)
+
+
+def test_sphinx_roles_become_optional_links_to_their_resolved_target() -> None:
+    """hack/docs/griffe_roles.py: what the reference shows for ``:class:`Name``` in a docstring."""
+    import griffe
+
+    path = ROOT / "hack/docs/griffe_roles.py"
+    spec = importlib.util.spec_from_file_location("griffe_roles", path)
+    assert spec is not None and spec.loader is not None
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+
+    reconcile = griffe.load("pyctrl.reconcile", search_paths=[str(ROOT)])
+    text = "See :class:`Request`, :meth:`~pyctrl.kube.Client.get` and :func:`!nowhere`."
+    assert roles.rewrite_roles(text, reconcile) == (
+        'See <autoref identifier="pyctrl.reconcile.Request" optional>`Request`</autoref>, '
+        '<autoref identifier="pyctrl.kube.Client.get" optional>`get`</autoref> and `nowhere`.'
+    )
+    assert roles.rewrite_roles(":mod:`pyctrl.cache`") == "`pyctrl.cache`"
