@@ -1,7 +1,8 @@
 """mkdocs hooks for the docs site (mkdocs.yml ``hooks:``).
 
 - Home is README.md, which lives at the repository root (GitHub shows it there): it is added
-  as ``index.md``, with its links into ``docs/`` made relative to the site.
+  as ``index.md``, with its links into ``docs/`` made relative to the site (and links to
+  README.md from docs/*.md point at it).
 - Every nav entry ``reference/<module>.md`` is generated as ``::: <module>`` (mkdocstrings
   renders the module from its docstrings), so the nav in mkdocs.yml is the one list of
   reference pages (tests/unit/test_docs_site.py compares it with the public modules).
@@ -70,6 +71,8 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         if "://" in target or target.startswith(("mailto:", "/")):
             return match.group(0)
         path = (source_dir / target).resolve()
+        if path == ROOT / "README.md":  # the home page
+            path = docs_dir / "index.md"
         if path.is_relative_to(docs_dir) and files.get_file_from_path(
             path.relative_to(docs_dir).as_posix()
         ):
