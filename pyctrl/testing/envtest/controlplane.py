@@ -438,10 +438,16 @@ class ControlPlane:
 
     def kubectl(self, *args: str, check: bool = True, input: str | None = None
                 ) -> subprocess.CompletedProcess[str]:
-        """Run kubectl against this control plane; raises on failure when ``check``."""
+        """Run kubectl against this control plane; raises on failure when ``check``.
+
+        For an owned plane kubectl keeps its discovery cache in the plane's directory: the
+        shared ~/.kube/cache is keyed by host:port, and a port reused by a later plane (other
+        CRDs; parallel test workers start many) would start from another plane's discovery.
+        """
         kubectl = self._kubectl_path()
+        cache = [f"--cache-dir={self._dir / 'kubectl-cache'}"] if self._dir is not None else []
         return subprocess.run(
-            [kubectl, f"--kubeconfig={self.kubeconfig_path}", *args],
+            [kubectl, f"--kubeconfig={self.kubeconfig_path}", *cache, *args],
             check=check, capture_output=True, text=True, input=input, timeout=120,
         )
 
