@@ -8,7 +8,8 @@ autorefs link: the target is resolved the way Python would see the name from whe
 docstring is (``Client`` in pyctrl.kube's docstrings is ``pyctrl.kube.interface.Client``;
 ``~`` shows the last part only), the link is made when that object is on the site, and a
 target that is not (a private module) stays plain code. Links that must exist are written as
-Markdown cross-references (``[Name][pyctrl.Name]``), which the strict build checks.
+Markdown cross-references (``[Name][pyctrl.Name]``), which the strict build checks. A
+paragraph's closing ``::`` (reST for "a literal block follows") shows as one colon.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from typing import Any
 
 from griffe import Extension, GriffeError, GriffeLoader, Module, Object
 
+# reST's "text::" before an indented literal block: Sphinx shows one colon, and so do we (the
+# indented block already is a Markdown code block).
+_LITERAL = re.compile(r"(?<=\S)::(?=\n\s*\n)")
 _ROLE = re.compile(
     r":(?:py:)?(?:mod|class|func|meth|attr|data|exc|obj|const|ref|term):`([~!]?)([^`]+)`"
 )
@@ -37,7 +41,10 @@ def _resolve(obj: Object, target: str) -> str:
 
 
 def rewrite_roles(text: str, obj: Object | None = None) -> str:
-    """Return ``text`` with every Sphinx role replaced by an optional link to its target."""
+    """Return ``text`` with every Sphinx role replaced by an optional link to its target.
+
+    A paragraph ending in reST's ``::`` (a literal block follows) ends in one colon.
+    """
 
     def link(match: re.Match[str]) -> str:
         prefix, target = match.group(1), match.group(2)
@@ -47,7 +54,7 @@ def rewrite_roles(text: str, obj: Object | None = None) -> str:
         identifier = escape(_resolve(obj, target), quote=True)
         return f'<autoref identifier="{identifier}" optional>`{shown}`</autoref>'
 
-    return _ROLE.sub(link, text)
+    return _ROLE.sub(link, _LITERAL.sub(":", text))
 
 
 def _objects(obj: Object) -> Iterator[Object]:

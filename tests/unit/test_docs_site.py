@@ -59,3 +59,5 @@ def test_sphinx_roles_become_optional_links_to_their_resolved_target() -> None:
         '<autoref identifier="pyctrl.kube.Client.get" optional>`get`</autoref> and `nowhere`.'
     )
     assert roles.rewrite_roles(":mod:`pyctrl.cache`") == "`pyctrl.cache`"
+    assert roles.rewrite_roles("Use it so::\n\n    x = 1\n") == "Use it so:\n\n    x = 1\n"
+    assert roles.rewrite_roles("a::b") == "a::b"
