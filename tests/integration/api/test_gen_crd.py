@@ -96,7 +96,10 @@ def test_scale_subresource_and_printer_columns(installed: None, client: RESTClie
         "get", "--raw", f"/apis/web.pyctrl.io/v1/namespaces/{namespace}/websites/scaled/scale"
     ).stdout)
     assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 1
-    table = control_plane.kubectl("get", "ws", "-n", namespace, "-o", "wide").stdout
+    # By its full name: the session's plane also serves examples/website's Website, whose
+    # short name is "ws" too, and kubectl resolves the short name to that one.
+    table = control_plane.kubectl("get", "websites.web.pyctrl.io", "-n", namespace,
+                                  "-o", "wide").stdout
     header = table.splitlines()[0].split()
     assert header[:4] == ["NAME", "HOST", "REPLICAS", "URL"], table
     assert "example.com" in table
