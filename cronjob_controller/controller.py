@@ -306,7 +306,8 @@ class CronJobReconciler:
         Normal MissingJob event and leaves ``active``; found, the cache is behind and the Job
         counts as it is there. Jobs we deleted or saw finish before they vanished are not
         missing, and a reported one is remembered, so a deferred status write does not
-        report it again.
+        report it again. What is remembered outlives a stale cached status: see
+        :class:`~cronjob_controller.expectations.GoneJobs` and :meth:`_finish`.
         """
         explained = self.gone.explained(key, {uid for _, uid in plan.unlisted})
         for name, uid in plan.unlisted:
@@ -527,4 +528,9 @@ class CronJobReconciler:
             wait = CACHE_WAIT_SECONDS if requeue_after is None else min(requeue_after,
                                                                          CACHE_WAIT_SECONDS)
             return Result(requeue_after=wait)
+        # The cached status was the latest: the gone Jobs it does not list are listed by no
+        # status this process will read from now on.
+        self.gone.settle(f"{meta(raw).get('namespace')}/{meta(raw).get('name')}",
+                         {str(ref.get("uid", "")) for ref in status.get("active") or []
+                          if isinstance(ref, Mapping)})
         return result

@@ -27,10 +27,16 @@ cluster says the run happened; without this record the next sync would create it
 The record lives in memory only; see CRONJOB.md for the restart window it leaves.
 
 Contract of :class:`GoneJobs` (one per reconciler, thread-safe): the UIDs of a CronJob's Jobs
-whose disappearance is explained (this process deleted them, or the informer delivered the
-final state of a finished one), so a Job the status still lists active after that is not
-reported ``MissingJob``. :meth:`GoneJobs.explained` keeps, per key, only the UIDs the cached
-``status.active`` still lists: memory is bounded by the active lists.
+whose disappearance is explained (this process deleted them, the informer delivered the final
+state of a finished one, or it was reported missing), so a Job a cached status lists active
+after that is not reported ``MissingJob``. :meth:`GoneJobs.explained` only reads.
+:meth:`GoneJobs.settle` forgets, per key, the UIDs a cached status no longer lists, and is
+called only after a status write made from that cached copy succeeded (its resourceVersion
+was the latest, so no newer status listing a noted Job exists; none is written later, as a
+noted Job is finished or gone). A cached status that merely does not list a UID proves
+nothing: it may predate the write that listed it (a CronJob informer lagging the Job
+informer), and forgetting then gave a false ``MissingJob`` once the cache caught up. Memory:
+per key, the Jobs gone since the CronJob's last successful status write, plus its active list.
 """
 
 from __future__ import annotations
@@ -154,12 +160,17 @@ class GoneJobs(PerKey[set[str]]):
             self._by_key.setdefault(key, set()).add(uid)
 
     def explained(self, key: str, listed: set[str]) -> set[str]:
-        """The noted UIDs among ``listed`` (the cached status.active); forgets the rest."""
+        """The noted UIDs among ``listed`` (a cached status.active)."""
+        with self._lock:
+            return self._by_key.get(key, set()) & listed
+
+    def settle(self, key: str, listed: set[str]) -> None:
+        """A status write from a cached copy listing ``listed`` active succeeded: forget the
+        noted UIDs it does not list (module docstring)."""
         with self._lock:
             noted = self._by_key.get(key)
             if noted is None:
-                return set()
+                return
             noted &= listed
             if not noted:
                 del self._by_key[key]
-            return set(noted)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from cronjob_controller.api import CRONJOBS
 from pyctrl.kube import JOBS
 from tests.unit.cronjob.sync_fixture import NAMESPACE, Fixture, at, fmt, new_cronjob, new_job
 
@@ -114,3 +115,39 @@ def test_job_that_finished_before_it_vanished_is_not_missing() -> None:
     assert f.events() == []
     assert GET_RUN_JOB not in f.actions()
     assert f.status()["active"] == []
+
+
+def test_job_deleted_by_history_while_the_cronjob_cache_lags_is_not_missing() -> None:
+    # The memory soak's false MissingJob (1 run in 15 under load). The status write that
+    # listed the noon Job active reached the server, but the CronJob informer lags: the cache
+    # still holds the status before it. Meanwhile the Job informer shows the noon and 12:05
+    # runs complete, so history cleanup (limit 1) deletes the noon Job; the Job informer
+    # delivers the deletion (a sync, the cache still stale); then the CronJob cache catches up
+    # with the status that lists the deleted Job active.
+    f = Fixture()
+    f.clock.set_time(at("12:05", second=30))
+    cj = f.add_cronjob(new_cronjob(schedule="*/5 * * * *", successfulJobsHistoryLimit=1,
+                                   status={"lastScheduleTime": fmt(RUN)}))
+    noon = f.add_job(new_job(cj, at("12:00"), finished="Complete"))
+    f.add_job(new_job(cj, at("12:05"), finished="Complete"))
+    listed = {"apiVersion": "batch/v1", "kind": "Job", "namespace": NAMESPACE,
+              "name": NOON_JOB, "uid": noon["metadata"]["uid"]}
+    f.client.patch(CRONJOBS, "hello", {"status": {
+        "active": [listed], "lastScheduleTime": fmt(at("12:00"))}}, NAMESPACE,
+        subresource="status")  # the server's status; the CronJob cache keeps the older one
+
+    f.sync()  # stale cache: deletes the noon Job by history; the status write gets a 409
+    assert f.deletes() and f.deletes()[0][0] == NOON_JOB
+    assert [r["name"] for r in f.status()["active"]] == [NOON_JOB]  # the write got a 409
+    f.job_indexer.replace(f.client.list_objects(JOBS))  # the Job informer: the deletion
+    f.sync()  # the CronJob cache still stale: lists nothing, the noon Job not among it
+    f.refresh()  # the CronJob cache catches up: its status lists the deleted noon Job
+    f.sync()
+
+    assert [e for e in f.events() if e[1] == "MissingJob"] == []
+    assert GET_RUN_JOB not in f.actions() and ("get", "jobs", NOON_JOB, None) not in f.actions()
+    assert f.status()["active"] == []
+    f.refresh()
+    f.clear()
+    f.sync()
+    assert f.events() == [] and f.actions() == []

@@ -7,7 +7,7 @@ record's own clock, or the CronJob is forgotten.
 
 from __future__ import annotations
 
-from cronjob_controller.expectations import RunRecord
+from cronjob_controller.expectations import GoneJobs, RunRecord
 from pyctrl.testing import FakeClock
 
 KEY = "ns/cj"
@@ -48,3 +48,18 @@ def test_forget_drops_the_pending_job() -> None:
     runs.created(KEY, "cj-1")
     runs.forget(KEY)
     assert runs.unseen(KEY, set()) is None
+
+
+def test_gone_jobs_are_forgotten_only_when_a_write_settles_them() -> None:
+    gone = GoneJobs()
+    gone.note("ns/a", "j1")
+    gone.note("ns/a", "j2")
+    # A cached status that does not list a noted Job may predate the one that does.
+    assert gone.explained("ns/a", set()) == set()
+    assert gone.explained("ns/a", {"j1", "x"}) == {"j1"}
+    gone.settle("ns/a", {"j2"})  # a write from a status listing only j2 succeeded
+    assert gone.explained("ns/a", {"j1", "j2"}) == {"j2"}
+    gone.settle("ns/a", set())
+    assert len(gone) == 0
+    gone.settle("ns/b", set())  # nothing noted: nothing to do
+    assert len(gone) == 0
