@@ -221,8 +221,15 @@ def test_three_replicas_on_3000_cronjobs_survive_a_leader_sigkill_and_rebalance_
     print(f"fourth replica: {len(moved)} of {COUNT} moved ({len(moved) / COUNT:.1%})")
     assert moved == predicted and all(after[k] == "s-d" for k in moved)
     assert 0.15 * COUNT <= len(moved) <= 0.35 * COUNT, len(moved)
+    # A leading (old shard, no drain) state is the steady state before the move, seen when
+    # some other write (e.g. the adoption removing its handover annotation, or a status
+    # write) reached the watch first: CI's clean-clone run saw it for 6 keys.
+    def steps(k: str) -> list[tuple[str | None, str | None]] | None:
+        states = history.states.get(k)
+        return states[1:] if states and states[0] == (before[k], None) else states
+
     wrong = {k: history.states.get(k) for k in moved
-             if history.states.get(k) != [(before[k], "true"), (None, None), ("s-d", None)]}
+             if steps(k) != [(before[k], "true"), (None, None), ("s-d", None)]}
     assert wrong == {}, list(wrong.items())[:5]
 
     # 4. No key reconciled by two replicas at once; survivors stop cleanly.
