@@ -19,18 +19,11 @@ key ``str(request)``, ``namespace/name``, names what the reconciler remembers pe
    AlreadyExists for a Job we control counts as success; a foreign Job holding the name is
    reported (UnexpectedJob) and left alone.
 5. Write status once, only when it changed, as a merge patch of the status subresource that
-   holds only the changed fields and the cached ``resourceVersion`` (optimistic lock). A 409
-   (someone else wrote the CronJob since the cache saw it) syncs again from the newer copy:
-   its informer event brings the key back, a requeue after CACHE_WAIT_SECONDS is the backstop.
+   holds only the changed fields and the cached ``resourceVersion`` (optimistic lock; a 409
+   syncs again from the newer copy). A sync that created a Job leaves the write to the sync
+   the Job's informer event brings (the critical path at a minute tick is the creates):
+   :mod:`~cronjob_controller.statuswrite` states when and how.
 
-Critical path. At a minute tick thousands of CronJobs come due at once. What makes a Job exist
-is one write (the create); the status write and the events can wait. So a sync that created a
-Job returns without writing status: the Job's ADDED event from the informer enqueues the
-CronJob again, and that second sync, queued behind every CronJob still waiting for its create
-(the queue is FIFO), rebuilds and writes the status (step 2 recovers lastScheduleTime from
-the Job, or from the run record if the Job is already gone). A template with
-``ttlSecondsAfterFinished`` <= EAGER_STATUS_TTL_SECONDS gets the status write with the create
-(its Job may vanish before a deferred write, and the record does not survive a restart).
 Events go through the recorder's background sink and never block a worker. Condition and
 event messages are cut to MAX_MESSAGE_LENGTH; status holds a digest of the schedule, never a
 copy, so a status write never fails on size.
@@ -44,8 +37,10 @@ scheduled time. A create refused because the namespace is terminating is only lo
 The next scheduled time (status and requeue) is always after the anchor.
 
 Parts, each in its own module: :mod:`~cronjob_controller.status` (steps 2 and 5: the status
-rebuilt, decided and compared), :mod:`~cronjob_controller.reporting` (events, once per
-problem), :mod:`~cronjob_controller.rejections` (refused creates),
+rebuilt, decided and compared), :mod:`~cronjob_controller.statuswrite` (step 5: the write),
+:mod:`~cronjob_controller.missingjobs` (history cleanup, Job deletes, MissingJob),
+:mod:`~cronjob_controller.reporting` (events, once per problem),
+:mod:`~cronjob_controller.rejections` (refused creates),
 :mod:`~cronjob_controller.expectations` (the run record) and
 :mod:`~cronjob_controller.clockwatch` (a wall-clock jump re-evaluates every CronJob).
 """
@@ -63,22 +58,19 @@ from prometheus_client import CollectorRegistry
 from cronjob_controller import api, jobs, schedule
 from cronjob_controller.expectations import GoneJobs, RunRecord
 from cronjob_controller.metrics import skew_histogram
+from cronjob_controller.missingjobs import JobDepartures
 from cronjob_controller.rejections import RejectedCreate, RejectedCreates
 from cronjob_controller.reporting import MAX_MESSAGE_LENGTH, Reporter, truncate
-from cronjob_controller.status import (
-    Plan,
-    Readiness,
-    desired_status,
-    latest,
-    meta,
-    observe_schedule,
-    rebuild,
-    status_patch,
+from cronjob_controller.status import Plan, Readiness, latest, meta, observe_schedule, rebuild
+from cronjob_controller.statuswrite import (
+    CACHE_WAIT_SECONDS,
+    EAGER_STATUS_TTL_SECONDS,
+    StatusWriter,
 )
 from cronjob_controller.templatecheck import REASON_INVALID_JOB_TEMPLATE, TemplateCheck
 from pyctrl import Clock, RealClock, Request, Result, controller_of
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
-from pyctrl.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
+from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
 from pyctrl.kube import JOBS, Client, Object
 from pyctrl.record import EventRecorder
 
@@ -101,15 +93,8 @@ log = structlog.get_logger(__name__)
 # a hair early: it finds nothing due and requeues for the rest (one cheap extra sync, never a
 # missed run; the unit test test_early_wake_requeues_for_the_rest shows it).
 REQUEUE_SLACK_SECONDS = 0.005
-# A sync that finds the Job cache behind its own last create retries after this (the Job's
-# ADDED event usually brings the key back sooner).
-CACHE_WAIT_SECONDS = 1.0
 # A Forbidden create whose cause is this: the namespace is being deleted (NamespaceLifecycle).
 _NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
-# Jobs whose template deletes them this soon after they finish get the status write in the
-# same sync as their create: such a Job may be gone before a deferred write, and the in-memory
-# run record does not survive a controller restart (CRONJOB.md, "No run twice").
-EAGER_STATUS_TTL_SECONDS = 60
 # Reports kept while a CronJob is valid: each names one run or one Job, not the spec.
 _RUN_REPORTS = ("MissSchedule", "TooManyMissedTimes", "UnexpectedJob", "JobAlreadyActive",
                 "SawCompletedJob", "FailedCreate", REASON_INVALID_JOB_TEMPLATE)
@@ -133,15 +118,6 @@ def _local(t: datetime, zone: tzinfo) -> str:
     """``t`` as RFC 3339 in the CronJob's time zone, for messages (as the ``next`` command
     prints it): ``2026-03-10T08:00:00-04:00`` for America/New_York, ``...Z`` for UTC."""
     return api.format_rfc3339(t.astimezone(zone))
-
-
-def _vanishes_fast(raw: Object) -> bool:
-    spec = raw.get("spec")
-    template = spec.get("jobTemplate") if isinstance(spec, Mapping) else None
-    job_spec = template.get("spec") if isinstance(template, Mapping) else None
-    ttl = job_spec.get("ttlSecondsAfterFinished") if isinstance(job_spec, Mapping) else None
-    return (isinstance(ttl, int) and not isinstance(ttl, bool)
-            and ttl <= EAGER_STATUS_TTL_SECONDS)
 
 
 def _namespace_terminating(err: ApiError) -> bool:
@@ -178,7 +154,6 @@ class CronJobReconciler:
         self.jobs = job_source
         self.recorder = recorder
         self.clock: Clock = clock or RealClock()
-        self.defer_status_after_create = defer_status_after_create
         self._skew = skew_histogram(registry)
         # Each distinct problem reported once instead of on every sync.
         self.reporter = Reporter(recorder)
@@ -191,6 +166,15 @@ class CronJobReconciler:
         self.gone = GoneJobs()
         # The dry run's verdict on each CronJob's template, per spec generation.
         self.templates = TemplateCheck(client, self.clock)
+        # History cleanup, Job deletes and the MissingJob check; the status write (step 5).
+        self.departures = JobDepartures(client, self.reporter, self.gone)
+        self.status_writer = StatusWriter(client, self.clock, self.gone,
+                                          defer_after_create=defer_status_after_create)
+
+    @property
+    def defer_status_after_create(self) -> bool:
+        """Whether a sync that created a Job leaves the status write to the next sync."""
+        return self.status_writer.defer_after_create
 
     def observe_deleted_job(self, obj: Object | DeletedFinalStateUnknown) -> None:
         """Record the scheduled time of a deleted Job controlled by one of our CronJobs.
@@ -233,13 +217,13 @@ class CronJobReconciler:
         # 2. Status rebuilt from the world.
         plan = rebuild(key, raw, status, owned, self.runs)
         self._report_completed(key, raw, plan)
-        self._check_unlisted(key, raw, plan)
+        self.departures.check_unlisted(key, raw, plan)
         # 3. History cleanup (even when suspended); stop if deleting or invalid.
         errors = api.validate(raw)
         if not any(e.field.endswith("HistoryLimit") for e in errors):
-            self._cleanup_history(key, raw, owned, plan)
+            self.departures.cleanup_history(key, raw, owned, plan)
         if meta(raw).get("deletionTimestamp"):
-            return self._finish(raw, status, plan, None)
+            return self.status_writer.finish(raw, status, plan, None)
         # Observed before the validity check: an invalid schedule is a schedule too, so
         # fixing it counts as an edit and never starts a run for a time before the fix.
         now = self.clock.now()
@@ -248,7 +232,7 @@ class CronJobReconciler:
             return self._invalid(key, raw, status, plan, errors)
         self.reporter.forget(key, keep=_RUN_REPORTS)
         if self._template_refused(key, raw, status, plan):
-            return self._finish(raw, status, plan, None)
+            return self.status_writer.finish(raw, status, plan, None)
         # 4. The run that is due, if any, and the next one.
         return self._schedule(key, raw, status, plan, now, edited)
 
@@ -299,32 +283,6 @@ class CronJobReconciler:
             log.info("invalid job template", key=key, problem=message)
         return True
 
-    def _check_unlisted(self, key: str, raw: Object, plan: Plan) -> None:
-        """Upstream's MissingJob: a Job the status lists active that no longer exists.
-
-        Asked of the API server (the cache may lag it, as upstream does): gone, it gives one
-        Normal MissingJob event and leaves ``active``; found, the cache is behind and the Job
-        counts as it is there. Jobs we deleted or saw finish before they vanished are not
-        missing, and a reported one is remembered, so a deferred status write does not
-        report it again. What is remembered outlives a stale cached status: see
-        :class:`~cronjob_controller.expectations.GoneJobs` and :meth:`_finish`.
-        """
-        explained = self.gone.explained(key, {uid for _, uid in plan.unlisted})
-        for name, uid in plan.unlisted:
-            if uid in explained:
-                continue
-            try:
-                job = self.client.get(JOBS, name, str(meta(raw).get("namespace")))
-            except NotFound:
-                self.reporter.event(raw, "Normal", "MissingJob",
-                                    f"Active job went missing: {name}")
-                self.gone.note(key, uid)
-                log.info("active job went missing", key=key, job=name)
-                continue
-            if (meta(job).get("uid") == uid and not jobs.is_job_finished(job)[0]
-                    and jobs.is_controlled_by(job, str(meta(raw).get("uid", "")))):
-                plan.active.append(job)
-
     def _schedule(self, key: str, raw: Object, status: Mapping[str, Any], plan: Plan,
                   now: datetime, edited: datetime | None) -> Result | None:
         cronjob = api.CronJob.from_dict(raw)
@@ -332,7 +290,7 @@ class CronJobReconciler:
         sched = schedule.parse(cronjob.spec.schedule, zone)
         if cronjob.spec.suspend:
             plan.ready = Readiness("True", api.REASON_SUSPENDED, "the CronJob is suspended")
-            return self._finish(raw, status, plan, None)
+            return self.status_writer.finish(raw, status, plan, None)
         # The anchor: lastScheduleTime, else creation; never before the last edit.
         anchor = plan.last_schedule or cronjob.creation_timestamp or now
         anchor = max(anchor, edited) if edited is not None else anchor
@@ -351,45 +309,7 @@ class CronJobReconciler:
             self._run(key, raw, cronjob, zone, due, missed, now, plan)
             if plan.created:
                 plan.next_schedule = sched.next_after(max(now, due), anchor=due)
-        return self._finish(raw, status, plan, self._requeue_after(plan.next_schedule))
-
-    def _cleanup_history(self, key: str, raw: Object, owned: list[Object], plan: Plan) -> None:
-        spec = cast(Mapping[str, Any], raw.get("spec") or {})
-        for how, limit_key in (("Complete", "successfulJobsHistoryLimit"),
-                               ("Failed", "failedJobsHistoryLimit")):
-            limit = spec.get(limit_key)
-            limit = api.DEFAULTS[limit_key] if limit is None else limit
-            done = sorted(
-                (j for j in owned
-                 if jobs.is_job_finished(j) == (True, how)
-                 and not meta(j).get("deletionTimestamp")),
-                key=jobs.age_key,
-            )
-            for job in done[:max(0, len(done) - int(cast(int, limit)))]:
-                self._delete_job(key, raw, job, plan, active=False)
-
-    def _delete_job(self, key: str, raw: Object, job: Object, plan: Plan, *,
-                    active: bool) -> None:
-        job_meta = meta(job)
-        name = str(job_meta.get("name"))
-        try:
-            self.client.delete(JOBS, name, str(job_meta.get("namespace")),
-                               propagation_policy="Background",
-                               preconditions={"uid": str(job_meta.get("uid"))})
-        except NotFound:
-            # Already gone (TTL controller, a user): nothing was deleted by us.
-            if active:
-                self.reporter.event(raw, "Normal", "MissingJob",
-                                    f"Active job went missing: {name}")
-            log.info("job already gone", job=name, active=active)
-        except ApiError as err:
-            self.reporter.event(raw, "Warning", "FailedDelete",
-                                f"Error deleting job {name}: {err.message}")
-            raise
-        else:
-            self.reporter.event(raw, "Normal", "SuccessfulDelete", f"Deleted job {name}")
-        self.gone.note(key, str(job_meta.get("uid", "")))  # a later sync: not missing
-        plan.active = [j for j in plan.active if meta(j).get("uid") != job_meta.get("uid")]
+        return self.status_writer.finish(raw, status, plan, self._requeue_after(plan.next_schedule))
 
     def _invalid(self, key: str, raw: Object, status: Mapping[str, Any], plan: Plan,
                  errors: Sequence[api.FieldError]) -> Result | None:
@@ -402,7 +322,7 @@ class CronJobReconciler:
             # Once per problem, as the event: every later sync (its own status write's
             # update event brings one) finds the same problem.
             log.info("invalid cronjob", key=key, reason=reason, problem=message)
-        return self._finish(raw, status, plan, None)
+        return self.status_writer.finish(raw, status, plan, None)
 
     # -- one run ----------------------------------------------------------------------------
     def _run(self, key: str, raw: Object, cronjob: api.CronJob, zone: tzinfo, due: datetime,
@@ -440,7 +360,7 @@ class CronJobReconciler:
             return
         if plan.active and cronjob.spec.concurrency_policy == "Replace":
             for job in list(plan.active):
-                self._delete_job(key, raw, job, plan, active=True)
+                self.departures.delete(key, raw, job, plan, active=True)
         self._create(key, raw, cronjob, zone, due, plan)
 
     def _report_unexpected(self, key: str, raw: Object, name: str, due: str) -> None:
@@ -498,39 +418,3 @@ class CronJobReconciler:
             return None
         delta = (next_time - self.clock.now()).total_seconds()
         return max(0.0, delta) + REQUEUE_SLACK_SECONDS
-
-    # -- 5. the status write ----------------------------------------------------------------
-    def _finish(self, raw: Object, status: Mapping[str, Any], plan: Plan,
-                requeue_after: float | None) -> Result | None:
-        result = Result(requeue_after=requeue_after) if requeue_after is not None else None
-        if plan.created and self.defer_status_after_create and not _vanishes_fast(raw):
-            # Off the critical path: the new Job's informer event brings this key back.
-            return result
-        changed = status_patch(status, desired_status(raw, status, plan, self.clock))
-        if not changed:
-            return result
-        body: dict[str, Any] = {"status": changed}
-        version = meta(raw).get("resourceVersion")
-        if version:
-            # Optimistic lock: a status someone else wrote since the cache saw it is never
-            # overwritten from the stale copy (upstream's UpdateStatus gets the same 409).
-            body["metadata"] = {"resourceVersion": version}
-        try:
-            self.client.patch(api.CRONJOBS, str(meta(raw).get("name")), body,
-                              str(meta(raw).get("namespace")), patch_type="merge",
-                              subresource="status")
-        except Conflict:
-            # The newer CronJob's informer event brings the key back once the cache has it;
-            # the requeue is only a backstop, and a delay, so a lagging cache is no hot loop.
-            log.info("status changed since the cache saw it; syncing again from the newer "
-                     "copy", key=f"{meta(raw).get('namespace')}/{meta(raw).get('name')}",
-                     resource_version=version)
-            wait = CACHE_WAIT_SECONDS if requeue_after is None else min(requeue_after,
-                                                                         CACHE_WAIT_SECONDS)
-            return Result(requeue_after=wait)
-        # The cached status was the latest: the gone Jobs it does not list are listed by no
-        # status this process will read from now on.
-        self.gone.settle(f"{meta(raw).get('namespace')}/{meta(raw).get('name')}",
-                         {str(ref.get("uid", "")) for ref in status.get("active") or []
-                          if isinstance(ref, Mapping)})
-        return result

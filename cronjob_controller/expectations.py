@@ -21,10 +21,10 @@ Contract of :class:`RunRecord` (one per reconciler, thread-safe):
 Why (created/unseen): a sync that acts on a Job cache older than its own last create would
 not see that Job: a Replace would not delete it, a Forbid would start a second run.
 
-Why (floor): a sync that created a Job defers its status write to the next sync (see controller.py).
-If the Job is deleted in between (``ttlSecondsAfterFinished: 0``, a user), nothing in the
-cluster says the run happened; without this record the next sync would create it again.
-The record lives in memory only; see CRONJOB.md for the restart window it leaves.
+Why (floor): a sync that created a Job defers its status write to the next sync (see
+statuswrite.py). If the Job is deleted in between (``ttlSecondsAfterFinished: 0``, a user),
+nothing in the cluster says the run happened; without this record the next sync would create
+it again. The record lives in memory only; see CRONJOB.md for the restart window it leaves.
 
 Contract of :class:`GoneJobs` (one per reconciler, thread-safe): the UIDs of a CronJob's Jobs
 whose disappearance is explained (this process deleted them, the informer delivered the final

@@ -20,7 +20,7 @@ Contract:
   ``None`` (merge patch: remove) only for a field the cache shows set and the sync decided to
   clear (``nextScheduleTime`` when suspended or invalid, the old ``observedSchedule`` keys).
   Empty when the cached status already says everything: no write. The write itself carries
-  the cached ``resourceVersion`` (controller.py), so a status that changed since the cache
+  the cached ``resourceVersion`` (statuswrite.py), so a status that changed since the cache
   saw it is never overwritten from the stale copy.
 
 Nothing here writes to the API server or mutates a cached object.

@@ -16,8 +16,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from cronjob_controller.api import CRONJOBS, format_time
-from cronjob_controller.controller import CACHE_WAIT_SECONDS, CronJobReconciler
+from cronjob_controller.controller import CronJobReconciler
 from cronjob_controller.jobs import job_name
+from cronjob_controller.statuswrite import CACHE_WAIT_SECONDS
 from pyctrl import Request, RESTClient
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cronjob_controller.api import CRONJOBS
-from cronjob_controller.controller import CACHE_WAIT_SECONDS
+from cronjob_controller.statuswrite import CACHE_WAIT_SECONDS
 from pyctrl.kube import JOBS
 from tests.unit.cronjob.sync_fixture import NAMESPACE, Fixture, at, fmt, new_cronjob
 

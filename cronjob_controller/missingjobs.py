@@ -1,0 +1,117 @@
+"""Our Jobs that go away: history cleanup and the deletes a sync makes, and MissingJob.
+
+Contract of :class:`JobDepartures` (one per reconciler; ``gone`` is the reconciler's
+:class:`~cronjob_controller.expectations.GoneJobs`, ``reporter`` its
+:class:`~cronjob_controller.reporting.Reporter`):
+
+* :meth:`JobDepartures.cleanup_history` keeps the newest ``successfulJobsHistoryLimit``
+  Complete and ``failedJobsHistoryLimit`` Failed Jobs (the defaults when unset; "newest" by
+  :func:`~cronjob_controller.jobs.age_key`) among the owned ones not already being deleted,
+  and deletes the older ones (as :meth:`JobDepartures.delete`, not active).
+* :meth:`JobDepartures.delete` deletes one of our Jobs (history cleanup, or an active Job a
+  Replace run ends) with Background propagation and the Job's UID as precondition. Deleted:
+  a Normal ``SuccessfulDelete`` event. Already gone (NotFound: the TTL controller, a user):
+  nothing was deleted by us; for an active Job a Normal ``MissingJob`` event, else only a
+  log line. Any other API error: a Warning ``FailedDelete`` event, and the error propagates
+  (the sync is retried). Unless it propagated, the Job's UID is noted in ``gone`` (a later
+  sync does not report it missing) and the Job leaves ``plan.active``.
+* :meth:`JobDepartures.check_unlisted` is upstream's MissingJob check, for the
+  ``status.active`` entries the Job cache does not hold (``plan.unlisted``) and ``gone`` does
+  not explain: each is asked of the API server (the cache may lag it, as upstream does).
+  Gone: one Normal ``MissingJob`` event, its UID noted (a deferred status write does not get
+  it reported again) and it stays out of ``active``. Found with the same UID, unfinished and
+  controlled by the CronJob: the cache is behind, and the Job counts as active. Jobs we
+  deleted or saw finish before they vanished are not missing. What is noted outlives a stale
+  cached status: ``gone`` forgets only after a successful status write
+  (:class:`~cronjob_controller.statuswrite.StatusWriter`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+import structlog
+
+from cronjob_controller import api, jobs
+from cronjob_controller.expectations import GoneJobs
+from cronjob_controller.reporting import Reporter
+from cronjob_controller.status import Plan, meta
+from pyctrl.errors import ApiError, NotFound
+from pyctrl.kube import JOBS, Client, Object
+
+__all__ = ["REASON_MISSING_JOB", "JobDepartures"]
+
+log = structlog.get_logger(__name__)
+
+REASON_MISSING_JOB = "MissingJob"
+
+
+class JobDepartures:
+    """Deletes our Jobs and reports the ones that went missing (see module docstring)."""
+
+    def __init__(self, client: Client, reporter: Reporter, gone: GoneJobs) -> None:
+        self.client = client
+        self.reporter = reporter
+        self.gone = gone
+
+    def _missing(self, raw: Object, name: str) -> None:
+        self.reporter.event(raw, "Normal", REASON_MISSING_JOB,
+                            f"Active job went missing: {name}")
+
+    def cleanup_history(self, key: str, raw: Object, owned: list[Object], plan: Plan) -> None:
+        """Delete the finished Jobs in ``owned`` beyond the CronJob's history limits."""
+        spec = cast(Mapping[str, Any], raw.get("spec") or {})
+        for how, limit_key in (("Complete", "successfulJobsHistoryLimit"),
+                               ("Failed", "failedJobsHistoryLimit")):
+            limit = spec.get(limit_key)
+            limit = api.DEFAULTS[limit_key] if limit is None else limit
+            done = sorted(
+                (j for j in owned
+                 if jobs.is_job_finished(j) == (True, how)
+                 and not meta(j).get("deletionTimestamp")),
+                key=jobs.age_key,
+            )
+            for job in done[:max(0, len(done) - int(cast(int, limit)))]:
+                self.delete(key, raw, job, plan, active=False)
+
+    def delete(self, key: str, raw: Object, job: Object, plan: Plan, *, active: bool) -> None:
+        """Delete ``job`` of the CronJob ``raw`` (at ``key``); ``active``: it is a running
+        Job that a Replace ends, not finished history."""
+        job_meta = meta(job)
+        name = str(job_meta.get("name"))
+        try:
+            self.client.delete(JOBS, name, str(job_meta.get("namespace")),
+                               propagation_policy="Background",
+                               preconditions={"uid": str(job_meta.get("uid"))})
+        except NotFound:
+            # Already gone (TTL controller, a user): nothing was deleted by us.
+            if active:
+                self._missing(raw, name)
+            log.info("job already gone", job=name, active=active)
+        except ApiError as err:
+            self.reporter.event(raw, "Warning", "FailedDelete",
+                                f"Error deleting job {name}: {err.message}")
+            raise
+        else:
+            self.reporter.event(raw, "Normal", "SuccessfulDelete", f"Deleted job {name}")
+        self.gone.note(key, str(job_meta.get("uid", "")))  # a later sync: not missing
+        plan.active = [j for j in plan.active if meta(j).get("uid") != job_meta.get("uid")]
+
+    def check_unlisted(self, key: str, raw: Object, plan: Plan) -> None:
+        """MissingJob for the Jobs ``plan.unlisted`` names that are gone; the found ones
+        join ``plan.active``."""
+        explained = self.gone.explained(key, {uid for _, uid in plan.unlisted})
+        for name, uid in plan.unlisted:
+            if uid in explained:
+                continue
+            try:
+                job = self.client.get(JOBS, name, str(meta(raw).get("namespace")))
+            except NotFound:
+                self._missing(raw, name)
+                self.gone.note(key, uid)
+                log.info("active job went missing", key=key, job=name)
+                continue
+            if (meta(job).get("uid") == uid and not jobs.is_job_finished(job)[0]
+                    and jobs.is_controlled_by(job, str(meta(raw).get("uid", "")))):
+                plan.active.append(job)
