@@ -12,10 +12,10 @@ Contract:
   dropped managedFields scattered between the kept objects and nearly doubles RSS per cached
   object, so pyctrl pays for an etcd read instead (pass "0" to get client-go's behaviour).
   A relist uses the last synced version, and "" (a consistent read) when that version is known
-  to be unavailable (410/Expired, or a watch from a just-listed version expiring). Only
-  the "0" and "" lists are paged (a paged list at a given version would read exactly that,
-  possibly stale, version from etcd). A 410 while following ``continue`` tokens restarts the
-  list as one consistent, unpaged read (RV ""), since pages of different snapshots can't mix.
+  to be unavailable (410/Expired, or a watch from a just-listed version expiring). A 410 on
+  a LIST at a version retries at once with "". The LIST itself (which lists are paged, pages
+  prefetched, a 410 between pages, transform and streaming per page) is
+  :func:`pyctrl.cache.pager.list_all`'s contract.
 * A watch that ends cleanly is reopened at once from the last version. 410 Gone (on open
   or as an in-stream ERROR event, or a "too old resource version" message) means the version
   was compacted: LIST again. 429/5xx/transport errors back off (0.8 s doubling to 30 s,
@@ -28,10 +28,6 @@ Contract:
   ``version`` and ``resource`` (when the lister knows its ``resource``) and says to install
   its CustomResourceDefinition; the backoff grows to its cap while it persists, and the
   store never syncs (so readiness built on ``has_synced`` stays false).
-* Pages come from the lister's ``list_pages`` generator when it has one (the
-  :class:`~pyctrl.cache.listwatch.ListWatch` over a RESTClient requests page N+1 while page
-  N is decoded and transformed), else from ``list`` one call per page. The generator is
-  closed (its prefetch thread joined) when the list ends, fails or is stopped.
 * ``watch_list=True`` (client-go's WatchListClient, KEP-3157) syncs by a streaming list
   instead of a LIST: one WATCH with ``sendInitialEvents`` from the version a LIST would ask
   for, whose initial events up to the ``k8s.io/initial-events-end`` bookmark become the
@@ -48,15 +44,14 @@ Contract:
   it is transformed, so the informer stores the first pages while the next ones are
   fetched; ``replace`` still follows with the whole list (see
   :mod:`pyctrl.cache.delta_fifo`). Once ``stream_initial`` declines a page (any later list),
-  the rest of that list goes only to ``replace``.
-* Python's cyclic garbage collector is paused (:func:`pyctrl.kube.body.gc_paused`) while a
-  listed page is transformed and while the store's ``replace`` runs: a list allocates many
-  long-lived objects and no cycles, and collections in between only walk them again.
+  the rest of that list goes only to ``replace``. Python's cyclic garbage collector is
+  paused (:func:`pyctrl.kube.body.gc_paused`) while the store's ``replace`` runs.
 * Each watch asks the server to end it after a random ``[min_watch_timeout,
-  max_watch_timeout]`` seconds so clients spread out. A watchdog closes a watch that has
-  delivered nothing (not even a bookmark) for ``watch_silence_timeout`` seconds (default
-  ``max_watch_timeout + 60``: a healthy server either sends bookmarks about every minute or
-  closes the watch at its timeout, so that much silence means a dead connection).
+  max_watch_timeout]`` seconds so clients spread out. A watchdog
+  (:mod:`pyctrl.cache.watchdog`) closes a watch that has delivered nothing (not even a
+  bookmark) for ``watch_silence_timeout`` seconds (default ``max_watch_timeout + 60``: a
+  healthy server either sends bookmarks about every minute or closes the watch at its
+  timeout, so that much silence means a dead connection).
 * ``stop`` closes the open watch promptly; the reflector's threads exit before ``run``
   returns. An in-flight LIST is not interruptible: ``run`` returns once it finishes.
 * Time comes only from the injected clock.
@@ -64,10 +59,9 @@ Contract:
 
 from __future__ import annotations
 
-import contextlib
 import random
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 import structlog
@@ -75,12 +69,13 @@ import structlog
 from pyctrl._errorlog import ErrorLog
 from pyctrl.cache.backoff import ExponentialBackoffManager
 from pyctrl.cache.keys import DeletedFinalStateUnknown
-from pyctrl.cache.listwatch import ListerWatcher, sequential_pages
+from pyctrl.cache.listwatch import ListerWatcher
+from pyctrl.cache.pager import Stopped, is_expired, list_all
+from pyctrl.cache.watchdog import WatchDog
 from pyctrl.cache.watchlist import initial_events, rejects_watch_list
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import (
     ApiError,
-    Gone,
     NotFound,
     ServerError,
     ServerTimeout,
@@ -113,22 +108,12 @@ class ReflectorStore(Protocol):
     def replace(self, objs: Iterable[Object], resource_version: str = "") -> None: ...
 
 
-class _Stopped(Exception):
-    pass
-
-
 class _Relist(Exception):
     pass
 
 
 # An open watch: the stream, its one event iterator, and when it was opened.
 _Opened = tuple[WatchStream, Iterator[WatchEvent], float]
-
-
-def _is_expired(err: BaseException) -> bool:
-    if isinstance(err, Gone):
-        return True
-    return isinstance(err, ApiError) and "too old resource version" in err.message
 
 
 def _retryable(err: BaseException) -> bool:
@@ -163,22 +148,17 @@ class Reflector:
         self._page_size = page_size
         self._min_watch = min_watch_timeout
         self._max_watch = max_watch_timeout
-        self._silence = (watch_silence_timeout if watch_silence_timeout is not None
-                         else max_watch_timeout + 60.0)
-        if self._silence <= 0:
-            raise ValueError("watch_silence_timeout must be positive")
+        self._watchdog = WatchDog(self._clock, watch_silence_timeout
+                                  if watch_silence_timeout is not None
+                                  else max_watch_timeout + 60.0)
         self._rand = rand or random.Random()
         self._backoff = ExponentialBackoffManager(
             self._clock, initial=backoff_initial, maximum=backoff_max, jitter=backoff_jitter,
             reset_after=backoff_reset, rand=self._rand.random)
-        self._lock = threading.Lock()
         self._last_rv = ""
         self._initial_rv = initial_list_resource_version
         self._transform = transform
         self._rv_unavailable = False
-        self._stream: WatchStream | None = None
-        self._last_activity = 0.0
-        self._silenced = False
         self._watch_list = watch_list
 
     # -- public ---------------------------------------------------------------------------
@@ -188,14 +168,14 @@ class Reflector:
 
     def run(self, stop: threading.Event) -> None:
         """LIST and WATCH until ``stop`` is set (see module docstring)."""
-        watchdog = threading.Thread(target=self._watchdog, args=(stop,),
+        watchdog = threading.Thread(target=self._watchdog.run, args=(stop,),
                                     name=f"{self.name}-watchdog", daemon=True)
         watchdog.start()
         try:
             while not stop.is_set():
                 try:
                     self.list_and_watch(stop)
-                except _Stopped:
+                except Stopped:
                     break
                 except Exception as err:
                     delay = self._backoff.next()
@@ -234,10 +214,10 @@ class Reflector:
                 self._watch_once(stop, first)
             except _Relist:
                 return
-            except _Stopped:
+            except Stopped:
                 raise
             except Exception as err:
-                if _is_expired(err):
+                if is_expired(err):
                     log.info("watch expired, relisting", reflector=self.name, error=str(err))
                     if self._last_rv == listed_rv:
                         # Even the version we just listed is too old to watch from: the
@@ -252,7 +232,7 @@ class Reflector:
                 self._errors.failure("watch failed, backing off", err, level="info",
                                      reflector=self.name, delay=round(delay, 3))
                 if self._clock.sleep(delay, stop):
-                    raise _Stopped from None
+                    raise Stopped from None
 
     # -- LIST or watch-list ----------------------------------------------------------------
     def _sync(self, stop: threading.Event) -> _Opened | None:
@@ -279,7 +259,7 @@ class Reflector:
         rv = self._relist_resource_version()
         while True:
             if stop.is_set():
-                raise _Stopped
+                raise Stopped
             started = self._clock.monotonic()
             try:
                 stream: WatchStream = watch_list(resource_version=rv,
@@ -288,31 +268,32 @@ class Reflector:
                 if rejects_watch_list(err):
                     self._watch_list_off(str(err))
                     return None
-                if rv == "" or not _is_expired(err):
+                if rv == "" or not is_expired(err):
                     raise
                 self._rv_unavailable, rv = True, ""  # that version is gone: a consistent one
                 continue
             break
-        self._opened(stream, started)
+        dog = self._watchdog
+        dog.opened(stream, started)
         events = iter(stream)
         try:
             clock = self._clock
 
             def on_event() -> None:
-                self._last_activity = clock.monotonic()
+                dog.last_activity = clock.monotonic()
                 if stop.is_set():
-                    raise _Stopped
+                    raise Stopped
 
             synced = initial_events(events, transform=self._transform,
                                     stream_to=getattr(self._store, "stream_initial", None),
                                     batch_size=self._page_size, on_event=on_event)
         except BaseException:
-            self._closed(stream)
+            dog.closed(stream)
             if stop.is_set():
-                raise _Stopped from None
+                raise Stopped from None
             raise
         if synced is None:
-            self._closed(stream)
+            dog.closed(stream)
             self._watch_list_off("the server sent an ordinary bookmark first: it ignores "
                                  "sendInitialEvents")
             return None
@@ -335,7 +316,7 @@ class Reflector:
         try:
             items, list_rv = self._paged_list(rv, stop)
         except Exception as err:
-            if rv == "" or not _is_expired(err):
+            if rv == "" or not is_expired(err):
                 raise
             # The version we asked for is gone: fall back to a consistent read.
             self._rv_unavailable = True
@@ -347,74 +328,14 @@ class Reflector:
         log.debug("listed", reflector=self.name, items=len(items), resource_version=list_rv)
 
     def _paged_list(self, rv: str, stop: threading.Event) -> tuple[list[Object], str]:
-        items: list[Object] = []
-        limit = self._page_size if self._page_size > 0 else None
-        if rv not in ("", "0"):
-            # As client-go: a relist at a specific version is served unpaged from the watch
-            # cache ("not older than"). Paged with a version means "exactly this version"
-            # from etcd, which can hand back the very state a 410 told us to move past.
-            limit = None
-        list_pages = getattr(self._lw, "list_pages", None)
-        if stop.is_set():
-            raise _Stopped
-        pages: Generator[Object, None, None] = (
-            list_pages(limit=limit, resource_version=rv) if list_pages is not None
-            else sequential_pages(self._lw, limit=limit, resource_version=rv))
-        transform = self._transform
         # The first list's pages go to the store as they arrive, when it takes them.
-        stream: Callable[[list[Object]], bool] | None = getattr(
-            self._store, "stream_initial", None)
-        continued = False
-        with contextlib.closing(pages):
-            while True:
-                if stop.is_set():
-                    raise _Stopped
-                try:
-                    page = next(pages)
-                except Exception as err:
-                    if not continued or not _is_expired(err):
-                        raise
-                    return self._unpaged_list()
-                with gc_paused():  # collections would only walk the new, cycle-free items
-                    page_items = page.get("items") or []
-                    if transform is not None:
-                        # Per page, so the dropped parts of one page are freed (and their
-                        # memory reused by the next page) before the next page is decoded.
-                        page_items = [transform(o) for o in page_items]
-                    items.extend(page_items)
-                    if stream is not None and not stream(page_items):
-                        stream = None
-                    del page_items
-                md = page.get("metadata") or {}
-                del page
-                if not md.get("continue"):
-                    return items, md.get("resourceVersion", "")
-                continued = True
-
-    def _unpaged_list(self) -> tuple[list[Object], str]:
-        log.info("list continue expired, restarting unpaged", reflector=self.name)
-        page = self._lw.list(limit=None, continue_=None, resource_version="")
-        md = page.get("metadata") or {}
-        full = page.get("items") or []
-        if self._transform is not None:
-            full = [self._transform(o) for o in full]
-        return list(full), md.get("resourceVersion", "")
+        return list_all(self._lw, rv, page_size=self._page_size, transform=self._transform,
+                        stream_to=getattr(self._store, "stream_initial", None), stop=stop,
+                        name=self.name)
 
     # -- WATCH ------------------------------------------------------------------------------
     def _watch_timeout(self) -> int:
         return int(self._min_watch + self._rand.random() * (self._max_watch - self._min_watch))
-
-    def _opened(self, stream: WatchStream, started: float) -> None:
-        """Hand a newly opened watch to the watchdog (stop and silence close it)."""
-        with self._lock:
-            self._stream = stream
-            self._last_activity = started
-            self._silenced = False
-
-    def _closed(self, stream: WatchStream) -> None:
-        with self._lock:
-            self._stream = None
-        stream.close()
 
     def _watch_once(self, stop: threading.Event, opened: _Opened | None = None) -> None:
         if opened is None:
@@ -422,7 +343,7 @@ class Reflector:
             stream = self._lw.watch(resource_version=self._last_rv,
                                     timeout_seconds=self._watch_timeout(),
                                     allow_watch_bookmarks=True)
-            self._opened(stream, started)
+            self._watchdog.opened(stream, started)
             events = iter(stream)
         else:  # the watch-list's stream, past its initial events
             stream, events, started = opened
@@ -431,20 +352,16 @@ class Reflector:
         try:
             count = self._handle_stream(events, stop)
         except Exception:
-            with self._lock:
-                silenced = self._silenced
-            if not silenced:
+            if not self._watchdog.silenced():
                 raise
             count = -1
         finally:
-            self._closed(stream)
+            self._watchdog.closed(stream)
         if stop.is_set():
-            raise _Stopped
-        with self._lock:
-            silenced = self._silenced
-        if silenced:
+            raise Stopped
+        if self._watchdog.silenced():
             log.warning("watch was silent too long, restarting", reflector=self.name,
-                        silence_seconds=self._silence)
+                        silence_seconds=self._watchdog.silence)
             return
         if count == 0 and self._clock.monotonic() - started < _SHORT_WATCH_SECONDS:
             raise ServerError("very short watch: ended with no events", 0, "ShortWatch")
@@ -452,10 +369,11 @@ class Reflector:
     def _handle_stream(self, events: Iterator[WatchEvent], stop: threading.Event) -> int:
         store = self._store
         clock = self._clock
+        dog = self._watchdog
         transform = self._transform
         count = 0
         for event in events:
-            self._last_activity = clock.monotonic()
+            dog.last_activity = clock.monotonic()
             if stop.is_set():
                 break
             etype = event.get("type")
@@ -479,26 +397,3 @@ class Reflector:
                 self._last_rv = rv
             count += 1
         return count
-
-    def _watchdog(self, stop: threading.Event) -> None:
-        # Closes a silent watch, and the open watch on stop.
-        clock = self._clock
-        while True:
-            if stop.is_set():
-                with self._lock:
-                    stream, self._stream = self._stream, None
-                if stream is not None:
-                    stream.close()
-                return
-            with self._lock:
-                stream = self._stream
-                wait = self._silence
-                if stream is not None:
-                    wait = self._last_activity + self._silence - clock.monotonic()
-                    if wait <= 0:
-                        self._silenced = True
-                        self._stream = None
-            if stream is not None and wait <= 0:
-                stream.close()
-                continue
-            clock.sleep(max(wait, 0.001), stop)
