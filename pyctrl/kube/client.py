@@ -2,9 +2,9 @@
 
 Contract:
 
-* Every call is one HTTP request built from :meth:`Resource.path` (names and namespaces are
-  percent-quoted) plus query parameters. Bodies are encoded and decoded with orjson; no
-  generated model classes are involved.
+* Every call is one HTTP request to :func:`pyctrl.kube.paths.resource_path` (names and
+  namespaces percent-quoted) plus query parameters. Bodies are encoded and decoded with
+  orjson; no generated model classes are involved.
 * Transport: with ``transport="lean"`` (the default) every non-watch request goes through
   :class:`pyctrl.kube.transport.UnaryTransport`: one keep-alive connection per calling thread,
   opened by urllib3 with the pool's TLS settings, on which the request and its answer are
@@ -14,9 +14,10 @@ Contract:
   safe (see that module). Watches, and every request with ``transport="urllib3"`` (the
   escape hatch, kept) or through an HTTP(S) proxy, use one keep-alive ``urllib3`` pool shared
   by all threads (``pool_maxsize`` connections per host, default 32; it does not bound the
-  lean transport, which keeps one connection per calling thread). Both transports send the
-  same headers and raise the same errors: one request/retry loop (``_exchange``: limiter,
-  credentials, metrics, error mapping, 429 retries) drives either sender. Watches always
+  lean transport, which keeps one connection per calling thread; both get their TLS
+  settings from :mod:`pyctrl.kube.pool`). Both transports send the same headers and raise
+  the same errors: one request/retry loop (``_exchange``: limiter, credentials, metrics,
+  error mapping, 429 retries) drives either sender. Watches always
   take the pool, the lean transport reading whole answers only; their body is de-chunked
   from the socket reader under urllib3's response (:mod:`pyctrl.kube.watch`), the one
   place that reads urllib3 internals (``make urllib3-range`` runs the unit suite on the
@@ -29,12 +30,12 @@ Contract:
   Priority and Fairness grants a single workload. A WATCH takes a token to start, never while
   it streams. ``qps <= 0`` disables the limiter (``python -m cronjob_controller`` does by
   default, relying on APF and the 429 retries below; README "Rate limits").
-* Non-2xx answers raise via :func:`pyctrl.errors.from_status`. A 429 means the server did not
-  process the request, so any verb is retried after ``Retry-After`` seconds (the header, else
+* Non-2xx answers and transport failures raise as :mod:`pyctrl.kube.httperrors` maps them
+  (:func:`pyctrl.errors.from_status`; :class:`pyctrl.errors.Timeout`,
+  :class:`pyctrl.errors.Unreachable`). A 429 means the server did not process the request,
+  so any verb is retried after ``Retry-After`` seconds (the header, else
   ``details.retryAfterSeconds``, else 1 s), waiting on the injected clock, at most
-  ``max_retries`` (10, as client-go) times; then :class:`TooManyRequests` is raised. Connect
-  and read timeouts raise :class:`pyctrl.errors.Timeout`; other transport failures raise a
-  :class:`pyctrl.errors.Unreachable` (``reason="ConnectionError"``, ``code=0``).
+  ``max_retries`` (10, as client-go) times; then :class:`TooManyRequests` is raised.
 * ``metadata_only`` lists and watches (:class:`pyctrl.kube.ListOptions`) send the
   ``PartialObjectMetadata`` Accept header it names; everything else asks for
   ``application/json``.
@@ -45,28 +46,28 @@ Contract:
 
 from __future__ import annotations
 
-import ssl
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Unpack
-from urllib.parse import quote, urlencode
 
 import orjson
 import structlog
 import urllib3
 from prometheus_client import CollectorRegistry
-from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
-from urllib3.exceptions import TimeoutError as Urllib3Timeout
+from urllib3.exceptions import HTTPError
 
 from pyctrl.clock import Clock, RealClock
-from pyctrl.errors import ApiError, Timeout, TooManyRequests, Unreachable, from_status
+from pyctrl.errors import ApiError, TooManyRequests
 from pyctrl.kube._kubeconfig import ConnectionSettings
 from pyctrl.kube.body import decode_object
 from pyctrl.kube.config import KubeConfig, load_config
 from pyctrl.kube.guard import check_write
+from pyctrl.kube.httperrors import error_from_answer, error_from_pool_answer, transport_error
 from pyctrl.kube.interface import Object, PatchBody
 from pyctrl.kube.metrics import RequestMetrics, request_metrics
 from pyctrl.kube.options import JSON, ListArgs, ListOptions, WatchArgs
+from pyctrl.kube.paths import request_scope, resource_path
+from pyctrl.kube.pool import build_pool, connection_kwargs, proxied
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.transport import Response, TransportClosed, UnaryTransport
@@ -88,43 +89,6 @@ log = structlog.get_logger(__name__)
 
 _DEFAULT_RETRY_AFTER = 1.0
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-def connection_kwargs(cfg: ConnectionSettings | Configuration) -> dict[str, Any]:
-    """urllib3 connection keywords for the Configuration's TLS and client-cert settings."""
-    kw: dict[str, Any] = {
-        "cert_reqs": ssl.CERT_REQUIRED if cfg.verify_ssl else ssl.CERT_NONE,
-        "ca_certs": cfg.ssl_ca_cert,
-        "ca_cert_data": cfg.ca_cert_data,
-        "cert_file": cfg.cert_file,
-        "key_file": cfg.key_file,
-    }
-    if cfg.assert_hostname is not None:
-        kw["assert_hostname"] = cfg.assert_hostname
-    if cfg.tls_server_name:
-        kw["server_hostname"] = cfg.tls_server_name
-    return kw
-
-
-def _proxied(cfg: ConnectionSettings | Configuration) -> bool:
-    if not cfg.proxy:
-        return False
-    from kubernetes.client.rest import should_bypass_proxies  # only with a proxy configured
-
-    return not should_bypass_proxies(cfg.host, cfg.no_proxy or "")
-
-
-def build_pool(cfg: ConnectionSettings | Configuration, maxsize: int) -> urllib3.PoolManager:
-    """A keep-alive pool honouring the Configuration's TLS, client-cert and proxy settings."""
-    kw: dict[str, Any] = {"num_pools": 4, "maxsize": maxsize, "block": False,
-                          **connection_kwargs(cfg)}
-    if cfg.proxy and _proxied(cfg):
-        return urllib3.ProxyManager(proxy_url=cfg.proxy, proxy_headers=cfg.proxy_headers, **kw)
-    return urllib3.PoolManager(**kw)
-
-
-def _q(part: str) -> str:
-    return quote(part, safe="")
 
 
 class RESTClient:
@@ -166,7 +130,7 @@ class RESTClient:
         self._pool = build_pool(cfg, pool_maxsize)
         # Non-watch requests: the lean transport unless asked otherwise or proxied.
         self._lean: UnaryTransport | None = None
-        if transport == "lean" and not _proxied(cfg):
+        if transport == "lean" and not proxied(cfg):
             self._lean = UnaryTransport(self._host, connection_kw=connection_kwargs(cfg),
                                         connect_timeout=timeout, read_timeout=timeout)
         # The lean transport sends request targets: the server URL's own path prefix (if
@@ -220,26 +184,9 @@ class RESTClient:
         """The full URL for a collection or object, with an encoded query string."""
         return self._host + self._path(resource, namespace, name, subresource, query)
 
-    @staticmethod
-    def _path(resource: Resource, namespace: str | None = None, name: str | None = None,
-              subresource: str | None = None, query: dict[str, str] | None = None) -> str:
-        """:meth:`url` without the server URL: the resource path and its query string."""
-        path = resource.path(
-            _q(namespace) if namespace else None,
-            _q(name) if name is not None else None,
-            _q(subresource) if subresource else None,
-        )
-        return f"{path}?{urlencode(query)}" if query else path
-
-    @staticmethod
-    def _scope(resource: Resource, namespace: str | None, obj: Object | None = None,
-               required: bool = True) -> str | None:
-        if not resource.namespaced:
-            return None
-        ns = namespace or ((obj or {}).get("metadata") or {}).get("namespace")
-        if required and not ns:
-            raise ValueError(f"{resource} is namespaced: a namespace is required")
-        return str(ns) if ns else None
+    # The resource path and query (no server URL); the namespace a call uses.
+    _path = staticmethod(resource_path)
+    _scope = staticmethod(request_scope)
 
     # -- transport ----------------------------------------------------------------------
     def _admit(self) -> None:
@@ -288,13 +235,13 @@ class RESTClient:
                 raise ApiError("the client is closed", reason="ClientClosed") from None
             except (HTTPError, OSError) as exc:
                 self._observe(call.method, "<error>", start)
-                raise _transport_error(call.method, self._host + call.path, exc) from exc
+                raise transport_error(call.method, self._host + call.path, exc) from exc
             status = reply.status
             self._observe(call.method, str(status), start)
             if 200 <= status < 300:
                 return reply
-            err = (_error_from(status, reply.data, reply.header("retry-after"))
-                   if isinstance(reply, Response) else _error_from_pool(reply))
+            err = (error_from_answer(status, reply.data, reply.header("retry-after"))
+                   if isinstance(reply, Response) else error_from_pool_answer(reply))
             if self._retry_throttled(err, status, attempt, call.method, call.path):
                 attempt += 1
                 continue
@@ -453,31 +400,3 @@ def _name_of(obj: Object) -> str:
     if not name:
         raise ValueError("object has no metadata.name")
     return str(name)
-
-
-def _error_from(code: int, raw: bytes | None, retry_after: str | None) -> ApiError:
-    try:
-        status: Any = orjson.loads(raw) if raw else None
-    except orjson.JSONDecodeError:
-        status = None
-    return from_status(code, status if isinstance(status, dict) else None,
-                       retry_after_header=retry_after)
-
-
-def _error_from_pool(resp: urllib3.BaseHTTPResponse) -> ApiError:
-    try:
-        raw: bytes | None = resp.data
-    except (HTTPError, OSError):
-        raw = None
-    finally:
-        resp.release_conn()
-    return _error_from(resp.status, raw, resp.headers.get("Retry-After"))
-
-
-def _transport_error(method: str, url: str, exc: BaseException) -> ApiError:
-    reason = exc.reason if isinstance(exc, MaxRetryError) else exc
-    if isinstance(reason, Urllib3Timeout | TimeoutError) and not isinstance(
-        reason, NewConnectionError
-    ):
-        return Timeout(f"{method} {url}: timed out: {reason}", reason="Timeout")
-    return Unreachable(f"{method} {url}: {reason}", reason="ConnectionError")
