@@ -67,6 +67,9 @@ log = structlog.get_logger("cronjob_controller")
 # within 1 s (issue 25 item 4). --qps N (> 0) turns the limiter back on, --burst its bucket.
 DEFAULT_QPS = 0.0
 DEFAULT_BURST = 100
+# The sharding leader's share of the CronJobs against another replica's (it also runs the
+# sharder): see README, Sharding, for the figures behind the value.
+DEFAULT_SHARD_LEADER_WEIGHT = 1.0
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_LEADERSHIP_LOST = 0, 1, 2, 3
 EPILOG = """\
@@ -140,6 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
                         default=(os.environ.get("POD_NAME") or os.uname().nodename).lower(),
                         help="this replica's shard name (default: $POD_NAME, else the host "
                              "name)")
+    parser.add_argument("--shard-leader-weight", type=float,
+                        default=DEFAULT_SHARD_LEADER_WEIGHT, metavar="W",
+                        help="with --sharding: the leader's share of the CronJobs relative "
+                             "to another replica's, in (0, 1]; it also runs the sharder "
+                             "(default %(default)s)")
     parser.add_argument("--metrics-bind-address", default=":8443",
                         help="host:port for /metrics ('0' disables)")
     parser.add_argument("--metrics-secure", type=_bool_arg, nargs="?", const=True,
@@ -274,7 +282,8 @@ def run(args: argparse.Namespace) -> int:
                 lease_namespace=args.leader_elect_namespace, namespaces=tuple(args.namespace),
                 owned=(JOBS,), lease_duration=args.leader_elect_lease_duration,
                 renew_deadline=args.leader_elect_renew_deadline,
-                retry_period=args.leader_elect_retry_period)
+                retry_period=args.leader_elect_retry_period,
+                leader_weight=args.shard_leader_weight)
         except ValueError as err:
             print(f"error: --sharding: {err}", file=sys.stderr)
             return EXIT_USAGE

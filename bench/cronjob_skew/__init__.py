@@ -139,6 +139,7 @@ from bench.cronjob_skew.probe import (
 )
 from bench.cronjob_skew.profile import finish_profiler, start_profiler
 from bench.cronjob_skew.report import duplicates, skew_fields, verdict
+from cronjob_controller.__main__ import DEFAULT_SHARD_LEADER_WEIGHT
 from bench.cronjob_skew.shards import (
     SHARDED,
     Census,
@@ -183,6 +184,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="S >= 1: after the single pyctrl replica, run S sharded replicas "
                              "(phase pyctrl-sharded) on as many CronJobs; upstream and limit "
                              "are then skipped unless --all-phases")
+    parser.add_argument("--shard-leader-weight", type=float,
+                        default=DEFAULT_SHARD_LEADER_WEIGHT, metavar="W",
+                        help="with --shards: the replicas' --shard-leader-weight (default: "
+                             "the controller's, %(default)s)")
     parser.add_argument("--all-phases", action="store_true",
                         help="with --shards: also run the upstream and limit phases")
     parser.add_argument("--pyctrl-workers", type=int, default=16,
@@ -329,7 +334,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         settled, settle_s = wait_settled(pids, started, args, check, timeout)
         syncs = [controller.cache_sync_seconds() for controller in controllers]
         if sharded:
-            at_window = take_census(client, namespace, ids)
+            at_window = take_census(client, namespace, ids, args.shard_leader_weight)
             leader = leader_shard(client, namespace)
         tick = (planned if planned is not None
                 else math.ceil((time.time() + WINDOW_BEFORE + 1.0) / 60) * 60.0)
@@ -352,7 +357,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         sleep_until(tick + WINDOW_AFTER, check)
         usages = [sampler.stop() for sampler in samplers]
         if sharded:
-            after_window = take_census(client, namespace, ids)
+            after_window = take_census(client, namespace, ids, args.shard_leader_weight)
         deadline = tick + args.collect_timeout
         while watch.count_suffix(suffix) < n and time.time() < deadline:
             check()

@@ -17,7 +17,8 @@ Contract:
 * :func:`census` reads the shard labels of the phase's CronJobs: the owner of each, how many
   each shard owns, and how many are unlabelled, labelled for a shard that is not one of ours
   (``foreign``), draining, or ``off_ring`` (labelled for a shard other than the one the
-  controller's own :class:`pyctrl.sharding.HashRing` of all ``S`` shards picks: a move the
+  controller's own :class:`pyctrl.sharding.HashRing` of all ``S`` shards, the leader's
+  weighted by ``--shard-leader-weight``, picks: a move the
   sharder has not made yet), and ``handing_over`` (still carrying the handover annotation:
   its shard has not adopted its Jobs yet, e.g. the history Jobs the bench made unlabelled,
   so it would not be synced at the tick). ``settled`` is all five zero.
@@ -93,15 +94,16 @@ def shard_ids(n: int) -> list[str]:
     return [f"shard-{i}" for i in range(n)]
 
 
-def replica_args(shard: str, namespace: str) -> list[str]:
+def replica_args(shard: str, namespace: str, leader_weight: float = 1.0) -> list[str]:
     """The flags one replica adds to the single replica's."""
     return ["--sharding", "--shard-id", shard, "--leader-elect-namespace", namespace,
-            "--leader-elect-name", LEADER_LEASE]
+            "--leader-elect-name", LEADER_LEASE, f"--shard-leader-weight={leader_weight}"]
 
 
 def replicas(cp: ControlPlane, args: argparse.Namespace, log_dir: Path,
              namespace: str) -> list[Controller]:
-    return [Controller(SHARDED, cp, args, log_dir, extra_args=replica_args(shard, namespace),
+    return [Controller(SHARDED, cp, args, log_dir, extra_args=replica_args(
+                           shard, namespace, args.shard_leader_weight),
                        extra_env={"POD_NAME": shard},
                        log_name=f"cronjob_controller-{shard}.log")
             for shard in shard_ids(args.shards)]
@@ -140,9 +142,12 @@ class Census:
                 "handing_over": self.handing_over}
 
 
-def census(items: Iterable[Object], ids: Sequence[str]) -> Census:
-    """Read the shard labels of ``items`` against the shards ``ids`` (module docstring)."""
-    ring = HashRing(ids, _OPTIONS.virtual_nodes)
+def census(items: Iterable[Object], ids: Sequence[str], leader: str | None = None,
+           leader_weight: float = 1.0) -> Census:
+    """Read the shard labels of ``items`` against the shards ``ids`` (module docstring);
+    ``leader``'s shard weighs ``leader_weight`` in the ring, as in the leader's sharder."""
+    ring = HashRing(ids, _OPTIONS.virtual_nodes,
+                    {leader: leader_weight} if leader is not None else None)
     out = Census(owned=dict.fromkeys(ids, 0))
     for obj in items:
         meta = obj.get("metadata") or {}
@@ -167,8 +172,11 @@ def census(items: Iterable[Object], ids: Sequence[str]) -> Census:
     return out
 
 
-def take_census(client: RESTClient, namespace: str, ids: Sequence[str]) -> Census:
-    return census(client.list(PYCTRL_CRONJOBS, namespace).get("items") or [], ids)
+def take_census(client: RESTClient, namespace: str, ids: Sequence[str],
+                leader_weight: float = 1.0) -> Census:
+    leader = leader_shard(client, namespace)
+    return census(client.list(PYCTRL_CRONJOBS, namespace).get("items") or [], ids,
+                  leader, leader_weight)
 
 
 def wait_labelled(client: RESTClient, namespace: str, ids: Sequence[str], started: float,
@@ -178,7 +186,7 @@ def wait_labelled(client: RESTClient, namespace: str, ids: Sequence[str], starte
     polls = 0
     while True:
         check()
-        labels = take_census(client, namespace, ids)
+        labels = take_census(client, namespace, ids, args.shard_leader_weight)
         polls += 1
         elapsed = time.monotonic() - started
         done = labels.settled and labels.total >= args.cronjobs

@@ -34,6 +34,11 @@ its objects ``lease_duration`` after it last saw the Lease change. ``on_reconcil
 end)`` (monotonic seconds), when given, is called after each reconcile of an owned object
 (an audit hook: the integration test proves no two shards overlap on one key with it).
 
+``leader_weight`` (1.0, in (0, 1]) scales the sharder's own shard in the ring (see
+:class:`pyctrl.sharding.HashRing`): the leader runs the sharder beside its shard, so a weight
+below 1 evens out the replicas' CPU. It applies only on the replica that leads; a new leader
+gives its own shard the smaller share, and the objects that moves go through the usual drain.
+
 ``writers`` (50) bounds the sharder's label PATCHes in flight at once: a dead shard's objects
 move in one burst, and a label write of a custom resource is not free for the API server (it
 validates and re-encodes the whole object: ~3.5 ms each for a CronJob on 2 cores, ~580/s with
@@ -76,6 +81,7 @@ class ShardingOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     virtual_nodes: int = 1000
+    leader_weight: float = 1.0
     writers: int = 50
     write_qps: float = 500.0
     write_burst: int = 1000
@@ -90,6 +96,8 @@ class ShardingOptions:
             raise ValueError("owned must not name the sharded resource itself")
         if self.virtual_nodes < 1:
             raise ValueError("virtual_nodes must be at least 1")
+        if not 0 < self.leader_weight <= 1:
+            raise ValueError("leader_weight must be in (0, 1]")
         if self.writers < 1:
             raise ValueError("writers must be at least 1")
         if self.write_qps > 0 and self.write_burst < 1:

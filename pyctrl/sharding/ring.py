@@ -15,13 +15,19 @@ Spread: a shard's share is the sum of its points' arcs, so its deviation from 1/
 noise alone is ~1.04 median at 6000 keys). ``shard_for`` memoizes per ring (a ring is
 immutable), so a sharder that keeps its ring while membership is unchanged hashes each key
 once, not once per pass.
+
+Weights: ``weights`` maps a shard to a factor in (0, 1] of ``virtual_nodes`` (default 1), so
+that shard gets about that fraction of an equal share. The sharding leader gives itself a
+smaller one (``ShardingOptions.leader_weight``): it also runs the sharder, so at an equal
+share it is the busiest replica. The mapping then depends on the shard names and their
+weights, which only the sharder (the leader) needs: the other replicas follow its labels.
 """
 
 from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 __all__ = ["HashRing"]
 
@@ -36,12 +42,20 @@ def _hash(text: str) -> int:
 class HashRing:
     """An immutable ring over a set of shard names (see module docstring)."""
 
-    def __init__(self, shards: Iterable[str], virtual_nodes: int = 1000) -> None:
+    def __init__(self, shards: Iterable[str], virtual_nodes: int = 1000,
+                 weights: Mapping[str, float] | None = None) -> None:
         if virtual_nodes < 1:
             raise ValueError("virtual_nodes must be at least 1")
+        weights = dict(weights or {})
+        for shard, weight in weights.items():
+            if not 0 < weight <= 1:
+                raise ValueError(f"weight of {shard!r} must be in (0, 1], not {weight!r}")
         self.shards = frozenset(shards)
+        self.weights = {s: w for s, w in weights.items() if s in self.shards and w != 1}
+        counts = {shard: max(1, round(virtual_nodes * self.weights.get(shard, 1.0)))
+                  for shard in self.shards}
         points = sorted((_hash(f"{shard}#{i}"), shard)
-                        for shard in self.shards for i in range(virtual_nodes))
+                        for shard in self.shards for i in range(counts[shard]))
         self._hashes = [h for h, _ in points]
         self._owners = [s for _, s in points]
         self._memo: dict[str, str] = {}

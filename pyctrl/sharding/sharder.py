@@ -6,7 +6,8 @@ Contract (run by the leader only, as a ``needs_leader`` Manager runnable):
   :class:`ShardMembership`, every object's metadata): the Manager runs one on every replica
   from the start and hands it to the sharder, so a new leader plans at once with Leases it
   has watched all along. Without one given, the sharder runs its own inside :meth:`run`.
-* The ring is a :class:`HashRing` of the live shards. :func:`plan` decides per object, from its
+* The ring is a :class:`HashRing` of the live shards, this replica's own (the leader's)
+  weighted by ``options.leader_weight``. :func:`plan` decides per object, from its
   labels (current shard ``cur``, drain flag) and the ring's choice ``want``:
 
   - no live shard: nothing (objects keep their labels until a shard is back);
@@ -190,7 +191,7 @@ class Sharder:
         warm = start - self._warm_from() >= o.lease_duration
         self._warm = warm
         if self._ring.shards != alive:
-            self._ring = HashRing(alive, o.virtual_nodes)
+            self._ring = HashRing(alive, o.virtual_nodes, {o.shard_id: o.leader_weight})
         objects = list(objects)
         actions = plan(objects, ring=self._ring, alive=alive, options=o, drain=warm)
         if o.owned:

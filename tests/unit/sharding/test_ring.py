@@ -81,3 +81,37 @@ def test_shard_for_is_memoized_and_stable() -> None:
     first = [ring.shard_for(k) for k in KEYS[:100]]
     assert [ring.shard_for(k) for k in KEYS[:100]] == first
     assert first == [HashRing(["s3", "s2", "s1"]).shard_for(k) for k in KEYS[:100]]
+
+
+def test_a_weighted_shard_gets_about_its_share() -> None:
+    counts: dict[str | None, int] = {}
+    for shard in _assign(HashRing(["s1", "s2", "s3"], weights={"s1": 0.5})).values():
+        counts[shard] = counts.get(shard, 0) + 1
+    # s1 has half the points of the others: 0.5 / 2.5 of the keys
+    assert abs(counts["s1"] / len(KEYS) - 0.2) < 0.04, counts
+    assert all(abs(counts[s] / len(KEYS) - 0.4) < 0.05 for s in ("s2", "s3")), counts
+
+
+def test_lowering_a_weight_moves_keys_only_away_from_that_shard() -> None:
+    before = _assign(HashRing(["s1", "s2", "s3"]))
+    after = _assign(HashRing(["s1", "s2", "s3"], weights={"s1": 0.6}))
+    moved = {k for k in KEYS if before[k] != after[k]}
+    assert moved, "a smaller weight hands some keys over"
+    assert all(before[k] == "s1" and after[k] != "s1" for k in moved)
+
+
+def test_weight_one_and_weights_of_absent_shards_change_nothing() -> None:
+    plain = _assign(HashRing(["s1", "s2"]))
+    assert _assign(HashRing(["s1", "s2"], weights={"s1": 1.0, "gone": 0.3})) == plain
+    assert HashRing(["s1", "s2"], weights={"gone": 0.3}).weights == {}
+
+
+@pytest.mark.parametrize("weight", [0.0, -0.5, 1.5, float("nan")])
+def test_weights_must_be_in_zero_one(weight: float) -> None:
+    with pytest.raises(ValueError, match="weight"):
+        HashRing(["s1"], weights={"s1": weight})
+
+
+def test_a_tiny_weight_still_leaves_the_shard_one_point() -> None:
+    ring = HashRing(["s1"], virtual_nodes=10, weights={"s1": 0.01})
+    assert ring.shard_for("any/key") == "s1"

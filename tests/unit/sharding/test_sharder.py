@@ -408,3 +408,26 @@ def test_a_shard_expiring_without_news_gets_a_pass_at_that_instant() -> None:
         clock.step(0.01)  # 1015.0: b's Lease expires
         assert poll(lambda: "b" not in _owners(client).values(), timeout=5)
         assert sharder.passes == passes + 1
+
+
+def test_the_leader_weights_its_own_shard_with_leader_weight() -> None:
+    clock = FakeClock()
+    client = FakeClient(clock)
+    for i in range(600):
+        client.add_object(CONFIGMAPS, configmap(f"cm-{i}"))
+    sharder = Sharder(client, options("a", leader_weight=0.5), clock=clock)
+    clock.step(15)
+    for s in ("a", "b", "c"):
+        sharder.membership.observe(lease(s))
+    _pass(client, sharder)
+    ring = HashRing(["a", "b", "c"], weights={"a": 0.5})
+    owners = _owners(client)
+    assert owners == {n: ring.shard_for(f"{NS}/{n}") for n in owners}
+    counts = Counter(owners.values())
+    assert counts["a"] < min(counts["b"], counts["c"]), counts
+
+
+def test_leader_weight_must_be_in_zero_one() -> None:
+    for weight in (0.0, 1.2):
+        with pytest.raises(ValueError, match="leader_weight"):
+            options("a", leader_weight=weight)
