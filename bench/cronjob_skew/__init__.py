@@ -139,7 +139,6 @@ from bench.cronjob_skew.probe import (
 )
 from bench.cronjob_skew.profile import finish_profiler, start_profiler
 from bench.cronjob_skew.report import duplicates, skew_fields, verdict
-from cronjob_controller.__main__ import DEFAULT_SHARD_LEADER_WEIGHT
 from bench.cronjob_skew.shards import (
     SHARDED,
     Census,
@@ -154,6 +153,7 @@ from bench.cronjob_skew.shards import (
     wait_labelled,
 )
 from bench.cronjob_skew.summary import HEADER, row
+from cronjob_controller.__main__ import DEFAULT_SHARD_LEADER_WEIGHT
 from pyctrl.errors import AlreadyExists, ApiError
 from pyctrl.kube import NAMESPACES, RESTClient
 from pyctrl.testing.envtest import ControlPlane

@@ -103,7 +103,7 @@ def replica_args(shard: str, namespace: str, leader_weight: float = 1.0) -> list
 def replicas(cp: ControlPlane, args: argparse.Namespace, log_dir: Path,
              namespace: str) -> list[Controller]:
     return [Controller(SHARDED, cp, args, log_dir, extra_args=replica_args(
-                           shard, namespace, args.shard_leader_weight),
+                           shard, namespace, getattr(args, "shard_leader_weight", 1.0)),
                        extra_env={"POD_NAME": shard},
                        log_name=f"cronjob_controller-{shard}.log")
             for shard in shard_ids(args.shards)]
@@ -186,7 +186,8 @@ def wait_labelled(client: RESTClient, namespace: str, ids: Sequence[str], starte
     polls = 0
     while True:
         check()
-        labels = take_census(client, namespace, ids, args.shard_leader_weight)
+        labels = take_census(client, namespace, ids,
+                             getattr(args, "shard_leader_weight", 1.0))
         polls += 1
         elapsed = time.monotonic() - started
         done = labels.settled and labels.total >= args.cronjobs

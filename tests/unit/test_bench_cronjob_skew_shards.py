@@ -86,13 +86,14 @@ def test_each_replica_gets_its_shard_its_leases_and_its_log(tmp_path: Path) -> N
     assert shard_ids(3) == IDS
     assert replica_args("shard-1", NS) == [
         "--sharding", "--shard-id", "shard-1", "--leader-elect-namespace", NS,
-        "--leader-elect-name", LEADER_LEASE]
+        "--leader-elect-name", LEADER_LEASE, "--shard-leader-weight=1.0"]
+    assert replica_args("shard-1", NS, 0.6)[-1] == "--shard-leader-weight=0.6"
     args = _parse("--shards", "3", "--pyctrl-workers", "8")
     built = replicas(cast(ControlPlane, object()), args, tmp_path, NS)
     assert [c.extra_env for c in built] == [{"POD_NAME": s} for s in IDS]
     assert [c.log_path.name for c in built] == [f"cronjob_controller-{s}.log" for s in IDS]
     assert all(c.python and c.phase == SHARDED for c in built)
-    assert built[2].extra_args == replica_args("shard-2", NS)
+    assert built[2].extra_args == replica_args("shard-2", NS, args.shard_leader_weight)
 
 
 def test_busiest_cores_is_the_worst_process() -> None:
@@ -293,3 +294,12 @@ def test_the_table_output_flattens_the_replica_rows() -> None:
                     ("pyctrl-sharded.replicas[0].cpu_seconds", "1.500"),
                     ("pyctrl-sharded.replicas[1].shard", "shard-1"),
                     ("pyctrl-sharded.tick", "[1, 2]")]
+
+
+def test_census_weighs_the_leaders_shard_like_its_sharder() -> None:
+    weighted = HashRing(IDS, weights={"shard-0": 0.5})
+    items = [_cronjob(i, weighted.shard_for(f"{NS}/cj-{i:05d}")) for i in range(300)]
+    assert census(items, IDS, leader="shard-0", leader_weight=0.5).settled
+    plain = census(items, IDS)
+    assert plain.off_ring > 0, "an equal-weight ring would still move some"
+    assert plain.owned["shard-0"] < min(plain.owned["shard-1"], plain.owned["shard-2"])
