@@ -51,7 +51,9 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   lost by forgetting an argument); recorders come from ``manager.event_recorder(name)``.
   :meth:`complete` builds the :class:`Controller` (waiting for every informer it watches),
   registers it with the manager and returns it. A Builder completes once; it must complete
-  before ``Manager.run``.
+  before ``Manager.run``. A Builder that never completed builds nothing: ``Manager.run``
+  logs a warning naming each one (:attr:`completed`), the usual cause being a chain that
+  forgot its final ``.complete(reconciler)``.
 * RBAC (``python -m pyctrl gen rbac``, :mod:`pyctrl.rbac`): ``owns(..., writes=(...))`` the
   verbs the reconciler uses on an owned kind (default create, update, patch, delete);
   ``rbac(*rules, status=...)`` what the declarations cannot show; :meth:`rbac_declared` is
@@ -175,6 +177,12 @@ class Builder:
     def name(self) -> str:
         """The controller's name."""
         return self._name
+
+    @property
+    def completed(self) -> bool:
+        """Whether :meth:`complete` built the controller (False before, or after it
+        raised)."""
+        return self._completed
 
     @property
     def for_resource(self) -> Resource | None:

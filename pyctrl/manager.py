@@ -5,7 +5,9 @@ Contract (controller-runtime's manager, in threads):
 * ``Manager(client, ManagerOptions(...), registry=, clock=)``: options grouped, frozen and
   validated (:mod:`pyctrl._manager_options`); the keyword arguments of earlier releases map
   onto them with a DeprecationWarning (:mod:`pyctrl._manager_compat`).
-* ``run(stop)``: starts the /metrics and probe servers (:mod:`pyctrl.serving.servers`), the
+* ``run(stop)``: first logs a warning naming each Builder :meth:`controller` handed out that
+  never completed (it built no controller: most likely a forgotten ``.complete(...)``); then
+  starts the /metrics and probe servers (:mod:`pyctrl.serving.servers`), the
   ``needs_leader=False`` runnables (:mod:`pyctrl._runnables`) and the informers (they warm
   their caches whether or not we lead); once the informers synced, the controllers' workers
   run only while this replica leads (always, without leader election), with the
@@ -347,6 +349,7 @@ class Manager:
             if self._ran:
                 raise RuntimeError("a Manager runs once")
             self._ran = True
+        self._warn_incomplete_builders()
         work_stop = threading.Event()  # controllers (no election) or the electors
         informer_stop = threading.Event()
         threads: list[threading.Thread] = []
@@ -369,6 +372,13 @@ class Manager:
                 gc_tuner.join()
         if lost.is_set():
             raise LeaderElectionLost("leader election lost")
+
+    def _warn_incomplete_builders(self) -> None:
+        for builder in self._builders:
+            if not builder.completed:
+                log.warning("controller builder never completed: no controller was built "
+                            "(call .complete(reconciler) at the end of the chain)",
+                            controller=builder.name)
 
     def _shutdown(self, work_stop: threading.Event, informer_stop: threading.Event,
                   threads: list[threading.Thread]) -> None:

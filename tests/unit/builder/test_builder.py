@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from pyctrl import ManagerOptions, MetricsOptions
 from pyctrl.builder import Request
@@ -216,6 +217,19 @@ def test_misuse_is_reported_before_run(manager: Manager) -> None:
             builder.complete(Seen())
     finally:
         controller.queue.shut_down()  # the manager never ran: nobody else stops its queue
+
+
+def test_run_warns_once_per_builder_never_completed(manager: Manager) -> None:
+    manager.controller("done").for_(CONFIGMAPS).complete(Seen())
+    manager.controller("forgotten").for_(CONFIGMAPS).owns(SECRETS)  # no .complete(...)
+    manager.controller("also-forgotten").for_(SECRETS)
+    stop = threading.Event()
+    stop.set()  # run starts, warns, and shuts down at once
+    with capture_logs() as logs:
+        manager.run(stop)
+    warned = [e["controller"] for e in logs if e["log_level"] == "warning"
+              and "never completed" in e["event"]]
+    assert warned == ["forgotten", "also-forgotten"]
 
 
 # -- on_delete: an observer sees each delete before the owner is enqueued ------------------
