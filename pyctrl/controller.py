@@ -22,6 +22,10 @@ Contract:
   - ``Result(requeue_after=d)``, d > 0 -> ``forget(key)`` + ``add_after(key, d)`` requeue_after
   - ``Result(requeue=True)``           -> ``add_rate_limited(key)``           result=requeue
   - raises :class:`TerminalError`      -> logged, counted, ``forget(key)``, not retried
+  - raises :class:`~pyctrl.errors.NotLeader` (a fenced write: this replica no longer holds
+    its lease, so every key fails alike) -> as a TerminalError, but logged through the
+    sampler (:mod:`pyctrl._errorlog`: the key and object are not part of the signature), so
+    a fencing episode costs a few lines carrying ``suppressed=N``, not one line per key
   - raises anything else               -> logged with the key (:mod:`pyctrl._errorlog`: API
     errors as one line, tracebacks rate-limited), ``add_rate_limited(key)``
   - returns anything else (``return 30``, a ``Result`` whose ``requeue_after`` is not a
@@ -62,7 +66,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from pyctrl._deprecation import warn_once
 from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
-from pyctrl.errors import TerminalError
+from pyctrl.errors import NotLeader, TerminalError
 from pyctrl.reconcile import Reconciler, Result, TypedReconciler
 from pyctrl.serving.metrics import per_registry
 from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
@@ -296,12 +300,14 @@ class Controller(Generic[RequestT]):
         ):
             try:
                 result = _checked(self._run.reconcile(key))
+            except NotLeader as err:  # fenced: sampled, one line per key would flood
+                self._errors.failure("reconcile refused: this replica does not hold its "
+                                     "lease (fenced); not retrying", err)
+                self._terminal(key)
             except TerminalError as err:
                 log.error("reconcile failed with a terminal error; not retrying",
                           error=str(err))
-                self._m_terminal.inc()
-                self._count_error()
-                self.queue.forget(key)
+                self._terminal(key)
             except (SystemExit, KeyboardInterrupt) as err:
                 # The reconciler asks the process to end: keep the key for whoever runs
                 # next, then let this worker end (check() turns /healthz red).
@@ -319,6 +325,11 @@ class Controller(Generic[RequestT]):
             finally:
                 self._m_active.dec()
                 self._m_time.observe(max(0.0, self._clock.monotonic() - started))
+
+    def _terminal(self, key: RequestT) -> None:
+        self._m_terminal.inc()
+        self._count_error()
+        self.queue.forget(key)
 
     def _count_error(self) -> None:
         self._m_errors.inc()

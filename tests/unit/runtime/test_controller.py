@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 import structlog
 from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
 from pyctrl import HealthOptions, ManagerOptions
 from pyctrl.controller import Controller, Result
-from pyctrl.errors import TerminalError
+from pyctrl.errors import NotLeader, TerminalError
 from pyctrl.testing.fake_clock import FakeClock
 from tests.unit.runtime.helpers import eventually
 
@@ -146,6 +147,27 @@ def test_terminal_error_is_counted_and_not_retried(make: Callable[..., Harness])
     h.controller.queue.add("ns/other")
     eventually(lambda: h.reconciler.count("ns/other") == 1)
     assert h.reconciler.count("ns/a") == 1
+
+
+def test_fenced_reconciles_log_a_bounded_number_of_lines(make: Callable[..., Harness]) -> None:
+    # A fenced replica: every reconcile's first write is refused, naming its own object.
+    def fenced(key: str, n: int) -> Result | None:
+        raise NotLeader(f"refusing update jobs {key}: this replica no longer holds the lease")
+
+    with capture_logs() as logs:
+        h = make(fenced)
+        for i in range(60):
+            h.controller.queue.add(f"ns/cj-{i}")
+        eventually(lambda: h.metric("controller_runtime_terminal_reconcile_errors_total") == 60)
+        assert h.controller.queue.num_requeues("ns/cj-0") == 0, "terminal: not retried"
+        h.clock.step(10.0)  # the sampler's next interval: one more line carries the count
+        h.controller.queue.add("ns/late")
+        eventually(lambda: h.reconciler.count("ns/late") == 1)
+        eventually(lambda: h.metric("controller_runtime_terminal_reconcile_errors_total") == 61)
+    lines = [e for e in logs if "refusing update jobs" in str(e)]
+    assert 2 <= len(lines) <= 6, [e["event"] for e in lines]  # burst 5, then 1 with the count
+    assert lines[-1]["suppressed"] == 55
+    assert all(e["error"] == "NotLeader" and e["log_level"] == "error" for e in lines)
 
 
 def test_one_key_is_never_reconciled_concurrently(make: Callable[..., Harness]) -> None:
