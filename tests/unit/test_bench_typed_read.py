@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bench import typed_read
+from cronjob_controller.crd import CronJob
 from pyctrl.api import decode
 
 
@@ -24,7 +25,7 @@ def test_typed_read_reports_each_path_and_the_candidates() -> None:
 
 def test_the_candidate_decoders_agree_with_msgspec() -> None:
     raw = typed_read.cronjob(1)
-    typed = decode(typed_read.CronJob, raw)
+    typed = decode(CronJob, raw)
     dc = typed_read._dc_decode(typed_read.DCronJob, raw)
     pyd = typed_read._pydantic_model().model_validate(raw)
     assert typed.spec.schedule == dc.spec.schedule == pyd.spec.schedule
