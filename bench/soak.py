@@ -21,7 +21,8 @@ pods exist for the garbage collector to clean up) and, in namespace ``soak``:
 
 Sampling: at start (minute 0) and then every minute, :func:`read_process` reads
 ``/proc/PID/status`` (VmRSS, VmHWM, Threads), ``len(os.listdir(/proc/PID/fd))`` and
-``/proc/PID/stat`` utime+stime; VmRSS is also polled every second for the per-minute peak.
+``/proc/PID/stat`` utime+stime; VmRSS is also polled every second for the per-minute peak
+(a :class:`bench.cronjob_skew.probe.ProcessSampler`; the /proc readers are that module's).
 Each sample carries the completer's counters (Jobs created so far, completed, still existing).
 
 :func:`analyse` fits least-squares lines over the samples at or after ``--warmup`` minutes and
@@ -52,7 +53,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.cronjob_skew import iso, job_template, machine
-from bench.cronjob_skew.probe import summary
+from bench.cronjob_skew.probe import (
+    ProcessSampler,
+    parse_status,
+    stat_cpu_seconds,
+    stat_fields,
+    status_fields,
+    summary,
+)
 from pyctrl.errors import AlreadyExists, ApiError, NotFound
 from pyctrl.kube import JOBS, NAMESPACES, Object, Resource, RESTClient
 from pyctrl.testing.envtest import ControlPlane
@@ -75,7 +83,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 NAMESPACE = "soak"
 CRONJOBS = Resource("batch.pyctrl.io", "v1", "cronjobs", "CronJob")
 GOAL_RSS_SLOPE_MIB_PER_10MIN = 2.0
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,33 +123,18 @@ class ProcSample:
     cpu_seconds: float
 
 
-def parse_status(text: str) -> dict[str, int]:
-    """The integer fields of a ``/proc/PID/status`` text (``VmRSS: 123 kB`` -> 123)."""
-    fields: dict[str, int] = {}
-    for line in text.splitlines():
-        key, sep, rest = line.partition(":")
-        parts = rest.split()
-        if sep and parts and parts[0].isdigit():
-            fields[key] = int(parts[0])
-    return fields
-
-
 def read_process(pid: int) -> ProcSample | None:
     """RSS, peak RSS, threads, open fds and CPU seconds of ``pid``; None once it is gone."""
+    status, stat = status_fields(pid), stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            status = parse_status(f.read().decode())
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode()
         fds = len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return None
-    # The command name (field 2) may hold spaces; the fields after its ")" are fixed.
-    rest = stat[stat.rindex(")") + 2 :].split()
+    if status is None or stat is None:
+        return None
     return ProcSample(
         rss_kib=status.get("VmRSS", 0), hwm_kib=status.get("VmHWM", 0),
-        threads=status.get("Threads", 0), fds=fds,
-        cpu_seconds=(int(rest[11]) + int(rest[12])) / _CLK_TCK,
+        threads=status.get("Threads", 0), fds=fds, cpu_seconds=stat_cpu_seconds(stat),
     )
 
 
@@ -452,15 +444,15 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             if first is not None:
                 series.append(first)
             for minute in range(1, args.minutes + 1):
-                peak = 0
                 due = started + 60.0 * minute
-                while (left := due - time.monotonic()) > 0:
-                    time.sleep(min(left, 1.0))
-                    reading = read_process(proc.pid)
-                    if reading is None or not proc.running():
-                        break
-                    peak = max(peak, reading.rss_kib)
-                sample = _sample(proc.pid, started, completer, peak,
+                peak = ProcessSampler(proc.pid, interval=1.0)
+                peak.start()
+                try:
+                    while (left := due - time.monotonic()) > 0 and proc.running():
+                        time.sleep(min(left, 1.0))
+                finally:
+                    peak.stop()  # joins its thread
+                sample = _sample(proc.pid, started, completer, peak.peak_rss_kib,
                                  series[-1] if series else None)
                 if sample is None or not proc.running():
                     error = f"the controller exited early; log tail:\n{proc.log_tail()}"

@@ -6,9 +6,12 @@ Contract:
   and polls ``/proc/<pid>/status`` VmRSS every ``interval`` seconds on a named thread between
   ``start()`` and ``stop()``; it also reports VmHWM (peak RSS since the process started).
   Reading a process that has exited stops the sampling quietly; figures are what was seen.
-* :func:`stat_fields` reads ``/proc/<pid>/stat``; :func:`cpu_seconds` is one reading of a
-  process's CPU time; :func:`cpu_busy_since` turns two readings into "cores used" to decide
-  when a controller has settled after start-up.
+* :func:`stat_fields` reads ``/proc/<pid>/stat`` and :func:`stat_cpu_seconds` its CPU time;
+  :func:`status_fields` reads ``/proc/<pid>/status`` (:func:`parse_status`: its integer
+  fields, sizes in KiB); :func:`cpu_seconds` is one reading of a process's CPU time;
+  :func:`cpu_busy_since` turns two readings into "cores used" to decide when a controller
+  has settled after start-up. ``bench.soak`` reads processes through the same functions
+  (and polls its per-minute RSS peak with a :class:`ProcessSampler`).
 * :class:`JobWatch` keeps one WATCH on ``batch/v1`` Jobs in one namespace open (re-watching
   from the last resourceVersion when the server ends it) and records, per Job name, the
   wall-clock time (``time.time()``) at which this process decoded its ADDED event, plus the
@@ -54,9 +57,12 @@ __all__ = [
     "cpu_busy_since",
     "cpu_seconds",
     "parse_rfc3339",
+    "parse_status",
     "percentile",
     "plane_pids",
+    "stat_cpu_seconds",
     "stat_fields",
+    "status_fields",
     "summary",
 ]
 
@@ -74,10 +80,15 @@ def stat_fields(pid: int) -> list[str] | None:
     return raw[raw.rindex(")") + 2 :].split()
 
 
+def stat_cpu_seconds(fields: Sequence[str]) -> float:
+    """utime + stime in seconds, from what :func:`stat_fields` returned."""
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def cpu_seconds(pid: int) -> float | None:
     """utime + stime of ``pid`` (all its threads) in seconds, or None if it is gone."""
     fields = stat_fields(pid)
-    return None if fields is None else (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return None if fields is None else stat_cpu_seconds(fields)
 
 
 def alive(pid: int) -> bool:
@@ -86,15 +97,29 @@ def alive(pid: int) -> bool:
     return fields is not None and fields[0] != "Z"
 
 
-def _status_kib(pid: int, key: str) -> int | None:
+def parse_status(text: str) -> dict[str, int]:
+    """The integer fields of a ``/proc/PID/status`` text (``VmRSS: 123 kB`` -> 123)."""
+    fields: dict[str, int] = {}
+    for line in text.splitlines():
+        key, sep, rest = line.partition(":")
+        parts = rest.split()
+        if sep and parts and parts[0].isdigit():
+            fields[key] = int(parts[0])
+    return fields
+
+
+def status_fields(pid: int) -> dict[str, int] | None:
+    """:func:`parse_status` of ``/proc/<pid>/status``, or None if ``pid`` is gone."""
     try:
         with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f.read().decode().splitlines():
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
+            return parse_status(f.read().decode())
+    except OSError:
         return None
-    return None
+
+
+def _status_kib(pid: int, key: str) -> int | None:
+    fields = status_fields(pid)
+    return None if fields is None else fields.get(key)
 
 
 def cpu_busy_since(pid: int, since_cpu: float, since_wall: float) -> float:

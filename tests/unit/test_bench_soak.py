@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.cronjob_skew.probe import ProcessSampler
 from bench.soak import (
     analyse,
     check_churn,
@@ -19,6 +20,7 @@ from bench.soak import (
     parse_status,
     read_process,
 )
+from tests.unit.runtime.helpers import eventually
 
 
 def test_slope_of_an_exact_line() -> None:
@@ -109,6 +111,16 @@ def test_read_process_sees_this_process_threads_and_fds(tmp_path: Path) -> None:
     assert during is not None
     assert during.threads == before.threads + 1
     assert during.fds == before.fds + 1
+
+
+def test_the_rss_peak_sampler_reads_this_process_and_joins_its_thread() -> None:
+    sampler = ProcessSampler(os.getpid(), interval=0.01)  # soak's per-minute peak, faster
+    sampler.start()
+    eventually(lambda: sampler.samples >= 2, what="two RSS readings")
+    figures = sampler.stop()
+    assert sampler.peak_rss_kib > 0  # (VmHWM may lag VmRSS: no ordering between them)
+    assert figures["rss_samples"] == sampler.samples >= 2
+    assert f"sampler-{os.getpid()}" not in {t.name for t in threading.enumerate()}
 
 
 def test_read_process_of_a_missing_pid_is_none() -> None:
