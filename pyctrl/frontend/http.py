@@ -1,14 +1,20 @@
-"""The little HTTP/1.1 the front end speaks: parse a request head, build a closing response.
+"""The little HTTP/1.1 the front end speaks: parse a request head, build a response.
 
 Contract:
 
 * :func:`parse_head` takes the bytes of a request line and headers (without the blank line
   that ends them) and returns a :class:`RequestHead`, or a :data:`Reply` (400) for a
   malformed head. Header names are lower-cased; a repeated header keeps its last value.
+* :func:`wants_keep_alive` is the client's side of persistence (RFC 9112 section 9.3): an
+  HTTP/1.1 request keeps the connection unless its ``Connection`` header lists ``close``;
+  an HTTP/1.0 request only when it lists ``keep-alive``.
 * :func:`body_length` applies the framing rules the servers share: no chunked bodies (411),
   ``Content-Length`` required except for GET/HEAD (411), never negative (400).
-* :func:`response` is the bytes of a response that always closes the connection
-  (``Connection: close``), so no idle keep-alive connection outlives its request.
+* :func:`response` is the bytes of a response with a ``Content-Length``: with
+  ``keep_alive=False`` (the default) it says ``Connection: close``; with ``keep_alive=True``
+  it says nothing for an HTTP/1.1 request (persistence is the default there) and
+  ``Connection: keep-alive`` for an HTTP/1.0 one. Whether a connection is kept is the
+  server's decision (:mod:`pyctrl.frontend.connection`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 
 __all__ = ["Handler", "Reply", "Request", "RequestHead", "Route", "body_length", "parse_head",
-           "response", "text"]
+           "response", "text", "wants_keep_alive"]
 
 Reply = tuple[int, bytes, str]  # status, body, content type
 
@@ -28,11 +34,15 @@ def text(code: int, message: str) -> Reply:
     return code, message.encode(), "text/plain; charset=utf-8"
 
 
-def response(reply: Reply) -> bytes:
-    """The bytes of an HTTP/1.1 response that closes the connection."""
+def response(reply: Reply, *, keep_alive: bool = False, version: str = "HTTP/1.1") -> bytes:
+    """The bytes of an HTTP/1.1 response to a ``version`` request (see module docstring)."""
     code, body, content_type = reply
+    if not keep_alive:
+        connection = "Connection: close\r\n"
+    else:
+        connection = "Connection: keep-alive\r\n" if version == "HTTP/1.0" else ""
     head = (f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\nContent-Type: {content_type}\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+            f"Content-Length: {len(body)}\r\n{connection}\r\n")
     return head.encode("latin-1") + body
 
 
@@ -44,6 +54,7 @@ class RequestHead:
     path: str  # without the query string
     query: str  # after "?", "" when none
     headers: Mapping[str, str]  # lower-case names
+    version: str = "HTTP/1.1"  # "HTTP/1.0" or "HTTP/1.1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +96,16 @@ def parse_head(data: bytes) -> RequestHead | Reply:
             return text(400, "bad header line")
         headers[name.strip().lower()] = value.strip()
     path, _, query = parts[1].partition("?")
-    return RequestHead(parts[0], path, query, headers)
+    version = "HTTP/1.0" if parts[2] == "HTTP/1.0" else "HTTP/1.1"
+    return RequestHead(parts[0], path, query, headers, version)
+
+
+def wants_keep_alive(head: RequestHead) -> bool:
+    """Whether the client asked to keep the connection (see module docstring)."""
+    tokens = {t.strip().lower() for t in head.headers.get("connection", "").split(",")}
+    if head.version == "HTTP/1.0":
+        return "keep-alive" in tokens
+    return "close" not in tokens
 
 
 def body_length(head: RequestHead) -> int | Reply:
