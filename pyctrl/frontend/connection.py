@@ -9,15 +9,31 @@ Contract:
   a complete request reaches a worker thread; an idle or slow client costs a few objects on
   the loop, no thread.
 * Deadlines (loop time): the TLS handshake and the head must arrive within
-  ``header_timeout`` of the accept (Go's ReadHeaderTimeout), the whole request within
-  ``request_timeout``; a client that misses one is cut off (the transport aborted). Writing
-  the answer gets a fresh ``request_timeout``, so a client that never reads is cut off too.
+  ``header_timeout`` of the request's start, the whole request within ``request_timeout``
+  (Go's ReadHeaderTimeout and ReadTimeout); the first request starts at the accept, a later
+  one on a kept connection at its first byte. A client that misses one is cut off (the
+  transport aborted). Writing the answer gets a fresh ``request_timeout``, so a client that
+  never reads is cut off too.
 * Memory: the head is at most ``max_header_bytes`` (431 above); a body is buffered only
   when the route accepted it and it is at most ``max_body_bytes``; an oversized or refused
   body is read and dropped (at most 4 times the limit) before the answer is sent.
+* Keep-alive (as Go's net/http server): after an answer below 400 to a request whose whole
+  body was read, the connection is kept when the client asked for it
+  (:func:`~pyctrl.frontend.http.wants_keep_alive`: HTTP/1.1 without ``Connection: close``,
+  HTTP/1.0 with ``Connection: keep-alive``), had not half-closed, and the server allows it
+  (:meth:`Frontend.keep_alive <pyctrl.frontend.server.Frontend.keep_alive>`: not shutting
+  down, below its keep-alive connection threshold, fewer than
+  ``max_requests_per_connection`` answers on this connection). Otherwise the answer says
+  ``Connection: close``. A kept connection reads no further until its answer is flushed to
+  the socket, then waits for the next request's first byte at most ``idle_timeout`` (then
+  it is closed, quietly); while it waits it is *idle*, and the server may close it at once
+  (shutdown, or a new client needs its slot). Bytes the client sent past a request
+  (pipelining) are kept and are the start of the next request, answered in order, one at a
+  time; a client that pipelines and never reads is cut off by the write deadline.
 * After an error answer the connection lingers: the write side is shut down once the answer
   is flushed and input is dropped until the client closes (at most ``LINGER_SECONDS``), so
-  the client reads the answer instead of a reset. Every other answer closes at once.
+  the client reads the answer instead of a reset. Every other answer that does not keep
+  the connection closes it once flushed.
 """
 
 from __future__ import annotations
@@ -37,6 +53,7 @@ from pyctrl.frontend.http import (
     parse_head,
     response,
     text,
+    wants_keep_alive,
 )
 
 if TYPE_CHECKING:
@@ -54,8 +71,12 @@ class State(enum.Enum):
     DRAIN = "drain"  # dropping a body before an early answer
     WORKING = "working"  # a worker has the request
     WRITING = "writing"
+    IDLE = "idle"  # kept alive: waiting for the next request's first byte
     LINGER = "linger"
     CLOSED = "closed"
+
+
+_READING = (State.HEAD, State.BODY, State.DRAIN)
 
 
 class Conn(asyncio.Protocol):
@@ -66,17 +87,21 @@ class Conn(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.state = State.HEAD
-        self.accepted_at = 0.0
+        self.started_at = 0.0  # loop time the current request started (accept, first byte)
+        self.served = 0  # answers written
         self._timer: asyncio.TimerHandle | None = None
         self._tls: ssl.SSLObject | None = None
         self._incoming: ssl.MemoryBIO | None = None
         self._outgoing: ssl.MemoryBIO | None = None
         self._handshaken = False
+        self._quiet = True  # no byte of the current request received yet
         self._buf = bytearray()
         self._head: RequestHead | None = None
         self._handler: Handler | None = None
         self._length = 0  # body bytes wanted (BODY) or still to drop (DRAIN)
         self._early: Reply | None = None  # the answer after DRAIN
+        self._must_close = False  # the client half-closed, or a body was not read whole
+        self._kept = False  # the answer being written keeps the connection
 
     # -- asyncio.Protocol -----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -87,14 +112,16 @@ class Conn(asyncio.Protocol):
             self.state = State.CLOSED
             self.transport.abort()
             return
-        config = self.server.config
-        self.accepted_at = self.server.loop_time()
-        self._arm(min(config.header_timeout_seconds, config.request_timeout_seconds),
-                  self._deadline)
+        # resume_writing then says when an answer is wholly handed to the kernel.
+        self.transport.set_write_buffer_limits(high=0)
+        self._start_request()
 
     def data_received(self, data: bytes) -> None:
-        if self.state in (State.WORKING, State.WRITING, State.LINGER, State.CLOSED):
-            return  # input past the request, or during the linger: dropped
+        if self.state is State.IDLE:
+            self._start_request()
+        if self.state not in _READING:
+            return  # during the linger: dropped (reading pauses while a request is served)
+        self._quiet = False
         if self.server.context is None:
             self._feed(data)
             return
@@ -104,32 +131,28 @@ class Conn(asyncio.Protocol):
                                                       server_side=True)
         assert self._incoming is not None
         self._incoming.write(data)
-        try:
-            if not self._handshaken:
-                try:
-                    self._tls.do_handshake()
-                except ssl.SSLWantReadError:
-                    return
-                finally:
-                    self._flush()
-                self._handshaken = True
-            while self.state in (State.HEAD, State.BODY, State.DRAIN):
-                try:
-                    chunk = self._tls.read(_READ)
-                except ssl.SSLWantReadError:
-                    break
-                if not chunk:  # close_notify
-                    self._lost_client()
-                    return
-                self._feed(chunk)
-        except (ssl.SSLError, ValueError) as err:  # a failed handshake, a bad record
-            self.server.note("ended", self.peer, str(err))
-            self.close(abort=True)
+        if not self._handshaken:
+            try:
+                self._tls.do_handshake()
+            except ssl.SSLWantReadError:
+                self._flush()
+                return
+            except (ssl.SSLError, ValueError) as err:  # a failed handshake
+                self._flush()  # its alert
+                self._tls_failed(err)
+                return
+            self._flush()
+            self._handshaken = True
+        self._pump()
 
     def eof_received(self) -> bool:
+        if self.state is State.IDLE:  # the client closed a kept connection: fine
+            self.close()
+            return False
         if self.state in (State.HEAD, State.BODY):
             self._lost_client()
             return False
+        self._must_close = True
         if self.state is State.DRAIN:  # the client stopped sending: answer what we have
             self._answer_early()
         # Keep the transport open to write the answer (the client only half-closed);
@@ -143,20 +166,56 @@ class Conn(asyncio.Protocol):
             self._timer = None
         self.server.release(self)
 
+    def resume_writing(self) -> None:
+        # The answer left the write buffer: a kept connection reads the next request. Called
+        # later, from the loop, so a long pipeline is answered one request per callback.
+        if self.state is State.WRITING and self._kept:
+            self.server.call_soon(self._next_request)
+
     # -- reading ------------------------------------------------------------------------
+    def _start_request(self) -> None:
+        config = self.server.config
+        self.state = State.HEAD
+        self.server.busy(self)
+        self.started_at = self.server.loop_time()
+        self._arm(min(config.header_timeout_seconds, config.request_timeout_seconds),
+                  self._deadline)
+
+    def _pump(self) -> None:
+        """Feed what TLS decrypts while a request is read (what is left waits in the BIO)."""
+        assert self._tls is not None
+        try:
+            while self.state in _READING:
+                try:
+                    chunk = self._tls.read(_READ)
+                except ssl.SSLWantReadError:
+                    return
+                if not chunk:  # close_notify
+                    self._lost_client()
+                    return
+                self._feed(chunk)
+        except (ssl.SSLError, ValueError) as err:  # a bad record
+            self._tls_failed(err)
+
     def _feed(self, data: bytes) -> None:
         if self.state is State.DRAIN:
             self._length -= len(data)
             if self._length <= 0:
+                if self._length < 0:  # past the dropped body: the next request (pipelined)
+                    self._buf += data[self._length:]
                 self._answer_early()
             return
+        start = max(0, len(self._buf) - 3)
         self._buf += data
         if self.state is State.BODY:
             if len(self._buf) >= self._length:
                 self._dispatch()
             return
+        self._read_head(start)
+
+    def _read_head(self, start: int) -> None:
         config = self.server.config
-        end = self._buf.find(b"\r\n\r\n", max(0, len(self._buf) - len(data) - 3))
+        end = self._buf.find(b"\r\n\r\n", start)
         if end < 0:
             if len(self._buf) > config.max_header_bytes:
                 self.answer(text(431, "request headers too large"))
@@ -170,7 +229,7 @@ class Conn(asyncio.Protocol):
             self.answer(head)
             return
         self._head = head
-        self._arm(self.accepted_at + config.request_timeout_seconds - self.server.loop_time(),
+        self._arm(self.started_at + config.request_timeout_seconds - self.server.loop_time(),
                   self._deadline)
         length = body_length(head)
         if not isinstance(length, int):
@@ -183,10 +242,14 @@ class Conn(asyncio.Protocol):
             self._early = decision if not callable(decision) else text(
                 413, "request body too large")
             self.state = State.DRAIN
-            self._length = min(length, 4 * config.max_body_bytes) - len(self._buf)
-            self._buf = bytearray()
-            if self._length <= 0:
+            drop = min(length, 4 * config.max_body_bytes)
+            self._must_close = self._must_close or drop < length
+            if len(self._buf) >= drop:
+                del self._buf[:drop]  # what follows is the next request
                 self._answer_early()
+            else:
+                self._length = drop - len(self._buf)
+                self._buf = bytearray()
             return
         self.state = State.BODY
         self._length = length
@@ -203,38 +266,74 @@ class Conn(asyncio.Protocol):
         self.state = State.WORKING
         self.transport.pause_reading()
         body = bytes(self._buf[:self._length])
-        self._buf = bytearray()
+        del self._buf[:self._length]  # what follows is the next request
         self.server.submit(self, self._handler, Request(self._head, body, self.peer))
+
+    def _next_request(self) -> None:
+        """The kept answer is flushed: wait for the next request, or read the pipelined one."""
+        if self.state is not State.WRITING or self.transport is None:
+            return  # closed meanwhile
+        if self._must_close:
+            self.close()
+            return
+        self.state = State.IDLE
+        self._quiet = True
+        self._head, self._handler, self._early, self._kept = None, None, None, False
+        self.server.idle(self)
+        self._arm(self.server.config.idle_timeout_seconds, self._idle_deadline)
+        self.transport.resume_reading()
+        pending = self._tls is not None and (self._tls.pending() or (
+            self._incoming is not None and self._incoming.pending))
+        if not self._buf and not pending:
+            return
+        self._start_request()
+        self._quiet = False
+        if self._buf:
+            self._read_head(0)
+        if self._tls is not None:
+            self._pump()
 
     # -- writing ------------------------------------------------------------------------
     def answer(self, reply: Reply) -> None:
-        """Send ``reply`` and close (lingering after an error); on the loop thread."""
-        if self.state in (State.WRITING, State.LINGER, State.CLOSED):
+        """Send ``reply``; then keep the connection, close it or linger after an error (see
+        the module docstring); on the loop thread."""
+        if self.state not in (*_READING, State.WORKING):
             return
         assert self.transport is not None
-        data = response(reply)
+        self.served += 1
+        head = self._head
+        keep = (reply[0] < 400 and head is not None and not self._must_close
+                and head.method != "HEAD"  # its answer carries a body: framing would break
+                and wants_keep_alive(head) and self.server.keep_alive(self))
+        data = response(reply, keep_alive=keep,
+                        version=head.version if head is not None else "HTTP/1.1")
         if self._tls is not None:
             view = memoryview(data)
             try:
                 while view:
                     view = view[self._tls.write(view):]
             except (ssl.SSLError, ValueError) as err:
-                self.server.note("ended", self.peer, str(err))
-                self.close(abort=True)
+                self._tls_failed(err)
                 return
             self._flush()
         else:
             self.transport.write(data)
-        if reply[0] < 400:
-            self.state = State.WRITING
-            self._arm(self.server.config.request_timeout_seconds, self._write_deadline)
+        if reply[0] >= 400:
+            self.state = State.LINGER
+            self._arm(LINGER_SECONDS, self._write_deadline)  # error answers are small
+            if self.transport.can_write_eof():
+                self.transport.write_eof()  # a FIN once the answer is flushed
+            self.transport.resume_reading()
+            return
+        self.state = State.WRITING
+        self._kept = keep
+        self._arm(self.server.config.request_timeout_seconds, self._write_deadline)
+        if not keep:
             self.transport.close()  # after the buffer is flushed
             return
-        self.state = State.LINGER
-        self._arm(LINGER_SECONDS, self._write_deadline)  # error answers are small
-        if self.transport.can_write_eof():
-            self.transport.write_eof()  # a FIN once the answer is flushed
-        self.transport.resume_reading()
+        self.transport.pause_reading()  # the next request waits for this answer's flush
+        if not self.transport.get_write_buffer_size():
+            self.server.call_soon(self._next_request)
 
     def _flush(self) -> None:
         assert self._outgoing is not None and self.transport is not None
@@ -242,7 +341,8 @@ class Conn(asyncio.Protocol):
             self.transport.write(self._outgoing.read())
 
     def close(self, *, abort: bool = False) -> None:
-        if self.transport is None or self.state is State.CLOSED:
+        """Close (once the buffer is flushed) or abort; an abort also cuts a closing one."""
+        if self.transport is None or (self.state is State.CLOSED and not abort):
             return
         self.state = State.CLOSED
         if abort:
@@ -250,8 +350,24 @@ class Conn(asyncio.Protocol):
         else:
             self.transport.close()
 
+    def close_for_shutdown(self) -> None:
+        """Close the connection unless a complete request is being answered on it: an idle
+        one, or one without a byte received, closes; one still reading a request (a slow
+        client can not hold the stop) is cut off."""
+        if self.state is State.IDLE or (self.state is State.HEAD and self._quiet):
+            self.close()
+        elif self.state in _READING:
+            self.close(abort=True)
+
     def _lost_client(self) -> None:
+        if self.served and self._head is None and not self._buf:
+            self.close()  # a kept connection closed between requests: nothing was lost
+            return
         self.server.note("ended", self.peer, "client closed before the request was complete")
+        self.close(abort=True)
+
+    def _tls_failed(self, err: Exception) -> None:
+        self.server.note("ended", self.peer, str(err))
         self.close(abort=True)
 
     # -- deadlines ----------------------------------------------------------------------
@@ -261,15 +377,21 @@ class Conn(asyncio.Protocol):
         self._timer = self.server.call_later(max(0.0, delay), callback)
 
     def _deadline(self) -> None:
-        if self.state in (State.HEAD, State.BODY, State.DRAIN):
+        if self.state in _READING:
             phase = "header" if self._head is None else "request"
             self.server.note("deadline", self.peer, phase)
             self.close(abort=True)
+
+    def _idle_deadline(self) -> None:
+        if self.state is State.IDLE:
+            self.server.note("ended", self.peer, "idle timeout")
+            self.close()
 
     def _write_deadline(self) -> None:
         # A client that does not read its answer, or lingers past LINGER_SECONDS.
         if self.state is State.LINGER:
             self.close(abort=True)
             return
-        self.server.note("deadline", self.peer, "write")
-        self.close(abort=True)
+        if self.state is State.WRITING:
+            self.server.note("deadline", self.peer, "write")
+            self.close(abort=True)

@@ -11,16 +11,31 @@ Contract:
   loop. So a connection that is idle or slow costs memory (a few KiB), never a thread, and
   valid requests are answered while thousands of such connections are open.
 * Bounds (:class:`FrontendConfig`): ``max_connections`` open at once and
-  ``max_connections_per_peer`` from one client address (a connection above either is
-  accepted and closed at once); the TLS handshake plus the request head within
-  ``header_timeout_seconds`` of the accept, the whole request within
+  ``max_connections_per_peer`` from one client address; the TLS handshake plus the request
+  head within ``header_timeout_seconds`` of the request's start (the accept, or the first
+  byte of a later request on a kept connection), the whole request within
   ``request_timeout_seconds``; heads above ``max_header_bytes`` answered 431, bodies above
   ``max_body_bytes`` 413; the listen ``backlog``.
+* Keep-alive (HTTP/1.1 persistent connections, as Go's net/http server; the per-connection
+  rules are in :mod:`pyctrl.frontend.connection`): a kept connection waits at most
+  ``idle_timeout_seconds`` for its next request (0 turns keep-alive off) and serves at most
+  ``max_requests_per_connection`` requests. :meth:`keep_alive` refuses to keep any
+  connection while shutting down or while ``max_connections`` minus an eighth of it (the
+  keep-alive threshold) or more are open, so a server near its cap hands slots back.
+* A new connection above a cap first takes the slot of an idle kept connection (the one
+  idle longest: of the same client address for the per-address cap, of any for the global
+  one), which is closed at once (counted in :attr:`idle_closed`): idle keep-alive
+  connections never keep a new client out. With no idle connection to close, the new one
+  is accepted and closed at once (counted in :attr:`refused`).
 * :meth:`bind` (or else :meth:`start`) binds synchronously (a busy port raises ``OSError``
-  to the caller); :meth:`start` returns once the loop serves. :meth:`shutdown` closes the
-  listener and aborts every client connection at once, then joins the loop thread and the
-  workers, waiting at most ``shutdown_timeout_seconds`` in all (a handler still running
-  after that is logged); it is idempotent.
+  to the caller); :meth:`start` returns once the loop serves. :meth:`shutdown` is graceful
+  and bounded: it closes the listener and, at once, every connection without a complete
+  request (idle ones, kept or not a byte received yet, close; ones still reading a request
+  are cut off, so a slow client can not hold the stop), lets the requests under way (with
+  a worker, or their answers being written) finish (their answers say ``Connection:
+  close``), aborts whatever is still open after ``shutdown_timeout_seconds``, then joins
+  the loop thread and the workers (a handler still running then is logged); it is
+  idempotent.
 * :meth:`start` raises the process's soft open-file limit when it is below
   ``max_connections`` plus some headroom (up to the hard limit; Go's runtime raises it at
   start-up), and logs a warning when even the hard limit is below.
@@ -56,6 +71,7 @@ _MIB = 1024 * 1024
 _ACCEPT_BATCH = 32  # connections accepted per loop iteration
 _FD_HEADROOM = 256  # files besides client connections (listeners, API clients, logs)
 _LOG_INTERVAL = 10.0  # at most one line per interval for floods (refusals, deadlines)
+_JOIN_GRACE = 0.1  # for idle workers to see their stop after the connections drained
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,16 +89,24 @@ class FrontendConfig:
     max_body_bytes: int = _MIB
     workers: int = 4
     shutdown_timeout_seconds: float = 3.0
+    # Longer than the 90 s after which Go's HTTP client (the API server's) closes an idle
+    # connection itself: the client closes first, so it never sends a request on a
+    # connection the server is closing (a POST is not retried then).
+    idle_timeout_seconds: float = 120.0
+    max_requests_per_connection: int = 1000
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in 0..65535, got {self.port}")
+        if self.idle_timeout_seconds < 0:
+            raise ValueError("idle_timeout_seconds must be >= 0 (0: no keep-alive)")
         for name in ("header_timeout_seconds", "request_timeout_seconds",
                      "shutdown_timeout_seconds"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
         for name in ("backlog", "max_connections", "max_connections_per_peer",
-                     "max_header_bytes", "max_body_bytes", "workers"):
+                     "max_header_bytes", "max_body_bytes", "workers",
+                     "max_requests_per_connection"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
 
@@ -101,12 +125,13 @@ class Frontend:
         self.context = context
         self.refused = 0  # connections closed at once because of a cap
         self.deadlines = 0  # connections cut off by a deadline
+        self.idle_closed = 0  # idle kept connections closed for a new one
         self._lock = threading.Lock()
         self._started = False
         self._closing = False
         self._listener: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Future[None] | None = None
+        self._stop: asyncio.Future[float] | None = None  # result: the drain budget
         self._serving = threading.Event()
         self._error: BaseException | None = None
         self._threads: list[threading.Thread] = []
@@ -114,7 +139,13 @@ class Frontend:
         # Loop-thread state:
         self._conns: set[Conn] = set()
         self._per_peer: Counter[str] = Counter()
-        self._next_log = {"refused": 0.0, "deadline": 0.0, "loop": 0.0}
+        # Idle kept connections, longest idle first (dicts keep insertion order):
+        self._idle: dict[Conn, None] = {}
+        self._idle_per_peer: dict[str, dict[Conn, None]] = {}
+        self._keep_alive_below = config.max_connections - config.max_connections // 8
+        self._draining = False
+        self._drained: asyncio.Event | None = None
+        self._next_log = {"refused": 0.0, "deadline": 0.0, "loop": 0.0, "idle": 0.0}
 
     # -- public -------------------------------------------------------------------------
     @property
@@ -128,6 +159,10 @@ class Frontend:
     def active_connections(self) -> int:
         """Connections open now (admitted, not yet closed)."""
         return len(self._conns)
+
+    def idle_connections(self) -> int:
+        """Kept connections waiting for their next request now."""
+        return len(self._idle)
 
     def bind(self) -> None:
         """Create the listening socket now (idempotent); a busy port raises ``OSError``.
@@ -168,7 +203,8 @@ class Frontend:
             raise self._error
 
     def shutdown(self) -> None:
-        """Stop accepting, abort every connection, join the threads (bounded, idempotent)."""
+        """Stop accepting, close idle connections, let requests under way finish, join the
+        threads (bounded, idempotent; see the module docstring)."""
         with self._lock:
             if self._closing:
                 return
@@ -177,14 +213,19 @@ class Frontend:
                 if self._listener is not None:
                     self._listener.close()
                 return
+        budget = self.config.shutdown_timeout_seconds
+        deadline = _REAL.monotonic() + budget
         if self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop already ended
-                self._loop.call_soon_threadsafe(self._stop_serving)
-        for _ in self._threads[1:]:
+                self._loop.call_soon_threadsafe(self._stop_serving, budget)
+        # The loop first: a request under way may still reach a worker while it drains.
+        looper, workers = self._threads[:1], self._threads[1:]
+        for t in looper:
+            t.join(max(0.0, deadline - _REAL.monotonic()) + _JOIN_GRACE)
+        for _ in workers:
             self._queue.put(None)
-        deadline = _REAL.monotonic() + self.config.shutdown_timeout_seconds
-        for t in self._threads:
-            t.join(max(0.0, deadline - _REAL.monotonic()))
+        for t in workers:
+            t.join(max(_JOIN_GRACE, deadline - _REAL.monotonic()))
         stuck = [t.name for t in self._threads if t.is_alive()]
         if stuck:
             log.error("server threads still running after the shutdown timeout",
@@ -217,17 +258,24 @@ class Frontend:
         server = await loop.create_server(lambda: Conn(self), sock=listener,
                                           backlog=_ACCEPT_BATCH)
         listener.listen(self.config.backlog)
+        self._drained = asyncio.Event()
         self._serving.set()
-        await stop
+        budget = await stop
         server.close()
+        self._draining = True
+        for conn in list(self._conns):
+            conn.close_for_shutdown()
+        if self._conns:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), budget)
         for conn in list(self._conns):
             conn.close(abort=True)
         for _ in range(2):  # let the aborted transports' connection_lost close the sockets
             await asyncio.sleep(0)
 
-    def _stop_serving(self) -> None:
+    def _stop_serving(self, budget: float) -> None:
         if self._stop is not None and not self._stop.done():
-            self._stop.set_result(None)
+            self._stop.set_result(budget)
 
     def loop_time(self) -> float:
         assert self._loop is not None
@@ -237,16 +285,22 @@ class Frontend:
         assert self._loop is not None
         return self._loop.call_later(delay, callback)
 
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        assert self._loop is not None
+        self._loop.call_soon(callback)
+
     def admit(self, conn: Conn) -> bool:
-        """Whether ``conn`` may be served (the caps); counts it when it may."""
+        """Whether ``conn`` may be served (the caps, after closing an idle connection to make
+        room); counts it when it may."""
         config = self.config
-        if len(self._conns) >= config.max_connections:
-            reason, limit = "too many connections", config.max_connections
-        elif self._per_peer[conn.peer] >= config.max_connections_per_peer:
+        if self._closing:
+            return False
+        if (self._per_peer[conn.peer] >= config.max_connections_per_peer
+                and not self._close_idle(self._idle_per_peer.get(conn.peer))):
             reason, limit = "too many connections from one client", \
                 config.max_connections_per_peer
-        elif self._closing:
-            return False
+        elif len(self._conns) >= config.max_connections and not self._close_idle(self._idle):
+            reason, limit = "too many connections", config.max_connections
         else:
             self._conns.add(conn)
             self._per_peer[conn.peer] += 1
@@ -263,6 +317,44 @@ class Frontend:
             self._per_peer[conn.peer] -= 1
             if not self._per_peer[conn.peer]:
                 del self._per_peer[conn.peer]
+            self.busy(conn)
+            if self._draining and not self._conns and self._drained is not None:
+                self._drained.set()
+
+    def keep_alive(self, conn: Conn) -> bool:
+        """Whether ``conn`` may stay open for another request (see module docstring)."""
+        config = self.config
+        return (config.idle_timeout_seconds > 0 and not self._draining and not self._closing
+                and conn.served < config.max_requests_per_connection
+                and len(self._conns) < self._keep_alive_below)
+
+    def idle(self, conn: Conn) -> None:
+        """``conn`` (kept) waits for its next request: the newest idle connection."""
+        self._idle[conn] = None
+        self._idle_per_peer.setdefault(conn.peer, {})[conn] = None
+
+    def busy(self, conn: Conn) -> None:
+        """``conn`` is no longer idle (a request started, or it closed)."""
+        if conn not in self._idle:
+            return
+        del self._idle[conn]
+        peers = self._idle_per_peer[conn.peer]
+        del peers[conn]
+        if not peers:
+            del self._idle_per_peer[conn.peer]
+
+    def _close_idle(self, pool: dict[Conn, None] | None) -> bool:
+        """Close the longest idle connection of ``pool`` now, freeing its slot at once."""
+        if not pool:
+            return False
+        conn = next(iter(pool))
+        self.release(conn)
+        conn.close()
+        self.idle_closed += 1
+        if self._due("idle"):
+            log.info("closed idle keep-alive connections for new ones", server=self.name,
+                     client=conn.peer, idle_closed_total=self.idle_closed)
+        return True
 
     def note(self, kind: str, peer: str, detail: str) -> None:
         """A connection ended early: a deadline (counted, logged at most every 10 s) or

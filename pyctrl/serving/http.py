@@ -9,16 +9,19 @@ Contract:
   idle or slow clients (a thousand connections that never send a byte) cost no thread and
   can not starve the kubelet's probes or a Prometheus scrape. Bounds: the TLS handshake and
   request head within ``min(5 s, request_timeout)`` of the accept, the whole request within
-  ``request_timeout``, 4096 connections, 512 per client address, 64 KiB heads, 1 MiB bodies.
+  ``request_timeout``, 4096 connections, 512 per client address, 64 KiB heads, 1 MiB bodies;
+  keep-alive as the front end's defaults (a kept connection idles at most 120 s and serves
+  at most 1000 requests; error answers close).
 * The constructor binds (a busy port raises ``OSError`` there; ``address`` is valid at
   once); :meth:`~HTTPServerThread.start` serves; :meth:`~HTTPServerThread.shutdown` closes
-  the listener and every connection at once and joins the threads (bounded, idempotent).
+  the listener and every idle connection at once, lets requests under way finish (bounded)
+  and joins the threads (idempotent).
   Bind addresses are ``host:port`` (``:8080`` binds all interfaces; port 0 picks a free
   port); ``"0"`` means disabled (:func:`parse_bind_address`).
 * Only GET is served (other methods 405). With an ``ssl_context`` the server speaks HTTPS
   only. With ``authorize`` (see :mod:`pyctrl.serving.auth`), ``authorize(path,
   Authorization header)`` runs on a worker before the handler; a response it returns is sent
-  instead of the handler's. Every response closes its connection.
+  instead of the handler's.
 """
 
 from __future__ import annotations

@@ -28,11 +28,19 @@ Contract:
   - the listen backlog is ``backlog`` (1024; the kernel caps it at net.core.somaxconn), so
     a burst of connections (clients that a deadline cut off all reconnecting at once) is
     queued by the kernel instead of having SYNs dropped and retried a second later;
-  - :meth:`shutdown` closes the listening socket and every client connection at once; it
-    waits at most ``shutdown_timeout_seconds`` for a handler still running and is
-    idempotent.
-* Every response closes the connection (``Connection: close``), so no idle keep-alive
-  connection stays open.
+  - :meth:`shutdown` closes the listening socket and, at once, every connection without a
+    complete review (idle, or a client still sending one), lets the reviews under way
+    finish (answered with ``Connection: close``) for at most ``shutdown_timeout_seconds``,
+    then cuts off the rest; it is idempotent.
+* Keep-alive: the API server's HTTP client (Go's) reuses connections, so a connection
+  stays open after a successful answer unless the request said ``Connection: close``
+  (HTTP/1.0: unless it said ``Connection: keep-alive``), saving a TLS handshake per review.
+  A kept connection waits at most ``idle_timeout_seconds`` (120 s, past the 90 s after
+  which the API server's client closes it itself) for its next request and serves at most
+  ``max_requests_per_connection``; error answers close. Near ``max_connections`` no
+  connection is kept, and a new client above a cap takes the slot of the longest idle kept
+  connection, so idle kept connections never keep a new client out (see
+  :mod:`pyctrl.frontend.server`).
 
 Deadlines are real time (they bound sockets), whatever Clock drives the certificate polling.
 """
@@ -88,6 +96,8 @@ class WebhookServerConfig:
     backlog: int = 1024
     cert_poll_seconds: float = 1.0
     shutdown_timeout_seconds: float = 3.0
+    idle_timeout_seconds: float = 120.0  # 0: every answer closes its connection
+    max_requests_per_connection: int = 1000
 
     def __post_init__(self) -> None:
         if self.cert_poll_seconds <= 0:
@@ -103,7 +113,9 @@ class WebhookServerConfig:
             header_timeout_seconds=self.header_timeout_seconds,
             request_timeout_seconds=self.request_timeout_seconds,
             max_header_bytes=self.max_header_bytes, max_body_bytes=self.max_body_bytes,
-            workers=self.workers, shutdown_timeout_seconds=self.shutdown_timeout_seconds)
+            workers=self.workers, shutdown_timeout_seconds=self.shutdown_timeout_seconds,
+            idle_timeout_seconds=self.idle_timeout_seconds,
+            max_requests_per_connection=self.max_requests_per_connection)
 
     @property
     def cert_file(self) -> Path:
@@ -208,7 +220,8 @@ class WebhookServer:
             self.shutdown()
 
     def shutdown(self) -> None:
-        """Stop accepting, cut off every client and join the threads (bounded, idempotent)."""
+        """Stop accepting, close idle clients, let reviews under way finish, join the threads
+        (bounded, idempotent)."""
         with self._lock:
             if not self._started or self._closing.is_set():
                 return

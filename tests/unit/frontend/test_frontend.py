@@ -1,97 +1,23 @@
 """pyctrl.frontend over real sockets on 127.0.0.1: idle and slow connections cost no thread,
-the header deadline is separate from the request's, per-client caps, routes and handlers."""
+the header deadline is separate from the request's, per-client caps, routes and handlers
+(keep-alive: test_keepalive.py)."""
 
 from __future__ import annotations
 
-import http.client
 import resource
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pyctrl.frontend import Frontend, FrontendConfig, Reply, Request, RequestHead, text
-from pyctrl.frontend.http import Handler
-from pyctrl.webhook import CertificatePaths, CertWatcher
+from pyctrl.frontend import FrontendConfig
+from pyctrl.webhook import CertificatePaths
+from tests.unit.frontend.helpers import GATE, get
 from tests.unit.runtime.helpers import eventually
 from tests.unit.webhook.helpers import closed as _closed
-from tests.unit.webhook.helpers import new_certs
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> CertificatePaths:
-    return new_certs(tmp_path_factory.mktemp("certs"))
-
-
-def echo(request: Request) -> Reply:
-    return 200, f"{request.method} {request.path}?{request.head.query} {request.body!r}".encode(), \
-        "text/plain"
-
-
-def boom(request: Request) -> Reply:
-    raise RuntimeError("handler bug")
-
-
-GATE = threading.Event()
-
-
-def wait_gate(request: Request) -> Reply:
-    GATE.wait(10)
-    return text(200, "released")
-
-
-def route(head: RequestHead) -> Handler | Reply:
-    if head.path == "/ok":
-        return text(200, "ok")
-    handlers = {"/echo": echo, "/boom": boom, "/gate": wait_gate}
-    return handlers.get(head.path) or text(404, "not found")
-
-
-@pytest.fixture
-def serve(certs: CertificatePaths) -> Iterator[Any]:
-    made: list[Frontend] = []
-
-    def make(tls: bool = False, **config: Any) -> Frontend:
-        config.setdefault("host", "127.0.0.1")
-        context = None
-        if tls:
-            watcher = CertWatcher(certs.cert_file, certs.key_file)
-            watcher.load()
-            context = watcher.context
-        server = Frontend("test", FrontendConfig(**config), route, context=context)
-        made.append(server)
-        server.start()
-        return server
-
-    yield make
-    GATE.set()
-    for server in made:
-        server.shutdown()
-    GATE.clear()
-
-
-def get(server: Frontend, path: str, *, method: str = "GET", body: bytes | None = None,
-        ca_file: Path | None = None, source: str = "127.0.0.1") -> tuple[int, bytes]:
-    port = server.address[1]
-    conn: http.client.HTTPConnection
-    if ca_file is not None:
-        conn = http.client.HTTPSConnection(
-            "127.0.0.1", port, timeout=10, source_address=(source, 0),
-            context=ssl.create_default_context(cafile=str(ca_file)))
-    else:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10,
-                                          source_address=(source, 0))
-    try:
-        conn.request(method, path, body=body)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
 
 
 def test_routes_handlers_and_errors_over_plain_http(serve: Any) -> None:
@@ -119,7 +45,8 @@ def test_a_request_split_anywhere_is_read_whole(serve: Any, certs: CertificatePa
     if tls:
         context = ssl.create_default_context(cafile=str(certs.ca_file))
         sock = context.wrap_socket(raw, server_hostname="127.0.0.1")
-    request = b"POST /echo?x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"
+    request = (b"POST /echo?x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nConnection: close\r\n"
+               b"\r\nhello")
     with sock:
         for i in range(0, len(request), chunk):  # one TCP segment (or TLS record) each
             sock.sendall(request[i:i + chunk])
@@ -158,7 +85,7 @@ def test_header_deadline_cuts_a_slow_head_before_the_request_deadline(serve: Any
 def test_a_slow_body_after_a_prompt_head_gets_the_request_deadline(serve: Any) -> None:
     server = serve(header_timeout_seconds=0.2, request_timeout_seconds=60.0)
     with socket.create_connection(server.address, timeout=10) as sock:
-        sock.sendall(b"POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\n")
+        sock.sendall(b"POST /echo HTTP/1.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\n")
         for byte in (b"a", b"b", b"c"):
             # Past the header deadline between bytes: only the head had to be prompt.
             assert not _closed(sock, 0.3)
@@ -196,7 +123,7 @@ def test_global_cap(serve: Any) -> None:
             sock.close()
 
 
-def test_shutdown_aborts_clients_at_once_and_is_bounded_with_a_handler_stuck(
+def test_shutdown_closes_a_fresh_client_at_once_and_is_bounded_with_a_handler_stuck(
         serve: Any) -> None:
     server = serve(shutdown_timeout_seconds=0.5, header_timeout_seconds=60.0)
     idle = socket.create_connection(server.address, timeout=5)
@@ -230,6 +157,7 @@ def test_start_raises_a_low_open_file_limit_to_cover_the_cap(serve: Any) -> None
 
 def test_config_is_validated() -> None:
     for bad in ({"port": -1}, {"header_timeout_seconds": 0}, {"workers": 0},
-                {"max_connections_per_peer": 0}):
+                {"max_connections_per_peer": 0}, {"idle_timeout_seconds": -1},
+                {"max_requests_per_connection": 0}):
         with pytest.raises(ValueError):
             FrontendConfig(**bad)  # type: ignore[arg-type]

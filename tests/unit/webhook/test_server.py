@@ -50,6 +50,26 @@ def test_patch_is_base64_json_patch(start: Start, certs: CertificatePaths) -> No
         {"op": "add", "path": "/spec/x", "value": 1}]
 
 
+def test_reviews_reuse_one_tls_connection(start: Start, certs: CertificatePaths) -> None:
+    # As the API server's Go client does: one handshake, then reviews on the kept connection.
+    server = start(certs.ca_file.parent)
+    context = ssl.create_default_context(cafile=str(certs.ca_file))
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=10)
+    try:
+        for uid in ("a", "b", "c"):
+            conn.request("POST", "/allow", body=json.dumps(review(uid)).encode(),
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            assert resp.status == 200 and resp.getheader("Connection") is None
+            assert json.loads(resp.read())["response"] == {"uid": uid, "allowed": True}
+            if uid == "a":
+                first = conn.sock
+            assert conn.sock is first
+        assert server.active_connections() == 1
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize(("method", "path", "body", "code"), [
     ("GET", "/healthz", None, 200),
     ("GET", "/readyz", None, 200),
@@ -159,6 +179,7 @@ def test_register_rejects_bad_or_duplicate_paths(certs: CertificatePaths) -> Non
     {"max_connections": 0}, {"backlog": 0}, {"cert_poll_seconds": 0},
     {"shutdown_timeout_seconds": -1}, {"max_header_bytes": 0},
     {"header_timeout_seconds": 0}, {"max_connections_per_peer": 0}, {"workers": 0},
+    {"idle_timeout_seconds": -1}, {"max_requests_per_connection": 0},
 ])
 def test_config_is_validated(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
@@ -175,6 +196,8 @@ def test_config_defaults() -> None:
     assert config.max_connections_per_peer == 512
     assert config.backlog == 1024
     assert config.max_body_bytes == 7 * 1024 * 1024
+    assert config.idle_timeout_seconds == 120.0
+    assert config.max_requests_per_connection == 1000
 
 
 @pytest.mark.parametrize(("head", "code"), [
