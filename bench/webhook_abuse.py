@@ -4,9 +4,11 @@ Scenario (issue 25 item 1), on loopback with TLS, one server kind at a time, eac
 process (see :mod:`bench.webhook_abuse_peers`): ``pyctrl`` (the project's WebhookServer),
 ``aiohttp`` and ``uvicorn`` serve the CronJob validating handler.
 
-1. quiet: ``--quiet-requests`` valid reviews one after the other (a new TLS connection each,
-   as the server closes every connection); reported ``quiet.cpu_ms_per_request`` (the server
-   process's user+sys CPU from /proc, per request) and latency percentiles.
+1. quiet: ``--quiet-requests`` valid reviews one after the other (a new TLS connection each;
+   with ``--keep-alive`` one connection reused while the server keeps it, as the API
+   server's Go client does, ``connections`` counting those opened); reported
+   ``quiet.cpu_ms_per_request`` (the server process's user+sys CPU from /proc, per request)
+   and latency percentiles.
 2. abuse: an attacker process opens ``--idle`` connections that never send a byte and
    ``--slowloris`` clients sending one byte a second (half inside the TLS ClientHello, half in
    the request head after a handshake), spread over ``--addresses`` source addresses
@@ -55,6 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=float, default=50.0, help="valid reviews per second")
     parser.add_argument("--quiet-requests", type=int, default=500, help="reviews without attack")
     parser.add_argument("--timeout", type=float, default=5.0, help="budget per valid review")
+    parser.add_argument("--keep-alive", action="store_true",
+                        help="valid reviews reuse their connection while the server keeps it")
     parser.add_argument("--pyctrl-root", default=str(ROOT),
                         help="the tree whose pyctrl serves as kind 'pyctrl'")
 
@@ -92,22 +96,31 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 class Client:
-    """Valid reviews, one TLS connection each, verifying the server certificate."""
+    """Valid reviews, verifying the server certificate: one TLS connection each, or with
+    ``keep_alive`` one reused while the server keeps it (a new one after it closed)."""
 
-    def __init__(self, port: int, ca_file: Path, timeout: float) -> None:
+    def __init__(self, port: int, ca_file: Path, timeout: float,
+                 keep_alive: bool = False) -> None:
         self.port = port
         self.context = ssl.create_default_context(cafile=str(ca_file))
         self.timeout = timeout
+        self.keep_alive = keep_alive
         self.latencies: list[float] = []
         self.failures: list[str] = []
+        self.connections = 0
         self._n = 0
+        self._conn: http.client.HTTPSConnection | None = None
 
     def send(self) -> None:
         self._n += 1
         body = review_body(f"uid-{self._n}")
         begin = time.monotonic()
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context,
-                                           timeout=self.timeout)
+        conn = self._conn
+        self._conn = None
+        if conn is None:
+            conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context,
+                                               timeout=self.timeout)
+            self.connections += 1
         try:
             conn.request("POST", PATH, body=body, headers={"Content-Type": "application/json"})
             resp = conn.getresponse()
@@ -115,16 +128,25 @@ class Client:
             if resp.status != 200 or b'"allowed":true' not in answer.replace(b" ", b""):
                 self.failures.append(f"status {resp.status}: {answer[:100]!r}")
                 return
+            if self.keep_alive and not resp.will_close:
+                self._conn, conn = conn, None
         except (OSError, http.client.HTTPException) as err:
             self.failures.append(f"{type(err).__name__}: {err}")
             return
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
         self.latencies.append(time.monotonic() - begin)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def summary(self) -> dict[str, object]:
         ms = [x * 1000 for x in self.latencies]
         return {"requests": len(self.latencies) + len(self.failures),
+                "connections": self.connections,
                 "failures": len(self.failures), "first_failures": self.failures[:3],
                 "p50_ms": _percentile(ms, 0.50), "p99_ms": _percentile(ms, 0.99),
                 "max_ms": max(ms, default=float("nan"))}
@@ -178,18 +200,19 @@ def run_one(kind: str, args: argparse.Namespace, cert_dir: Path, ca_file: Path) 
             if len(client.latencies) >= 20:
                 break
             time.sleep(0.05)
-        quiet = Client(port, ca_file, args.timeout)
+        quiet = Client(port, ca_file, args.timeout, args.keep_alive)
         cpu0 = _proc_cpu(server.pid)
         for _ in range(args.quiet_requests):
             quiet.send()
         cpu_quiet = _proc_cpu(server.pid) - cpu0
+        quiet.close()
         rss_quiet = _proc_rss_kib(server.pid)
 
         attacker = Attacker(port, idle=args.idle, slowloris=args.slowloris,
                             addresses=args.addresses).__enter__()
         try:
             rss_attack = _proc_rss_kib(server.pid)
-            abused = Client(port, ca_file, args.timeout)
+            abused = Client(port, ca_file, args.timeout, args.keep_alive)
             cpu0 = _proc_cpu(server.pid)
             begin = time.monotonic()
             n = int(args.seconds * args.rate)
@@ -200,6 +223,7 @@ def run_one(kind: str, args: argparse.Namespace, cert_dir: Path, ca_file: Path) 
                 abused.send()
             cpu_abuse = _proc_cpu(server.pid) - cpu0
             wall = time.monotonic() - begin
+            abused.close()
         finally:
             counters = attacker.stop()
         attackers = max(1, args.idle + args.slowloris)
@@ -219,7 +243,8 @@ def run_one(kind: str, args: argparse.Namespace, cert_dir: Path, ca_file: Path) 
 def run(args: argparse.Namespace) -> dict[str, object]:
     soft, hard = raise_open_file_limit()  # the children inherit it
     result: dict[str, object] = {"idle": args.idle, "slowloris": args.slowloris,
-                                 "rate_per_s": args.rate, "seconds": args.seconds}
+                                 "rate_per_s": args.rate, "seconds": args.seconds,
+                                 "keep_alive": args.keep_alive}
     with tempfile.TemporaryDirectory() as tmp:
         certs = generate_certs(Path(tmp) / "certs", ["localhost"], ["127.0.0.1"])
         for kind in args.servers.split(","):
