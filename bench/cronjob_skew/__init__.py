@@ -58,6 +58,9 @@ seconds, so it is a floor). The top-level ``p50``/``p99``/``max`` of a phase are
 figures. ``count``/``missing`` are against ``N``. The controller's CPU seconds are the
 ``/proc/<pid>/stat`` utime+stime delta over the window T-5 s .. T+60 s, and ``peak_rss_mib`` the
 highest VmRSS polled every 100 ms in that window (``hwm_rss_mib``: VmHWM, since start).
+``gc_pauses`` (pyctrl): the collector's pauses in the same window, per generation (count,
+total ms, ``max_le`` the bucket bound holding the longest, the bucket counts), read from the
+controller's ``python_gc_duration_seconds`` at both ends of the window.
 ``prior_jobs`` counts Jobs that existed before the window apart from the ``history_jobs``
 made at setup (a warm-up tick happened). ``duplicates`` counts Jobs scheduled at ``T`` (by
 their annotation, whatever their name) beyond one per CronJob: two replicas acting on one
@@ -116,7 +119,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.cronjob_skew.controllers import REPO, Controller, PhaseError, wait_settled
+from bench.cronjob_skew.controllers import REPO, Controller, PhaseError, gc_delta, wait_settled
 from bench.cronjob_skew.limit import LIMIT_NAMESPACE, run_limit_phase
 from bench.cronjob_skew.objects import (
     ANNOTATIONS,
@@ -345,6 +348,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
         samplers = [ProcessSampler(pid) for pid in pids]
         for sampler in samplers:
             sampler.start()
+        gc_before = [controller.gc_pauses() for controller in controllers]
         trace = CpuTrace(plane_pids(cp) | {f"controller-{i}" if sharded else "controller": pid
                                           for i, pid in enumerate(pids)})
         trace.start()
@@ -356,6 +360,8 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
                                       gil=not args.profile_wall)
         sleep_until(tick + WINDOW_AFTER, check)
         usages = [sampler.stop() for sampler in samplers]
+        gc_window = [gc_delta(before, controller.gc_pauses())
+                     for before, controller in zip(gc_before, controllers, strict=True)]
         if sharded:
             after_window = take_census(client, namespace, ids, args.shard_leader_weight)
         deadline = tick + args.collect_timeout
@@ -404,7 +410,7 @@ def run_phase(phase: str, cp: ControlPlane, client: RESTClient, args: argparse.N
             "cache_sync_seconds": syncs[0], "history_jobs": history, "cpu_seconds": cpu,
             "cpu_cores_avg": None if not isinstance(cpu, float) else round(cpu / window_s, 3),
             "peak_rss_mib": usages[0]["peak_rss_mib"], "hwm_rss_mib": usages[0]["hwm_rss_mib"],
-            "rss_samples": usages[0]["rss_samples"],
+            "rss_samples": usages[0]["rss_samples"], "gc_pauses": gc_window[0],
         }
     result |= {
         "window": [iso(tick - WINDOW_BEFORE), iso(tick + WINDOW_AFTER)],

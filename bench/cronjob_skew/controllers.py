@@ -12,6 +12,12 @@ Contract:
 * ``cache_sync_seconds()``: process start to caches synced (see :mod:`bench.cronjob_skew.sync`):
   pyctrl's from its ``/readyz`` (probes on a free loopback port, polled from spawn), KCM's
   from its log; None when unknown.
+* ``gc_pauses()`` (pyctrl only; None for KCM or when unreadable): the controller's
+  ``python_gc_duration_seconds`` histogram (:mod:`pyctrl.serving.gcmetrics`) read from its
+  ``/metrics``, served in plain HTTP on a free loopback port, as
+  ``{generation: {"count", "sum", "buckets": {le: cumulative count}}}``; :func:`gc_delta`
+  is the difference of two readings (the pauses in between) with, per generation,
+  ``max_le``: the smallest bucket bound holding every pause, an upper bound of the longest.
 * :func:`wait_settled` returns once ``warmup`` seconds have passed since start and the process
   (each of the processes, when given several pids: the replicas of the sharded phase) used
   fewer than ``settle_cores`` cores over the last 3 s, or after ``settle_timeout``.
@@ -24,12 +30,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import socket
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from bench.cronjob_skew.probe import alive, cpu_seconds
 from bench.cronjob_skew.sync import (
@@ -42,9 +51,50 @@ from bench.cronjob_skew.sync import (
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.process import Proc, spawn
 
-__all__ = ["REPO", "Controller", "PhaseError", "busiest_cores", "wait_settled"]
+__all__ = ["REPO", "Controller", "GCHistogram", "PhaseError", "busiest_cores", "gc_delta",
+           "parse_gc_histogram", "wait_settled"]
 
 REPO = Path(__file__).resolve().parent.parent.parent
+
+GCHistogram = dict[str, dict[str, Any]]
+_GC_SAMPLE = re.compile(
+    r'^python_gc_duration_seconds_(bucket|count|sum)\{([^}]*)\} ([0-9.eE+-]+|[+-]Inf|NaN)$')
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def parse_gc_histogram(text: str) -> GCHistogram:
+    """``python_gc_duration_seconds`` of a Prometheus text exposition, per generation."""
+    out: GCHistogram = {}
+    for line in text.splitlines():
+        m = _GC_SAMPLE.match(line)
+        if m is None:
+            continue
+        kind, labels, value = m.group(1), dict(_LABEL.findall(m.group(2))), float(m.group(3))
+        gen = out.setdefault(labels.get("generation", "?"),
+                             {"count": 0.0, "sum": 0.0, "buckets": {}})
+        if kind == "bucket":
+            gen["buckets"][labels.get("le", "+Inf")] = value
+        else:
+            gen[kind] = value
+    return out
+
+
+def gc_delta(before: GCHistogram | None, after: GCHistogram | None) -> GCHistogram | None:
+    """The pauses between two readings, with ``max_le`` per generation (module docstring)."""
+    if before is None or after is None:
+        return None
+    out: GCHistogram = {}
+    for gen, now in sorted(after.items()):
+        then = before.get(gen, {"count": 0.0, "sum": 0.0, "buckets": {}})
+        buckets = {le: now["buckets"][le] - then["buckets"].get(le, 0.0)
+                   for le in now["buckets"]}
+        count = now["count"] - then["count"]
+        bounds = sorted((float(le), le) for le in buckets)
+        max_le = next((le for bound, le in bounds if buckets[le] >= count), None)
+        out[gen] = {"count": int(count), "sum_ms": round((now["sum"] - then["sum"]) * 1e3, 2),
+                    "max_le": None if count == 0 else max_le,
+                    "buckets": {le: int(v) for le, v in buckets.items()}}
+    return out
 
 
 class PhaseError(RuntimeError):
@@ -65,6 +115,7 @@ class Controller:
         self.exit_code: int | None = None
         self.pid: int | None = None
         self.readyz: ReadyzPoller | None = None
+        self.metrics_port: int | None = None
 
     @property
     def log_path(self) -> Path:
@@ -75,12 +126,15 @@ class Controller:
     def start(self) -> int:
         if self.python:
             port = _free_port()
+            self.metrics_port = _free_port()
             argv = [sys.executable, "-m", "cronjob_controller",
                     "--kubeconfig", self.cp.kubeconfig_path,
                     "--workers", str(self.args.pyctrl_workers),
                     *([] if getattr(self.args, "pyctrl_default_limits", False)
                       else ["--qps", str(self.args.qps), "--burst", str(self.args.qps)]),
-                    "--log-level", "warning", "--metrics-bind-address", "0",
+                    "--log-level", "warning",
+                    "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
+                    "--metrics-secure=false",
                     "--health-probe-bind-address", f"127.0.0.1:{port}",
                     *getattr(self.args, "pyctrl_arg", []), *self.extra_args]
             env = dict(os.environ) | self.extra_env
@@ -112,6 +166,18 @@ class Controller:
         except OSError:
             return None
         return cache_sync_seconds(started, None if wall is None else wall_to_boottime(wall))
+
+    def gc_pauses(self, timeout: float = 5.0) -> GCHistogram | None:
+        """The controller's GC pause histogram now (see module docstring)."""
+        if self.metrics_port is None:
+            return None
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as answer:  # noqa: S310
+                text = answer.read().decode()
+        except (OSError, ValueError):
+            return None
+        return parse_gc_histogram(text)
 
     def check(self) -> None:
         """Raise PhaseError with the log tail if the controller exited."""

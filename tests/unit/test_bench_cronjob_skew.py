@@ -306,3 +306,26 @@ def test_profile_window_is_the_whole_cpu_window_or_the_burst_from_the_tick() -> 
     assert profile_window(argparse.Namespace(profile_burst=None), 600.0) == (595.0, 65.0)
     assert profile_window(argparse.Namespace(profile_burst=3.0), 600.0) == (600.0, 3.0)
     assert profile_window(argparse.Namespace(profile_burst=0.2), 600.0) == (600.0, 1.0)
+
+
+def test_gc_pauses_are_read_from_the_exposition_and_differenced() -> None:
+    from prometheus_client import CollectorRegistry, Histogram, generate_latest
+
+    from bench.cronjob_skew.controllers import gc_delta, parse_gc_histogram
+    from pyctrl.serving.gcmetrics import GC_PAUSE_BUCKETS
+
+    reg = CollectorRegistry()
+    h = Histogram("python_gc_duration_seconds", "pauses", ["generation"], registry=reg,
+                  buckets=GC_PAUSE_BUCKETS)
+    h.labels(generation="0").observe(0.0002)
+    before = parse_gc_histogram(generate_latest(reg).decode())
+    h.labels(generation="0").observe(0.0003)
+    h.labels(generation="2").observe(0.07)
+    after = parse_gc_histogram(generate_latest(reg).decode())
+    delta = gc_delta(before, after)
+    assert delta is not None
+    assert delta["0"]["count"] == 1 and delta["0"]["max_le"] == "0.0005"
+    assert delta["2"]["count"] == 1 and delta["2"]["max_le"] == "0.1"
+    assert delta["2"]["sum_ms"] == 70.0
+    assert gc_delta(None, after) is None
+    assert parse_gc_histogram("not metrics\n") == {}
