@@ -111,7 +111,7 @@ def ensure_bytecode() -> None:
     if _COMPILED:
         return
     _COMPILED.append(True)
-    import compileall  # noqa: PLC0415 - only the pyctrl phases need it
+    import compileall
 
     for package in ("pyctrl", "cronjob_controller"):
         compileall.compile_dir(str(REPO / package), quiet=1)
@@ -194,7 +194,7 @@ class Controller:
             return None
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as answer:  # noqa: S310
+            with urllib.request.urlopen(url, timeout=timeout) as answer:
                 text = answer.read().decode()
         except (OSError, ValueError):
             return None
