@@ -123,6 +123,7 @@ class Frontend:
         self.config = config
         self.route = route
         self.context = context
+        self.accepted = 0  # connections admitted since the start
         self.refused = 0  # connections closed at once because of a cap
         self.deadlines = 0  # connections cut off by a deadline
         self.idle_closed = 0  # idle kept connections closed for a new one
@@ -304,6 +305,7 @@ class Frontend:
         else:
             self._conns.add(conn)
             self._per_peer[conn.peer] += 1
+            self.accepted += 1
             return True
         self.refused += 1
         if self._due("refused"):

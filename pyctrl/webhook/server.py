@@ -173,6 +173,11 @@ class WebhookServer:
         return self._frontend.address[1]
 
     @property
+    def accepted(self) -> int:
+        """Connections admitted since the start (with keep-alive, fewer than requests)."""
+        return self._frontend.accepted if self._frontend is not None else 0
+
+    @property
     def refused(self) -> int:
         """Connections closed at once because of ``max_connections`` or the per-peer cap."""
         return self._frontend.refused if self._frontend is not None else 0

@@ -191,6 +191,22 @@ def test_kubectl_apply_of_an_invalid_schedule_is_denied_with_the_webhook_message
     assert status == 422 and body["message"] == message, body
 
 
+def test_the_apiserver_reuses_its_connections_to_the_webhook(admission: Admission) -> None:
+    # Go's client keeps its connections alive and the server keeps them: each create
+    # calls both webhooks, yet a few TLS connections carry all the calls.
+    server = admission.server.server
+    assert server is not None
+    accepted, calls = server.accepted, len(admission.recorder.calls)
+    for i in range(10):
+        status, body = admission.cp.http.request(
+            "POST", f"/apis/batch.pyctrl.io/v1/namespaces/{admission.namespace}/cronjobs",
+            _cronjob(admission.namespace, f"reuse-{i}"))
+        assert status == 201, body
+    made = len(admission.recorder.calls) - calls
+    assert made >= 20
+    assert server.accepted - accepted <= 4, (server.accepted - accepted, made)
+
+
 def test_webhooks_are_scoped_to_the_test_namespace(
         admission: Admission, other_namespace: str) -> None:
     # The CRD schema cannot parse cron: without the webhook the same CronJob is stored,
