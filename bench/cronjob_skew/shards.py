@@ -174,9 +174,18 @@ def census(items: Iterable[Object], ids: Sequence[str], leader: str | None = Non
 
 def take_census(client: RESTClient, namespace: str, ids: Sequence[str],
                 leader_weight: float = 1.0) -> Census:
+    """The census of the phase's CronJobs now; a LIST that fails (a 6000-object LIST timed
+    out once while the replicas started) is tried twice more before the error is raised."""
     leader = leader_shard(client, namespace)
-    return census(client.list(PYCTRL_CRONJOBS, namespace).get("items") or [], ids,
-                  leader, leader_weight)
+    for attempt in range(3):
+        try:
+            items = client.list(PYCTRL_CRONJOBS, namespace).get("items") or []
+            break
+        except ApiError:
+            if attempt == 2:
+                raise
+            time.sleep(2.0)
+    return census(items, ids, leader, leader_weight)
 
 
 def wait_labelled(client: RESTClient, namespace: str, ids: Sequence[str], started: float,

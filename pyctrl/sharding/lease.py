@@ -11,7 +11,10 @@ Contract:
   leader does.
 * :class:`ShardMembership` is the observer's view. ``observe(lease)`` records, on the
   observer's own monotonic clock, when it saw the Lease's spec change (another host's
-  renewTime is never compared with our clock, as in the elector). A shard is alive while its
+  renewTime is never compared with our clock, as in the elector); it returns whether the
+  observation can change who is alive (a new Lease, another holder or duration, or a shard
+  alive again after it expired), False for a renewal of a live shard, which only moves its
+  expiry later. A shard is alive while its
   Lease's holder is its shard id and ``now < seen + leaseDurationSeconds``. A released
   (empty holder) or deleted Lease is dead at once. ``view()`` reads, at one instant, the
   alive shards and the monotonic time the first of them expires without news: a caller that
@@ -53,6 +56,10 @@ class _Seen:
     at: float
 
 
+def _alive(seen: _Seen, now: float) -> bool:
+    return seen.holder == seen.shard and now < seen.at + seen.duration
+
+
 def _spec_fingerprint(lease: Object) -> tuple[Any, ...]:
     spec = lease.get("spec") or {}
     return (spec.get("holderIdentity"), spec.get("leaseDurationSeconds"),
@@ -67,22 +74,27 @@ class ShardMembership:
         self._lock = threading.Lock()
         self._seen: dict[str, _Seen] = {}  # by Lease name
 
-    def observe(self, lease: Object) -> None:
-        """Record the Lease as seen now (its time only moves when its spec changed)."""
+    def observe(self, lease: Object) -> bool:
+        """Record the Lease as seen now (its time only moves when its spec changed); whether
+        that can change who is alive (see module docstring)."""
         meta = lease.get("metadata") or {}
         name = str(meta.get("name") or "")
         shard = str((meta.get("labels") or {}).get(LEASE_SHARD_LABEL) or "")
         if not name or not shard:
-            return
+            return False
         spec = lease.get("spec") or {}
         fingerprint = _spec_fingerprint(lease)
         now = self._clock.monotonic()
         with self._lock:
             old = self._seen.get(name)
             at = old.at if old is not None and old.fingerprint == fingerprint else now
-            self._seen[name] = _Seen(shard, str(spec.get("holderIdentity") or ""),
-                                     float(spec.get("leaseDurationSeconds") or 0),
-                                     fingerprint, at)
+            new = self._seen[name] = _Seen(shard, str(spec.get("holderIdentity") or ""),
+                                           float(spec.get("leaseDurationSeconds") or 0),
+                                           fingerprint, at)
+        if old is None:
+            return True
+        return ((old.shard, old.holder, old.duration) != (new.shard, new.holder, new.duration)
+                or _alive(old, now) != _alive(new, now))
 
     def forget(self, lease: Object) -> None:
         """The Lease was deleted: its shard is dead."""
@@ -95,8 +107,7 @@ class ShardMembership:
         news (None when none is alive), both read at one instant of the clock."""
         now = self._clock.monotonic()
         with self._lock:
-            live = [s for s in self._seen.values()
-                    if s.holder == s.shard and now < s.at + s.duration]
+            live = [s for s in self._seen.values() if _alive(s, now)]
         return (frozenset(s.shard for s in live),
                 min((s.at + s.duration for s in live), default=None))
 

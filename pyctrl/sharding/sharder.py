@@ -143,6 +143,7 @@ class Sharder:
         self._started = self._clock.monotonic()
         self._expires_at: float | None = None  # first expiry among the last pass's shards
         self._warm = False  # whether the last pass was past the warm-up (could drain)
+        self._planned_alive: frozenset[str] | None = None  # what the last pass planned with
         self._stop = threading.Event()  # run's stop
         self._halt = threading.Event()  # this pass found us deposed
         self._ring = HashRing((), options.virtual_nodes)  # kept while membership is unchanged
@@ -185,6 +186,7 @@ class Sharder:
         """One pass over ``objects``: plan and write; returns the actions that succeeded."""
         o = self.options
         alive, self._expires_at = self.membership.view()
+        self._planned_alive = alive
         self.passes += 1
         self._halt.clear()
         start = self._clock.monotonic()
@@ -283,6 +285,19 @@ class Sharder:
             due = min(due, self._warm_from() + self.options.lease_duration)
         return due
 
+    def _renewed_due(self, resync_due: float) -> float | None:
+        """At an expiry instant: None if a pass is due (a shard expired since the last pass,
+        the warm-up is over, or the resync came); else the next expiry instant, every shard
+        the last pass planned with having renewed since (renewals wake no pass)."""
+        now = self._clock.monotonic()
+        if not self._warm or now >= resync_due:
+            return None
+        alive, expires_at = self.membership.view()
+        if alive != self._planned_alive or expires_at is None:
+            return None
+        self._expires_at = expires_at
+        return min(resync_due, expires_at)
+
     def run(self, stop: threading.Event) -> None:
         """Plan and write until ``stop``, from the watch (run here if the sharder owns it)."""
         done = threading.Event()  # stops an own watch however we leave
@@ -302,16 +317,20 @@ class Sharder:
             while not stop.is_set():
                 with self._cond:
                     self._dirty = False
-                due = self._clock.monotonic() + self._resync
+                resync_due = self._clock.monotonic() + self._resync
                 self.sync(self.watch.objects())
-                due = min(due, self._next_due())
+                due = min(resync_due, self._next_due())
                 if self._clock.sleep(self._min_interval, stop):
                     break
                 with self._cond:
                     while not self._dirty and not stop.is_set():
                         left = due - self._clock.monotonic()
                         if left <= 0:
-                            break
+                            later = self._renewed_due(resync_due)
+                            if later is None:
+                                break
+                            due = later
+                            continue
                         self._clock.wait(self._cond, min(left, 0.5))  # 0.5 s: notice stop
         finally:
             done.set()

@@ -76,3 +76,19 @@ def test_view_reads_the_alive_shards_and_their_first_expiry_at_one_instant() -> 
     clock.step(10)  # b expires now: the next expiry is a's, an absolute time
     assert m.view() == (frozenset({"a"}), 1015.0)
     assert m.next_expiry() == 5.0
+
+
+def test_observe_says_whether_who_is_alive_can_have_changed() -> None:
+    clock = FakeClock()
+    m = ShardMembership(clock)
+    assert m.observe(lease("a", duration=15)) is True, "a new Lease"
+    assert m.observe(lease("a", duration=15)) is False, "the same spec again"
+    clock.step(5)
+    assert m.observe(lease("a", renew="t1", duration=15)) is False, "a live shard's renewal"
+    assert m.observe(lease("a", renew="t1", duration=10)) is True, "another duration"
+    assert m.observe(lease("a", holder="", renew="t1", duration=10)) is True, "released"
+    assert m.observe(lease("a", renew="t2", duration=10)) is True, "held again"
+    clock.step(11)  # expired without news
+    assert m.alive() == frozenset()
+    assert m.observe(lease("a", renew="t3", duration=10)) is True, "alive again"
+    assert m.observe(lease("nolabel") | {"metadata": {"name": "x"}}) is False

@@ -371,7 +371,7 @@ def _step_until_idle(clock: _ProbeClock, sharder: Sharder, step: float) -> None:
 
 
 def test_a_shard_expiring_during_the_pause_after_a_pass_gets_a_pass_right_after_it() -> None:
-    """A pass at 1014.5 (a renewed) is followed by a 1 s pause, in which b expires (1015).
+    """A pass at 1014.5 (a's Lease changed) is followed by a 1 s pause, in which b expires (1015).
     With nothing else happening, the pass that moves b's objects runs as the pause ends; it
     does not wait for a's expiry or a resync (b is no longer among the alive shards by then,
     so only the expiry read together with the pass's alive set can schedule it)."""
@@ -383,7 +383,8 @@ def test_a_shard_expiring_during_the_pause_after_a_pass_gets_a_pass_right_after_
         clock.step(1014.5 - clock.monotonic())
         assert poll(lambda: clock.parked == "wait", timeout=5)
         passes = sharder.passes
-        client.update(LEASES, lease("a", renew="t1", duration=60))  # news: a pass at 1014.5
+        # news: a pass at 1014.5 (a longer duration; a mere renewal wakes no pass)
+        client.update(LEASES, lease("a", renew="t1", duration=61))
         assert poll(lambda: sharder.passes == passes + 1 and clock.parked == "sleep",
                     timeout=5)
         assert "b" in _owners(client).values()
@@ -431,3 +432,32 @@ def test_leader_weight_must_be_in_zero_one() -> None:
     for weight in (0.0, 1.2):
         with pytest.raises(ValueError, match="leader_weight"):
             options("a", leader_weight=weight)
+
+
+def test_renewals_of_live_shards_wake_no_pass_not_even_at_their_old_expiry() -> None:
+    """Leases a (60 s) and b (15 s) seen at 1000. b renews at 1010 and 1020: neither renewal
+    runs a pass, nor does b's first expiry instant (1015: only the warm-up's end does) or its
+    second (1025); when b stops renewing it expires at 1035 and its objects move then."""
+    clock = _ProbeClock()
+    client, owners = two_shards(clock)
+    sharder = Sharder(client, options("leader"), clock=clock, min_interval=0.5)
+    with _running(sharder):
+        _step_until_idle(clock, sharder, 0.5)
+        clock.step(1010 - clock.monotonic())
+        assert poll(lambda: clock.parked == "wait", timeout=5)
+        client.update(LEASES, lease("b", renew="t1"))
+        assert poll(lambda: sharder.membership.view()[1] == pytest.approx(1025), timeout=5)
+        clock.step(5.2)  # 1015.2: the warm-up ended at 1015 (one pass), b renewed
+        _step_until_idle(clock, sharder, 0.5)
+        passes = sharder.passes
+        clock.step(1020 - clock.monotonic())
+        assert poll(lambda: clock.parked == "wait", timeout=5)
+        client.update(LEASES, lease("b", renew="t2"))
+        assert poll(lambda: sharder.membership.view()[1] == pytest.approx(1035), timeout=5)
+        clock.step(5.5)  # 1025.5: past the expiry the last pass saw
+        assert poll(lambda: clock.parked == "wait", timeout=5)
+        assert sharder.passes == passes
+        assert _owners(client) == owners
+        clock.step(1035 - clock.monotonic())  # b's Lease expires without news
+        assert poll(lambda: "b" not in _owners(client).values(), timeout=5)
+        assert sharder.passes == passes + 1

@@ -105,9 +105,16 @@ def test_the_leader_lease_is_fed_to_the_elector() -> None:
         assert poll(lambda: elector.get_leader() == "z", timeout=5)
 
 
+def _renewed(watch: ShardWatch, shard: str) -> bool:
+    """Whether the membership saw ``shard``'s Lease at its renewal ``t1``."""
+    seen = watch.membership._seen.get(f"mirror-shard-{shard}")
+    return seen is not None and seen.fingerprint[2] == "t1"
+
+
 def test_only_lease_changes_and_relabels_wake_the_sharder() -> None:
-    """A data (status-like) write wakes nothing; an add, a relabel and a Lease renewal do:
-    exactly three wakes (before, every object update woke a pass over all objects)."""
+    """A data (status-like) write and a live shard's renewal wake nothing; an add, a relabel
+    and a released Lease do: exactly three wakes (before, every object update woke a pass
+    over all objects, and so did every renewal: ~2 a second at 3 shards)."""
     clock = FakeClock()
     client, _ = two_shards(clock)
     watch = ShardWatch(client, options("leader"), clock=clock)
@@ -131,8 +138,11 @@ def test_only_lease_changes_and_relabels_wake_the_sharder() -> None:
 
         assert poll(relabelled, timeout=5)
         assert poll(lambda: len(wakes) >= settled + 2, timeout=5)
-        client.update(LEASES, lease("a", renew="t1", duration=60))
+        client.update(LEASES, lease("a", renew="t1", duration=60))  # a renewal: no wake
+        assert poll(lambda: _renewed(watch, "a"), timeout=5)
+        client.update(LEASES, lease("b", holder="", renew="t1"))  # b released: a wake
         assert poll(lambda: len(wakes) >= settled + 3, timeout=5)
+        assert watch.membership.alive() == frozenset({"a"})
         assert len(wakes) == settled + 3
 
 
