@@ -434,6 +434,12 @@ def test_leader_weight_must_be_in_zero_one() -> None:
             options("a", leader_weight=weight)
 
 
+def _park_at(clock: _ProbeClock, at: float) -> None:
+    """Step the clock to ``at`` and wait until the sharder is parked waiting for news."""
+    clock.step(at - clock.monotonic())
+    assert poll(lambda: clock.parked == "wait", timeout=5)
+
+
 def test_renewals_of_live_shards_wake_no_pass_not_even_at_their_old_expiry() -> None:
     """Leases a (60 s) and b (15 s) seen at 1000. b renews at 1010 and 1020: neither renewal
     runs a pass, nor does b's first expiry instant (1015: only the warm-up's end does) or its
@@ -443,19 +449,16 @@ def test_renewals_of_live_shards_wake_no_pass_not_even_at_their_old_expiry() -> 
     sharder = Sharder(client, options("leader"), clock=clock, min_interval=0.5)
     with _running(sharder):
         _step_until_idle(clock, sharder, 0.5)
-        clock.step(1010 - clock.monotonic())
-        assert poll(lambda: clock.parked == "wait", timeout=5)
+        _park_at(clock, 1010)
         client.update(LEASES, lease("b", renew="t1"))
         assert poll(lambda: sharder.membership.view()[1] == pytest.approx(1025), timeout=5)
         clock.step(5.2)  # 1015.2: the warm-up ended at 1015 (one pass), b renewed
         _step_until_idle(clock, sharder, 0.5)
         passes = sharder.passes
-        clock.step(1020 - clock.monotonic())
-        assert poll(lambda: clock.parked == "wait", timeout=5)
+        _park_at(clock, 1020)
         client.update(LEASES, lease("b", renew="t2"))
         assert poll(lambda: sharder.membership.view()[1] == pytest.approx(1035), timeout=5)
-        clock.step(5.5)  # 1025.5: past the expiry the last pass saw
-        assert poll(lambda: clock.parked == "wait", timeout=5)
+        _park_at(clock, 1025.5)  # past the expiry the last pass saw
         assert sharder.passes == passes
         assert _owners(client) == owners
         clock.step(1035 - clock.monotonic())  # b's Lease expires without news
