@@ -17,7 +17,7 @@ import pytest
 from pyctrl.errors import Conflict, NotFound
 from pyctrl.kube import CONFIGMAPS, LEASES
 from pyctrl.reconcile import Request, Result
-from pyctrl.sharding import HashRing, Sharder, ShardReconciler, plan
+from pyctrl.sharding import HashRing, Sharder, ShardingOptions, ShardReconciler, plan
 from pyctrl.testing import FakeClient, FakeClock
 from tests.unit.sharding.helpers import DRAIN, NS, SHARD, configmap, lease, options, two_shards
 from tests.waiting import poll
@@ -55,13 +55,18 @@ class _Inner:
         return None
 
 
-@pytest.fixture
-def world() -> tuple[FakeClient, FakeClock, Sharder]:
+def _sharder_over(n: int, opts: ShardingOptions) -> tuple[FakeClient, FakeClock, Sharder]:
+    """A Sharder with ``opts`` over ConfigMaps cm-0 .. cm-<n-1> in a FakeClient."""
     clock = FakeClock()
     client = FakeClient(clock)
-    for i in range(200):
+    for i in range(n):
         client.add_object(CONFIGMAPS, configmap(f"cm-{i}"))
-    sharder = Sharder(client, options("leader"), clock=clock)
+    return client, clock, Sharder(client, opts, clock=clock)
+
+
+@pytest.fixture
+def world() -> tuple[FakeClient, FakeClock, Sharder]:
+    client, clock, sharder = _sharder_over(200, options("leader"))
     clock.step(15)  # past the warm-up (see test_no_drain_during_the_warm_up)
     return client, clock, sharder
 
@@ -279,11 +284,7 @@ def test_assignments_are_written_before_planned_drains(
 
 
 def test_label_writes_go_out_in_parallel_but_at_most_writers_at_once() -> None:
-    clock = FakeClock()
-    client = FakeClient(clock)
-    for i in range(40):
-        client.add_object(CONFIGMAPS, configmap(f"cm-{i}"))
-    sharder = Sharder(client, options("leader", writers=4), clock=clock)
+    client, _, sharder = _sharder_over(40, options("leader", writers=4))
     sharder.membership.observe(lease("a"))
     lock = threading.Lock()
     gate = threading.Event()
@@ -412,11 +413,7 @@ def test_a_shard_expiring_without_news_gets_a_pass_at_that_instant() -> None:
 
 
 def test_the_leader_weights_its_own_shard_with_leader_weight() -> None:
-    clock = FakeClock()
-    client = FakeClient(clock)
-    for i in range(600):
-        client.add_object(CONFIGMAPS, configmap(f"cm-{i}"))
-    sharder = Sharder(client, options("a", leader_weight=0.5), clock=clock)
+    client, clock, sharder = _sharder_over(600, options("a", leader_weight=0.5))
     clock.step(15)
     for s in ("a", "b", "c"):
         sharder.membership.observe(lease(s))
