@@ -461,3 +461,23 @@ def test_renewals_of_live_shards_wake_no_pass_not_even_at_their_old_expiry() -> 
         clock.step(1035 - clock.monotonic())  # b's Lease expires without news
         assert poll(lambda: "b" not in _owners(client).values(), timeout=5)
         assert sharder.passes == passes + 1
+
+
+def test_at_an_expiry_instant_only_a_real_expiry_asks_for_a_pass() -> None:
+    """The decision the run loop takes at an expiry instant, step by step: every shard the
+    last pass planned with renewed since -> no pass, the next expiry instead; a shard
+    expired, the warm-up not over, or the resync due -> a pass (None)."""
+    client, clock, sharder = _sharder_over(10, options("leader"))
+    sharder.membership.observe(lease("a", duration=60))
+    sharder.membership.observe(lease("b", duration=20))  # expires at 1020 without news
+    assert sharder._renewed_due(resync_due=clock.monotonic() + 30) is None, "in the warm-up"
+    clock.step(15)
+    sharder.sync(client.list_objects(CONFIGMAPS, NS))  # 1015: warm, plans with {a, b}
+    clock.step(3)
+    sharder.membership.observe(lease("b", renew="t1", duration=20))  # 1018: b until 1038
+    clock.step(3)  # 1021: past the expiry the pass saw
+    now = clock.monotonic()
+    assert sharder._renewed_due(resync_due=now + 30) == pytest.approx(now + 17)
+    assert sharder._renewed_due(resync_due=now) is None, "the resync is due"
+    clock.step(18)  # 1039: b's renewal expired too
+    assert sharder._renewed_due(resync_due=clock.monotonic() + 30) is None
