@@ -36,8 +36,10 @@ end)`` (monotonic seconds), when given, is called after each reconcile of an own
 
 ``leader_weight`` (1.0, in (0, 1]) scales the sharder's own shard in the ring (see
 :class:`pyctrl.sharding.HashRing`): the leader runs the sharder beside its shard, so a weight
-below 1 evens out the replicas' CPU. It applies only on the replica that leads; a new leader
-gives its own shard the smaller share, and the objects that moves go through the usual drain.
+below 1 can even out the replicas' CPU where the sharder's passes cost more than measured so
+far (at 6000 CronJobs on 3 replicas the leader used no more CPU than the others). It
+applies only on the replica that leads; a new leader gives its own shard the smaller share,
+and the objects that move go through the usual drain.
 
 ``writers`` (50) bounds the sharder's label PATCHes in flight at once: a dead shard's objects
 move in one burst, and a label write of a custom resource is not free for the API server (it
