@@ -31,8 +31,12 @@ Contract (run by the leader only, as a ``needs_leader`` Manager runnable):
   shard's objects move in one burst, ahead of any planned drain). Every write is a merge
   patch of labels carrying the ``resourceVersion`` the sharder saw (a precondition: a
   Conflict means the object moved on, e.g. its shard just acknowledged; the next pass
-  re-plans from newer state). Writes go through the leader-fenced client; the first one
-  refused (NotLeader) ends the pass.
+  re-plans from newer state, which it runs as soon as the watch caches a newer version of a
+  refused object: :meth:`ShardWatch.wake_on_change`; a status write alone wakes no pass).
+  Writes go through the leader-fenced client; the first one refused (NotLeader) ends the
+  pass. A pass with failed writes (an outage, a webhook down) is retried after a backoff
+  (``FAILED_RETRY`` doubling to ``FAILED_RETRY_MAX`` while passes keep failing), not at once:
+  during a 20 s outage the leader makes a few passes, not one per ``min_interval``.
 * A pass runs when a Lease or an object changed (coalesced: at most one pass per
   ``min_interval``), every ``resync`` seconds, and at the instant the first shard alive at the
   previous pass expires: that instant is read together with the alive set the pass planned
@@ -74,6 +78,9 @@ from pyctrl.sharding.watch import ShardWatch
 __all__ = ["Action", "Sharder", "plan"]
 
 log = structlog.get_logger(__name__)
+
+FAILED_RETRY = 0.5  # seconds from a pass with failed writes to its retry; doubles per failure
+FAILED_RETRY_MAX = 8.0
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,9 @@ class Sharder:
         self._halt = threading.Event()  # this pass found us deposed
         self._ring = HashRing((), options.virtual_nodes)  # kept while membership is unchanged
         self._swept_at: float | None = None  # last sweep for unlabelled owned objects
+        self._retry_at: float | None = None  # a retry of failed writes (backoff)
+        self._failed_passes = 0  # consecutive passes with failed writes
+        self._list_failed = False  # this pass could not list the owned objects
         self.moves = 0  # assigned + drained, for tests and logs
         self.passes = 0
 
@@ -171,8 +181,10 @@ class Sharder:
         body: Object = {"metadata": meta}
         try:
             self._client.patch(o.resource, action.name, body, action.namespace or None)
-        except (Conflict, NotFound):
-            return "skipped"  # moved on since we looked; the next pass sees the newer state
+        except Conflict:
+            return "conflict"  # moved on since we looked; re-planned once the watch has it
+        except NotFound:
+            return "skipped"  # deleted: its delete event wakes a pass
         except NotLeader:
             self._halt.set()  # deposed: leave the rest of the pass to the next leader
             return "skipped"
@@ -196,6 +208,7 @@ class Sharder:
             self._ring = HashRing(alive, o.virtual_nodes, {o.shard_id: o.leader_weight})
         objects = list(objects)
         actions = plan(objects, ring=self._ring, alive=alive, options=o, drain=warm)
+        self._list_failed = False
         if o.owned:
             actions = self._with_handover(objects, actions, start)
         actions.sort(key=lambda a: a.kind != "assign")  # failover before planned moves
@@ -207,14 +220,23 @@ class Sharder:
             results = [self._write(a) for a in actions]
         done = [a for a, r in zip(actions, results, strict=True) if r == "done"]
         failed = results.count("failed")
-        if done or failed:
+        refused = {a.key: a.resource_version
+                   for a, r in zip(actions, results, strict=True) if r == "conflict"}
+        if done or failed or refused:
             self.moves += len(done)
             log.info("sharder pass", shards=sorted(alive),
                      assigned=sum(a.kind == "assign" for a in done),
                      drained=sum(a.kind == "drain" for a in done), failed=failed,
+                     conflicts=len(refused),
                      seconds=round(self._clock.monotonic() - start, 3))
-        if failed:
-            self.wake()
+        if failed or self._list_failed:
+            self._retry_at = self._clock.monotonic() + min(
+                FAILED_RETRY * 2 ** self._failed_passes, FAILED_RETRY_MAX)
+            self._failed_passes += 1
+        else:
+            self._retry_at = None
+            self._failed_passes = 0
+        self.watch.wake_on_change(refused)
         return done
 
     def _with_handover(self, objects: list[Object], actions: list[Action], now: float
@@ -244,7 +266,7 @@ class Sharder:
         except ApiError as err:
             log.warning("sharder: listing owned objects failed; their owners wait",
                         shards=dead, error=str(err))
-            self.wake()
+            self._list_failed = True  # retried after the failure backoff
             return [a for a in actions if not (a.kind == "assign" and a.previous)]
         if sweep:
             self._swept_at = now
@@ -278,25 +300,30 @@ class Sharder:
 
     def _next_due(self) -> float:
         """When the next pass is due without news: the first expiry among the shards the last
-        pass planned with, and the end of the warm-up if that pass was still in it (either
-        may be past already, if it came during the pass: then at once); else infinity."""
+        pass planned with, the retry of a pass with failed writes, and the end of the warm-up
+        if that pass was still in it (any may be past already, if it came during the pass:
+        then at once); else infinity."""
         due = float("inf") if self._expires_at is None else self._expires_at
+        if self._retry_at is not None:
+            due = min(due, self._retry_at)
         if not self._warm:
             due = min(due, self._warm_from() + self.options.lease_duration)
         return due
 
     def _renewed_due(self, resync_due: float) -> float | None:
         """At an expiry instant: None if a pass is due (a shard expired since the last pass,
-        the warm-up is over, or the resync came); else the next expiry instant, every shard
-        the last pass planned with having renewed since (renewals wake no pass)."""
+        the warm-up is over, a failed pass's retry or the resync came); else the next due
+        instant, every shard the last pass planned with having renewed since (renewals wake
+        no pass)."""
         now = self._clock.monotonic()
-        if not self._warm or now >= resync_due:
+        if not self._warm or now >= resync_due or (
+                self._retry_at is not None and now >= self._retry_at):
             return None
         alive, expires_at = self.membership.view()
         if alive != self._planned_alive or expires_at is None:
             return None
         self._expires_at = expires_at
-        return min(resync_due, expires_at)
+        return min(resync_due, self._next_due())
 
     def run(self, stop: threading.Event) -> None:
         """Plan and write until ``stop``, from the watch (run here if the sharder owns it)."""

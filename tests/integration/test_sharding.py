@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -349,15 +350,28 @@ def test_a_forbid_cronjob_moved_at_its_tick_with_an_active_job_starts_no_second_
     c.start("s-c")  # the ring now wants ~1/3 of them on s-c, as their next run is due
     live = {"s-a", "s-b", "s-c"}
 
+    unsettled: list[object] = []
+
     def settled() -> bool:
         labels = c.labels()
         ring = HashRing(live)
         items = c.cp_client.list(CRONJOBS, c.namespace)["items"]
-        return (all(v == ring.shard_for(f"{c.namespace}/{k}") for k, v in labels.items())
-                and not any(o["metadata"].get("annotations", {}).get(HANDOVER) for o in items)
-                and labelled_like_owners())
+        job_items: list[Any] = jobs()
+        owners = c.labels()
+        unsettled[:] = [
+            {k: v for k, v in labels.items() if v != ring.shard_for(f"{c.namespace}/{k}")},
+            {o["metadata"]["name"]: o["metadata"]["annotations"][HANDOVER] for o in items
+             if o["metadata"].get("annotations", {}).get(HANDOVER)},
+            {j["metadata"]["name"]: (j["metadata"].get("labels") or {}).get(SHARD_LABEL)
+             for j in job_items
+             if (j["metadata"].get("labels") or {}).get(SHARD_LABEL)
+             != owners.get(j["metadata"]["ownerReferences"][0]["name"])},
+        ]
+        return not any(unsettled)
 
-    assert poll(settled, timeout=40), Counter(c.labels().values())
+    # On failure: (CronJobs off their ring shard, CronJobs still annotated for a handover,
+    # Jobs labelled unlike their owner).
+    assert poll(settled, timeout=40), (Counter(c.labels().values()), unsettled)
     moved = {k for k, v in c.labels().items() if v != before[k]}
     assert moved, "the new shard took nothing"
     pause_until(real_next + timedelta(seconds=8))  # past the next tick

@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
-from pyctrl.errors import Conflict, NotFound
+from pyctrl.errors import Conflict, NotFound, ServerError
 from pyctrl.kube import CONFIGMAPS, LEASES
 from pyctrl.reconcile import Request, Result
 from pyctrl.sharding import HashRing, Sharder, ShardingOptions, ShardReconciler, plan
+from pyctrl.sharding.sharder import FAILED_RETRY, FAILED_RETRY_MAX
 from pyctrl.testing import FakeClient, FakeClock
+from pyctrl.testing.fake_actions import Action
 from tests.unit.sharding.helpers import DRAIN, NS, SHARD, configmap, lease, options, two_shards
 from tests.waiting import poll
 
@@ -357,6 +359,7 @@ def _running(sharder: Sharder) -> Iterator[None]:
         yield
     finally:
         stop.set()
+        sharder.wake()  # a FakeClock wait does not end with stop: a failed test would hang
         thread.join(10)
 
 
@@ -481,3 +484,80 @@ def test_at_an_expiry_instant_only_a_real_expiry_asks_for_a_pass() -> None:
     assert sharder._renewed_due(resync_due=now) is None, "the resync is due"
     clock.step(18)  # 1039: b's renewal expired too
     assert sharder._renewed_due(resync_due=clock.monotonic() + 30) is None
+
+
+def test_a_drain_refused_by_a_status_write_is_retried_once_the_watch_has_the_new_version(
+        ) -> None:
+    """Shards a and b, a third (c) joins: the pass drains what moves to c, but the drain
+    write is refused (Conflict: a status-like write changed the object first - as at a tick,
+    where every CronJob's status is written). That write wakes no pass by itself; the sharder
+    asks its watch for the object's next version and drains it in the pass right after, not
+    at the resync 30 s later (what it did: a move at a tick then took 30 s, and CI's
+    handover test timed out when a second write of the same move was refused as well)."""
+    clock = _ProbeClock()
+    client = FakeClient(clock)
+    # 20 objects that stay where they are and one that moves to c: no other drain's event
+    # can wake a pass that happens to see the refused object's new version.
+    two, three = HashRing(["a", "b"]), HashRing(["a", "b", "c"])
+    names = [f"cm-{i}" for i in range(60)]
+    stay = [n for n in names if three.shard_for(f"{NS}/{n}") != "c"][:20]
+    move = next(n for n in names if three.shard_for(f"{NS}/{n}") == "c")
+    for name in [*stay, move]:
+        client.add_object(CONFIGMAPS, configmap(name, {SHARD: two.shard_for(f"{NS}/{name}")
+                                                       or ""}))
+    for s in ("a", "b"):
+        client.add_object(LEASES, lease(s, duration=600))
+    refused: list[str] = []
+
+    def status_write_first(action: Action) -> None:
+        if not refused and DRAIN in str(action.object):
+            refused.append(str(action.name))
+            obj = client.get_object(CONFIGMAPS, str(action.name), NS)
+            client.update(CONFIGMAPS, {**obj, "data": {"k": "status"}})
+
+    client.prepend_reactor("patch", CONFIGMAPS, status_write_first)
+    sharder = Sharder(client, options("leader"), clock=clock, min_interval=0.5)
+    wanted = {move}
+
+    def draining() -> set[str]:
+        return {n for n, labels in _labels(client).items() if labels.get(DRAIN)}
+
+    with _running(sharder):
+        _step_until_idle(clock, sharder, 0.5)
+        _park_at(clock, clock.monotonic() + 15)  # past the warm-up: drains may be asked
+        _step_until_idle(clock, sharder, 0.5)
+        assert not draining() and set(_owners(client).values()) == {"a", "b"}
+        start = clock.monotonic()
+        client.add_object(LEASES, lease("c", duration=600))
+        assert poll(lambda: bool(refused) and clock.parked is not None, timeout=5)
+        while draining() != wanted and clock.monotonic() - start < 5:
+            assert poll(lambda: clock.parked is not None, timeout=5)
+            clock.step(0.5)
+            poll(lambda: draining() == wanted, timeout=0.2)
+        assert draining() == wanted, (refused, wanted - draining())
+        assert clock.monotonic() - start < 5, "the refused drain waited for the resync"
+
+
+def test_a_pass_with_failed_writes_is_retried_after_a_doubling_backoff() -> None:
+    """An outage: every write fails (500). The next pass is due FAILED_RETRY after, then
+    twice that, up to FAILED_RETRY_MAX - not one pass per min_interval - and a pass without
+    failures clears the backoff."""
+    client, clock, sharder = _sharder_over(20, options("leader"))
+    clock.step(15)
+    sharder.membership.observe(lease("a", duration=600))
+    down = [True]
+
+    def outage(action: Action) -> None:
+        if down[0]:
+            raise ServerError("etcdserver: request timed out", 500, "InternalError")
+
+    client.prepend_reactor("patch", CONFIGMAPS, outage)
+    waits = []
+    for _ in range(6):
+        assert _pass(client, sharder) == []
+        waits.append(sharder._next_due() - clock.monotonic())
+    assert waits == pytest.approx([min(FAILED_RETRY * 2 ** k, FAILED_RETRY_MAX)
+                                   for k in range(6)])
+    down[0] = False
+    assert _pass(client, sharder) == ["assign"] * 20
+    assert sharder._next_due() - clock.monotonic() > FAILED_RETRY_MAX, "backoff cleared"

@@ -177,3 +177,43 @@ def test_objects_are_listed_and_watched_metadata_only_and_typed_as_the_resource(
     reads = [a for a in client.actions
              if a.resource == CONFIGMAPS and a.verb in ("list", "watch")]
     assert reads and all(a.options["metadata_only"] for a in reads)
+
+
+def test_a_refused_write_wakes_the_sharder_at_the_next_version_of_its_object() -> None:
+    """``wake_on_change``: a key whose cached version is the refused one wakes at that
+    object's next update (a status-like write, which alone wakes nobody) and only once; a key
+    the cache already holds newer wakes at once; an unrelated update wakes nobody, and a
+    delete forgets the key (nothing is kept for objects that are gone)."""
+    clock = FakeClock()
+    client, _ = two_shards(clock)
+    watch = ShardWatch(client, options("leader"), clock=clock)
+    wakes: list[int] = []
+    watch.subscribe(lambda: wakes.append(1))
+
+    def cached_rv(name: str) -> str | None:
+        got = {o["metadata"]["name"]: o for o in watch.objects()}
+        return got[name]["metadata"]["resourceVersion"] if name in got else None
+
+    def data_write(name: str) -> str:
+        obj = copy.deepcopy(client.get_object(CONFIGMAPS, name, NS))
+        obj["data"] = {"k": obj["metadata"]["resourceVersion"]}  # labels as they were
+        rv: str = client.update(CONFIGMAPS, obj)["metadata"]["resourceVersion"]
+        assert poll(lambda: cached_rv(name) == rv, timeout=5)
+        return rv
+
+    with _watching(watch):
+        settled = len(wakes)
+        watch.wake_on_change({f"{NS}/cm-1": str(cached_rv("cm-1")),
+                              f"{NS}/cm-4": str(cached_rv("cm-4"))})
+        assert len(wakes) == settled, "the cache holds the refused version: nothing newer yet"
+        data_write("cm-2")
+        assert len(wakes) == settled, "another object's status write"
+        data_write("cm-1")
+        assert poll(lambda: len(wakes) == settled + 1, timeout=5)
+        data_write("cm-1")
+        watch.wake_on_change({f"{NS}/cm-3": "1"})  # the cache holds cm-3 newer than "1"
+        assert len(wakes) == settled + 2, "one wake per refused write, at once when newer"
+        client.delete(CONFIGMAPS, "cm-4", NS)
+        assert poll(lambda: cached_rv("cm-4") is None and len(wakes) == settled + 3,
+                    timeout=5)
+        assert watch._awaited == {}
