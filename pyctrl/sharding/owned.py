@@ -22,9 +22,10 @@ Contract (only when ``ShardingOptions.owned`` names resources, e.g. a CronJob's 
   relabelled for this shard (a merge patch with its resourceVersion); one found under this
   shard's label is only not cached yet. Until all listed objects are accounted for the owner
   is not reconciled (its owned objects' ADDED events bring it back, with a short requeue as
-  backstop); then the annotation is removed (precondition: the cached resourceVersion) and
-  the reconcile goes on. So the new shard never reconciles an owner while an owned object
-  (an active Job a Forbid policy must see) exists that its cache does not hold.
+  backstop); then the annotation is removed (precondition: the cached resourceVersion; also
+  when the list is empty or unreadable) and the reconcile goes on. So the new shard never
+  reconciles an owner while an owned object (an active Job a Forbid policy must see) exists
+  that its cache does not hold.
 * Where an owned object leaves a shard's label-filtered watch (relabelled by its owner's new
   shard) that shard's informer reports a delete. The owner has left that shard by then (its
   drain label is in that shard's cache, or the owner is gone from it), so such a delete is
@@ -251,7 +252,10 @@ def adopt(owner: Object, options: ShardingOptions, client: Client,
                         object=name, error=str(err))
     if pending:
         return False
-    if listed:
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and options.handover_annotation in annotations:
+        # Removed even when the list is empty or unreadable ("{}", or a careless hand edit):
+        # an annotation left behind would be adopted again at every reconcile, forever.
         client.patch(options.resource, str(meta.get("name")),
                      {"metadata": {"resourceVersion": meta.get("resourceVersion"),
                                    "annotations": {options.handover_annotation: None}}},

@@ -17,7 +17,8 @@ object is not there). Per request:
   gives it back;
 * with ``owned`` sources (``ShardingOptions.owned``; see :mod:`pyctrl.sharding.owned`): the
   acknowledgement also writes the handover list (the owned objects in this shard's cache by
-  controller UID, and those ``record`` noted this shard creating), and an object carrying a
+  controller UID, and those ``record`` noted this shard creating; none when there are none),
+  and an object carrying a
   handover list is first adopted: not reconciled (requeued after ``ADOPT_RETRY`` seconds,
   and brought back by its owned objects' events) until this shard's cache holds every listed
   object that still exists;
@@ -118,8 +119,11 @@ class ShardReconciler:
                                      "labels": {o.shard_label: None, o.drain_label: None}}}
         if self._owned:
             key = f"{namespace}/{name}" if namespace else name
+            handed = self._handed_over(obj, key)
+            # No list when there is nothing to hand over (an owner moved before its first
+            # run): an empty one would only make the new shard write again to remove it.
             body["metadata"]["annotations"] = {
-                o.handover_annotation: encode_handover(self._handed_over(obj, key))}
+                o.handover_annotation: encode_handover(handed) if handed else None}
         try:
             self._client.patch(o.resource, name, body, namespace)
         except NotFound:

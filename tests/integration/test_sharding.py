@@ -371,7 +371,9 @@ def test_a_forbid_cronjob_moved_at_its_tick_with_an_active_job_starts_no_second_
 
     # On failure: (CronJobs off their ring shard, CronJobs still annotated for a handover,
     # Jobs labelled unlike their owner).
+    joined = WALL.monotonic()
     assert poll(settled, timeout=40), (Counter(c.labels().values()), unsettled)
+    settle = WALL.monotonic() - joined
     moved = {k for k, v in c.labels().items() if v != before[k]}
     assert moved, "the new shard took nothing"
     pause_until(real_next + timedelta(seconds=8))  # past the next tick
@@ -383,4 +385,5 @@ def test_a_forbid_cronjob_moved_at_its_tick_with_an_active_job_starts_no_second_
         assert len(cached) == sum(v == name for v in c.labels().values()), name
     assert c.audit.overlaps() == [], "a key was reconciled by two shards at once"
     assert not any(s.errors for s in c.shards.values())
-    print(f"\n{len(moved)} of {n} Forbid CronJobs moved at the tick; one Job each")
+    print(f"\n{len(moved)} of {n} Forbid CronJobs moved at the tick, settled {settle:.1f} s"
+          " after the new shard started; one Job each")

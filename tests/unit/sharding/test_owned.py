@@ -236,3 +236,42 @@ def test_unlabelled_jobs_are_swept_into_their_owners_handover() -> None:
     for n in ("x", "y"):
         assert HANDOVER not in client.get_object(CONFIGMAPS, n, NS)["metadata"]["annotations"]
     assert _pass(client, sharder) == [], "swept once; the next sweep is a resync away"
+
+
+def test_an_owner_moved_before_its_first_run_carries_no_handover_list() -> None:
+    """An owner drained before it ever had a Job (the ring settling as shards start) is
+    acknowledged without a handover list: nothing is left on it for good (CI saw an empty
+    list, "{}", stay on such an owner: the new shard had nothing to adopt, so it never
+    removed it)."""
+    clock = FakeClock()
+    name = _name_on("b", HashRing(["a", "b"]))
+    client, sharder = _world(clock, name)
+    a, b = _Shard(client, "a"), _Shard(client, "b")
+    sharder.membership.observe(lease("a", duration=600))
+    assert _pass(client, sharder) == ["assign"]
+    sharder.membership.observe(lease("b", duration=600))
+    assert _pass(client, sharder) == ["drain"]
+    a.reconcile(name)  # acknowledges: no Job yet
+    assert HANDOVER not in (client.get_object(CONFIGMAPS, name, NS)["metadata"]
+                            .get("annotations") or {})
+    assert _pass(client, sharder) == ["assign"]
+    b.reconcile(name)
+    assert b.inner.runs == 1
+
+
+def test_an_empty_or_unreadable_handover_list_is_removed_at_adoption() -> None:
+    """A list with nothing to adopt ("{}" from an older version, or a hand edit that is not
+    JSON) is removed by the first reconcile on the owner's shard, which then goes on."""
+    clock = FakeClock()
+    client, _ = _world(clock, "x")
+    for n, value in (("x", "{}"), ("y", "not json [")):
+        obj = client.get_object(CONFIGMAPS, n, NS) if n == "x" else client.add_object(
+            CONFIGMAPS, configmap(n))
+        obj["metadata"]["labels"] = {SHARD: "a"}
+        obj["metadata"]["annotations"] = {HANDOVER: value}
+        client.update(CONFIGMAPS, obj)
+    a = _Shard(client, "a")
+    for n in ("x", "y"):
+        assert a.reconcile(n) is None
+        assert HANDOVER not in client.get_object(CONFIGMAPS, n, NS)["metadata"]["annotations"]
+    assert a.inner.runs == 2
