@@ -62,11 +62,23 @@ from dataclasses import dataclass
 
 from pyctrl.kube.resource import Resource
 
-__all__ = ["ShardingOptions"]
+__all__ = ["ShardingOptions", "handover_annotation_key", "shard_label_key"]
 
 _ID = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
 LEASE_CONTROLLER_LABEL = "sharding.pyctrl.io/controller"
 LEASE_SHARD_LABEL = "sharding.pyctrl.io/shard"
+
+
+def shard_label_key(controller: str) -> str:
+    """``shard.sharding.pyctrl.io/<controller>`` (:attr:`ShardingOptions.shard_label`), for
+    callers outside any shard (a command-line helper has no shard id)."""
+    return f"shard.sharding.pyctrl.io/{controller}"
+
+
+def handover_annotation_key(controller: str) -> str:
+    """``handover.sharding.pyctrl.io/<controller>``
+    (:attr:`ShardingOptions.handover_annotation`), for callers outside any shard."""
+    return f"handover.sharding.pyctrl.io/{controller}"
 
 
 @dataclass(frozen=True)
@@ -110,7 +122,7 @@ class ShardingOptions:
     @property
     def shard_label(self) -> str:
         """``shard.sharding.pyctrl.io/<controller>``: the owning shard of an object."""
-        return f"shard.sharding.pyctrl.io/{self.controller}"
+        return shard_label_key(self.controller)
 
     @property
     def drain_label(self) -> str:
@@ -120,7 +132,7 @@ class ShardingOptions:
     @property
     def handover_annotation(self) -> str:
         """``handover.sharding.pyctrl.io/<controller>``: owned objects on their way over."""
-        return f"handover.sharding.pyctrl.io/{self.controller}"
+        return handover_annotation_key(self.controller)
 
     @property
     def selector(self) -> str:

@@ -13,8 +13,9 @@ Contract (only when ``ShardingOptions.owned`` names resources, e.g. a CronJob's 
   sharder's move off a dead shard, :mod:`pyctrl.sharding.sharder`) writes, in the same patch
   that changes the owner's labels, the annotation ``options.handover_annotation`` on the
   owner: :func:`encode_handover` of every owned object the owner may have (the old shard's
-  cache by controller UID plus its :class:`CreateRecord`; the dead shard's objects found by
-  one LIST of its label), merged with a list still on the owner (never lost across two moves).
+  cache by controller UID plus its :class:`CreateRecord`, whose names it forgets only once
+  that write succeeded; the dead shard's objects found by one LIST of its label), merged
+  with a list still on the owner (never lost across two moves).
 * **Adopting** (:func:`adopt`, run by the new shard's :class:`ShardReconciler` before the
   owner's first reconcile there): every listed object must be in this shard's cache, or be
   gone from the server (GET: NotFound), or not be controlled by the owner (a same-named
@@ -26,6 +27,12 @@ Contract (only when ``ShardingOptions.owned`` names resources, e.g. a CronJob's 
   when the list is empty or unreadable) and the reconcile goes on. So the new shard never
   reconciles an owner while an owned object (an active Job a Forbid policy must see) exists
   that its cache does not hold.
+* **Listing from outside any shard** (:func:`add_to_handover`, e.g. a manual run created by
+  a command-line helper, which has no shard and so stamps no label): after creating the
+  object unlabelled, the caller merges its name into the owner's list, and whichever shard
+  owns the owner adopts it as above before the owner's next reconcile. Every writer of the
+  list merges the list it read and writes with that read's resourceVersion as precondition,
+  so no name is lost between them (see the function's docstring).
 * Where an owned object leaves a shard's label-filtered watch (relabelled by its owner's new
   shard) that shard's informer reports a delete. The owner has left that shard by then (its
   drain label is in that shard's cache, or the owner is gone from it), so such a delete is
@@ -39,7 +46,7 @@ import json
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol, Unpack
+from typing import Literal, Protocol, Unpack
 
 import structlog
 
@@ -48,14 +55,15 @@ from pyctrl.kube.forwarding import ForwardingClient
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.write_options import DeleteArgs
-from pyctrl.sharding.options import ShardingOptions
+from pyctrl.sharding.options import ShardingOptions, handover_annotation_key, shard_label_key
 
-__all__ = ["CreateRecord", "OwnedSource", "StampingClient", "adopt", "decode_handover",
-           "encode_handover", "owner_key", "resource_key"]
+__all__ = ["CreateRecord", "OwnedSource", "StampingClient", "add_to_handover", "adopt",
+           "decode_handover", "encode_handover", "owner_key", "resource_key"]
 
 log = structlog.get_logger(__name__)
 
 RECORD_PER_OWNER = 16
+HANDOVER_ATTEMPTS = 5  # add_to_handover's writes before it gives up on Conflicts
 
 
 class OwnedSource(Protocol):
@@ -124,10 +132,80 @@ def decode_handover(value: object) -> set[tuple[str, str]]:
 
 def handover_of(obj: Mapping[str, object], options: ShardingOptions) -> set[tuple[str, str]]:
     """The handover list on ``obj`` (empty without the annotation)."""
+    return _listed(obj, options.handover_annotation)
+
+
+def _listed(obj: Mapping[str, object], annotation: str) -> set[tuple[str, str]]:
     annotations = _meta(obj).get("annotations")
     if not isinstance(annotations, Mapping):
         return set()
-    return decode_handover(annotations.get(options.handover_annotation))
+    return decode_handover(annotations.get(annotation))
+
+
+def add_to_handover(client: Client, resource: Resource, owner: Object,
+                    entries: Iterable[tuple[str, str]], *, controller: str,
+                    attempts: int = HANDOVER_ATTEMPTS) -> Literal["listed", "unsharded", "gone"]:
+    """List owned objects created outside any shard on ``owner``'s handover list, so the
+    shard that owns ``owner`` adopts them before it next reconciles it.
+
+    ``owner`` is an object of ``resource`` (the kind sharded as ``controller``) as the caller
+    read it; ``entries`` are ``(resource_key(r), name)`` of objects in its namespace that it
+    controls (ownerReference ``controller: true`` with its uid) and that exist already:
+    create them first, without a shard label (should the caller die before this call, the
+    sharder's sweep still finds them unlabelled within its resync).
+
+    * ``owner`` with neither the shard label nor a handover list: the controller does not
+      shard it; nothing is written, ``"unsharded"``. (An owner read in the moment between its
+      old shard's acknowledgement and its assignment looks the same; the sweep covers it.)
+    * Otherwise one merge patch of the annotation: the list on the owner merged with
+      ``entries``, with the owner's ``resourceVersion`` as precondition; nothing when every
+      entry is listed already. On Conflict the owner is read again and the merge written
+      again (also when the new read carries no shard label: the first read showed that it is
+      sharded, and the Conflict was e.g. its old shard's acknowledgement removing the labels),
+      ``attempts`` writes in all (at least one), then the last Conflict is raised.
+      ``"listed"`` once written, ``"gone"`` when the owner no longer exists. Other API errors
+      are raised.
+
+    Why no name is lost (each other writer of the list merges the list of the version it read
+    and writes with that version's ``resourceVersion`` as precondition): the old shard's
+    acknowledgement (:mod:`pyctrl.sharding.shard`, ``_acknowledge``: ``handover_of`` of its
+    cached owner, plus its cache and record, precondition the cached version), the sharder's
+    assignment and sweep (:mod:`pyctrl.sharding.sharder`: ``handover_of`` of the watched owner
+    plus its LISTs, precondition the watched version), and the new shard's removal after
+    :func:`adopt` (precondition the cached version it adopted from). So each of them either
+    read a version that holds our entries, or its write is refused and retried from a newer
+    read; and a write of theirs landing first refuses ours, which reads again.
+    """
+    annotation = handover_annotation_key(controller)
+    meta = _meta(owner)
+    labels = meta.get("labels")
+    if not (isinstance(labels, Mapping) and labels.get(shard_label_key(controller))) and \
+            not _listed(owner, annotation):
+        return "unsharded"
+    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "") or None
+    wanted = set(entries)
+    current: Object = owner
+    writes = 0
+    while True:
+        listed = _listed(current, annotation)
+        if wanted <= listed:
+            return "listed"
+        body: Object = {"metadata": {
+            "resourceVersion": _meta(current).get("resourceVersion"),
+            "annotations": {annotation: encode_handover(listed | wanted)}}}
+        writes += 1
+        try:
+            client.patch(resource, name, body, namespace)
+            return "listed"
+        except NotFound:
+            return "gone"
+        except Conflict:
+            if writes >= attempts:
+                raise
+        try:
+            current = client.get(resource, name, namespace)
+        except NotFound:
+            return "gone"
 
 
 class CreateRecord:
@@ -161,6 +239,11 @@ class CreateRecord:
             if names is not None and (rkey, name) in names:
                 names.remove((rkey, name))
 
+    def names(self, owner: str) -> list[tuple[str, str]]:
+        """The names noted for ``owner``, kept (see :meth:`forget`)."""
+        with self._lock:
+            return list(self._by_owner.get(owner, ()))
+
     def take(self, owner: str) -> list[tuple[str, str]]:
         """The names noted for ``owner``, forgotten here (it is being handed over)."""
         with self._lock:
@@ -170,6 +253,7 @@ class CreateRecord:
             return names
 
     def forget(self, owner: str) -> None:
+        """Drop the names noted for ``owner`` (handed over, or the owner left this shard)."""
         self.take(owner)
 
     def __len__(self) -> int:

@@ -17,7 +17,9 @@ object is not there). Per request:
   gives it back;
 * with ``owned`` sources (``ShardingOptions.owned``; see :mod:`pyctrl.sharding.owned`): the
   acknowledgement also writes the handover list (the owned objects in this shard's cache by
-  controller UID, and those ``record`` noted this shard creating; none when there are none),
+  controller UID, and those ``record`` noted this shard creating, forgotten there only once
+  the acknowledgement is written, so a refused one lists them again at its retry; the list
+  already on the object; none when there are none),
   and an object carrying a
   handover list is first adopted: not reconciled (requeued after ``ADOPT_RETRY`` seconds,
   and brought back by its owned objects' events) until this shard's cache holds every listed
@@ -114,11 +116,15 @@ class ShardReconciler:
 
     def _acknowledge(self, obj: Object, namespace: str | None, name: str) -> None:
         o = self.options
+        key = f"{namespace}/{name}" if namespace else name
         meta = obj.get("metadata") or {}
         body: Object = {"metadata": {"resourceVersion": meta.get("resourceVersion"),
                                      "labels": {o.shard_label: None, o.drain_label: None}}}
         if self._owned:
-            key = f"{namespace}/{name}" if namespace else name
+            # The list starts from the one on this cached version (_handed_over) and the write
+            # carries its resourceVersion: a name listed meanwhile by someone else (the
+            # sharder's sweep, a manual run's add_to_handover) is either in this version or
+            # refuses this write (Conflict: retried once the cache has the newer version).
             handed = self._handed_over(obj, key)
             # No list when there is nothing to hand over (an owner moved before its first
             # run): an empty one would only make the new shard write again to remove it.
@@ -128,8 +134,11 @@ class ShardReconciler:
             self._client.patch(o.resource, name, body, namespace)
         except NotFound:
             return
-        log.info("drained: handed over", object=f"{namespace}/{name}" if namespace else name,
-                 shard=o.shard_id)
+        if self._record is not None:
+            # Forgotten only now: a refused acknowledgement (Conflict) is retried and must
+            # list the Jobs this shard created that its cache may still not hold.
+            self._record.forget(key)
+        log.info("drained: handed over", object=key, shard=o.shard_id)
 
     def _handed_over(self, obj: Object, key: str) -> set[tuple[str, str]]:
         """What the new shard must find before it reconciles ``obj``: the owned objects in
@@ -142,5 +151,5 @@ class ShardReconciler:
             for owned in source.by_index(CONTROLLER_UID_INDEX, uid):
                 out.add((rkey, str((owned.get("metadata") or {}).get("name"))))
         if self._record is not None:
-            out.update(self._record.take(key))
+            out.update(self._record.names(key))
         return out

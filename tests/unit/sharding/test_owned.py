@@ -10,16 +10,18 @@ each shard's Job cache is a snapshot the test refreshes, so the lag is explicit.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
+
 from pyctrl.cache import CONTROLLER_UID_INDEX
-from pyctrl.errors import NotFound
+from pyctrl.errors import Conflict, NotFound
 from pyctrl.kube import CONFIGMAPS, JOBS
 from pyctrl.reconcile import Request, Result
 from pyctrl.sharding import HashRing, Sharder, ShardingOptions, ShardReconciler
-from pyctrl.sharding.owned import CreateRecord, StampingClient
-from pyctrl.testing import FakeClient, FakeClock
+from pyctrl.sharding.owned import CreateRecord, StampingClient, add_to_handover
+from pyctrl.testing import Action, FakeClient, FakeClock
 from tests.unit.sharding.helpers import NS, SHARD, configmap, lease, options
 
 HANDOVER = "handover.sharding.pyctrl.io/mirror"
@@ -140,20 +142,31 @@ def test_a_job_is_created_with_its_owners_shard_label_and_noted() -> None:
     assert _jobs(client)["free"] is None
 
 
+def _on_a(*, owned: bool = True) -> tuple[FakeClient, Sharder, _Shard, _Shard, str]:
+    """An owner the ring gives to shard b, assigned to shard a while a is the only shard
+    (b's Lease is not seen yet): the client, the sharder, shards a and b, the owner's name."""
+    name = _name_on("b", HashRing(["a", "b"]))
+    client, sharder = _world(FakeClock(), name)
+    a, b = _Shard(client, "a", owned=owned), _Shard(client, "b", owned=owned)
+    sharder.membership.observe(lease("a", duration=600))
+    assert _pass(client, sharder) == ["assign"]
+    return client, sharder, a, b, name
+
+
+def _b_joins(client: FakeClient, sharder: Sharder) -> None:
+    """b's Lease is seen: the ring wants b, the sharder asks a to let go."""
+    sharder.membership.observe(lease("b", duration=600))
+    assert _pass(client, sharder) == ["drain"]
+
+
 def _moved_mid_tick(*, owned: bool) -> tuple[FakeClient, _Shard, str, str]:
     """Run 1 of an owner starts on shard a (a's Job cache has not seen it yet); b joins, the
     sharder drains the owner, a acknowledges, the sharder assigns it to b. Returns the
     client, shard b, the owner's name and run 1's Job."""
-    clock = FakeClock()
-    name = _name_on("b", HashRing(["a", "b"]))
-    client, sharder = _world(clock, name)
-    a, b = _Shard(client, "a", owned=owned), _Shard(client, "b", owned=owned)
-    sharder.membership.observe(lease("a", duration=600))
-    assert _pass(client, sharder) == ["assign"]
+    client, sharder, a, b, name = _on_a(owned=owned)
     a.reconcile(name)
     assert list(_jobs(client).values()) == ["a"]
-    sharder.membership.observe(lease("b", duration=600))  # b joins: the ring wants b
-    assert _pass(client, sharder) == ["drain"]
+    _b_joins(client, sharder)
     a.reconcile(name)  # acknowledges (with owned: hands its Job's name over too)
     assert _pass(client, sharder) == ["assign"]
     assert client.get_object(CONFIGMAPS, name, NS)["metadata"]["labels"] == {SHARD: "b"}
@@ -208,6 +221,28 @@ def test_a_dead_shards_jobs_are_handed_over_by_the_sharder() -> None:
     assert b.inner.runs == 0 and _jobs(client) == {job: "b"}
 
 
+def _unlabelled_job(client: FakeClient, owner: str, name: str, uid: str | None = None, *,
+                    done: bool = False) -> None:
+    """A Job controlled by ``owner`` and labelled for no shard (made by hand, or before Job
+    sharding); ``done``: a finished run, which no Forbid waits for."""
+    uid = uid or client.get_object(CONFIGMAPS, owner, NS)["metadata"]["uid"]
+    client.add_object(JOBS, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": name, "namespace": NS, "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": uid,
+            "controller": True}]}, **({"status": {"done": True}} if done else {})})
+
+
+def _listed(client: FakeClient, name: str) -> list[str] | None:
+    annotations = client.get_object(CONFIGMAPS, name, NS)["metadata"].get("annotations") or {}
+    return json.loads(annotations[HANDOVER])["jobs.batch"] if HANDOVER in annotations else None
+
+
+def _hand_over(client: FakeClient, owner: dict[str, Any], job: str, **kw: Any) -> str:
+    """What a command-line helper does after it created ``job`` (unlabelled) for ``owner``."""
+    return add_to_handover(client, CONFIGMAPS, owner, [("jobs.batch", job)],
+                           controller="mirror", **kw)
+
+
 def test_unlabelled_jobs_are_swept_into_their_owners_handover() -> None:
     """Jobs made before Job sharding (or by hand) carry no shard label: the sharder's sweep
     lists them on their owner, assigned or in place, and the owner's shard adopts them."""
@@ -216,10 +251,7 @@ def test_unlabelled_jobs_are_swept_into_their_owners_handover() -> None:
     client.add_object(CONFIGMAPS, configmap("y", {SHARD: "a"}))
     uids = {n: client.get_object(CONFIGMAPS, n, NS)["metadata"]["uid"] for n in ("x", "y")}
     for n in ("x", "y"):
-        client.add_object(JOBS, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
-            "name": f"{n}-old", "namespace": NS, "ownerReferences": [{
-                "apiVersion": "v1", "kind": "ConfigMap", "name": n, "uid": uids[n],
-                "controller": True}]}})
+        _unlabelled_job(client, n, f"{n}-old", uids[n])
     sharder.membership.observe(lease("a", duration=600))
     assert sorted(_pass(client, sharder)) == ["assign", "handover"]
     for n in ("x", "y"):
@@ -243,14 +275,8 @@ def test_an_owner_moved_before_its_first_run_carries_no_handover_list() -> None:
     acknowledged without a handover list: nothing is left on it for good (CI saw an empty
     list, "{}", stay on such an owner: the new shard had nothing to adopt, so it never
     removed it)."""
-    clock = FakeClock()
-    name = _name_on("b", HashRing(["a", "b"]))
-    client, sharder = _world(clock, name)
-    a, b = _Shard(client, "a"), _Shard(client, "b")
-    sharder.membership.observe(lease("a", duration=600))
-    assert _pass(client, sharder) == ["assign"]
-    sharder.membership.observe(lease("b", duration=600))
-    assert _pass(client, sharder) == ["drain"]
+    client, sharder, a, b, name = _on_a()
+    _b_joins(client, sharder)
     a.reconcile(name)  # acknowledges: no Job yet
     assert HANDOVER not in (client.get_object(CONFIGMAPS, name, NS)["metadata"]
                             .get("annotations") or {})
@@ -275,3 +301,129 @@ def test_an_empty_or_unreadable_handover_list_is_removed_at_adoption() -> None:
         assert a.reconcile(n) is None
         assert HANDOVER not in client.get_object(CONFIGMAPS, n, NS)["metadata"]["annotations"]
     assert a.inner.runs == 2
+
+
+def test_a_job_created_outside_any_shard_is_listed_and_adopted_before_the_next_run() -> None:
+    """A manual run (a Job created unlabelled by a helper that is no shard) is merged into
+    the list already on its owner; the owner's shard adopts it before its next sync, so a
+    Forbid policy sees it at once, not a sweep (30 s) later."""
+    clock = FakeClock()
+    client, _ = _world(clock, "x")
+    owner = client.get_object(CONFIGMAPS, "x", NS)
+    owner["metadata"]["labels"] = {SHARD: "a"}
+    owner["metadata"]["annotations"] = {HANDOVER: json.dumps({"jobs.batch": ["x-old"]})}
+    client.update(CONFIGMAPS, owner)
+    _unlabelled_job(client, "x", "x-old", done=True)  # still listed from an earlier move
+    owner = client.get(CONFIGMAPS, "x", NS)  # the helper's read, before its create
+    _unlabelled_job(client, "x", "x-manual")
+    client.clear_actions()
+    assert _hand_over(client, owner, "x-manual") == "listed"
+    assert _listed(client, "x") == ["x-manual", "x-old"]
+    assert [a.verb for a in client.actions] == ["patch"]
+    assert client.get_object(CONFIGMAPS, "x", NS)["metadata"]["labels"] == {SHARD: "a"}
+    assert _hand_over(client, client.get(CONFIGMAPS, "x", NS), "x-manual") == "listed"
+    assert [a.verb for a in client.actions] == ["patch", "get"], "listed already: no write"
+
+    a = _Shard(client, "a")
+    assert a.reconcile("x") is not None, "adopting: requeued, not reconciled"
+    assert _jobs(client) == {"x-manual": "a", "x-old": "a"}
+    a.jobs.refresh()
+    assert a.reconcile("x") is None
+    assert a.inner.runs == 0, "Forbid saw the manual run"
+    assert _listed(client, "x") is None
+
+
+def test_an_unsharded_owner_gets_no_list_and_a_deleted_one_is_reported_gone() -> None:
+    clock = FakeClock()
+    client, _ = _world(clock, "x")  # not labelled for any shard, no list: not sharded
+    _unlabelled_job(client, "x", "x-manual")
+    client.clear_actions()
+    owner = client.get_object(CONFIGMAPS, "x", NS)
+    assert _hand_over(client, owner, "x-manual") == "unsharded"
+    assert client.actions == [] and _listed(client, "x") is None
+    owner["metadata"]["labels"] = {SHARD: "a"}
+    client.delete(CONFIGMAPS, "x", NS)
+    assert _hand_over(client, owner, "x-manual") == "gone"
+
+
+def _racing(client: FakeClient, write: Callable[[], object]) -> None:
+    """Run ``write()`` just before the first patch of an owner that comes after this call,
+    as another writer would land between a read and the write built from it."""
+    raced: list[bool] = []
+
+    def react(action: Action) -> None:
+        if not raced:
+            raced.append(True)
+            write()
+
+    client.prepend_reactor("patch", CONFIGMAPS, react)
+
+
+@pytest.mark.parametrize("race", ["listed-first", "ack-first", "ack-from-a-stale-cache"])
+def test_a_job_listed_while_its_owner_drains_reaches_the_new_shard(race: str) -> None:
+    """The drain case: the helper lists its Job while the old shard a acknowledges the
+    owner's move to b. Either a's acknowledgement reads a version holding the listing (and
+    keeps it), or one of the two writes is refused by the other's (resourceVersion
+    precondition) and retried from a newer read; b adopts the Job in every order, and the
+    run a started (not in a's Job cache yet) too."""
+    client, sharder, a, b, name = _on_a()
+    a.reconcile(name)  # run 1 starts on a (a's Job cache has not seen it yet)
+    run1 = next(iter(_jobs(client)))
+    _b_joins(client, sharder)
+    owner = client.get(CONFIGMAPS, name, NS)  # the helper's read: labelled a, draining
+    _unlabelled_job(client, name, "manual")
+    client.clear_actions()
+    if race == "listed-first":
+        assert _hand_over(client, owner, "manual") == "listed"
+        assert a.reconcile(name) is None  # acknowledges, from a version with the list
+    elif race == "ack-first":
+        _racing(client, lambda: a.reconcile(name))
+        assert _hand_over(client, owner, "manual") == "listed"
+        assert [x.verb for x in client.actions] == ["patch", "patch", "get", "patch"], \
+            "a's acknowledgement, the helper's refused write, its re-read and its retry"
+        assert _listed(client, name) == sorted(["manual", run1]), "merged, not overwritten"
+    else:
+        stale = ShardReconciler(a.inner, _Fixed(owner), a.client, _opts("a"),
+                                owned={JOBS: a.jobs}, record=a.record)
+        assert _hand_over(client, owner, "manual") == "listed"
+        with pytest.raises(Conflict):
+            stale.reconcile(Request(NS, name))  # built from the version before the list
+        # retried once a's cache has the newer version; run 1, still only in a's record
+        # (not in its cache), is handed over too: the refused acknowledgement kept it
+        assert a.reconcile(name) is None
+    both = sorted(["manual", run1])
+    assert _listed(client, name) == both
+    assert (client.get_object(CONFIGMAPS, name, NS)["metadata"].get("labels") or {}) == {}
+    assert _pass(client, sharder) == ["assign"]
+    assert _listed(client, name) == both
+    assert b.reconcile(name) is not None
+    b.jobs.refresh()
+    assert b.reconcile(name) is None
+    assert b.inner.runs == 0 and _jobs(client) == {"manual": "b", run1: "b"}
+    assert _listed(client, name) is None
+
+
+class _Fixed:
+    """An owner cache stuck at one version of the owner."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self._obj = obj
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any]:
+        return self._obj
+
+
+def test_a_listing_refused_at_every_try_raises_the_last_conflict() -> None:
+    clock = FakeClock()
+    client, _ = _world(clock, "x")
+    client.add_object(CONFIGMAPS, configmap("y", {SHARD: "a"}))
+    _unlabelled_job(client, "y", "y-manual")
+    client.clear_actions()
+
+    def refuse(action: Action) -> None:
+        raise Conflict("the object has been modified", 409, "Conflict")
+
+    client.prepend_reactor("patch", CONFIGMAPS, refuse)
+    with pytest.raises(Conflict):
+        _hand_over(client, client.get_object(CONFIGMAPS, "y", NS), "y-manual", attempts=3)
+    assert [x.verb for x in client.actions] == ["patch", "get"] * 2 + ["patch"]
