@@ -15,7 +15,9 @@ leader Lease (implied), and the leader labels CronJobs with their shard.
 * ``python -m cronjob_controller next NAME [-n NS] [--count 5]``: the next run times of a
   CronJob, in its time zone.
 * ``python -m cronjob_controller trigger NAME [-n NS]``: create a Job from the CronJob's template
-  now, like ``kubectl create job --from=cronjob/NAME`` does for batch/v1 CronJobs.
+  now, like ``kubectl create job --from=cronjob/NAME`` does for batch/v1 CronJobs; under
+  ``--sharding`` the Job is listed on the CronJob's handover annotation, so the CronJob's
+  shard adopts it before its next sync (:mod:`cronjob_controller.manual`).
 """
 
 from __future__ import annotations
@@ -24,18 +26,17 @@ import argparse
 import os
 import sys
 import threading
-import uuid
 from collections.abc import Sequence
 from typing import Literal, cast
 
 import structlog
 from prometheus_client import CollectorRegistry
 
-from cronjob_controller import api, jobs, schedule
+from cronjob_controller import api, manual, schedule
 from cronjob_controller.templatecheck import DRY_RUN_TIMEOUT_SECONDS
 from cronjob_controller.webhook import handlers
 from cronjob_controller.webhook import server as webhook_server
-from cronjob_controller.wiring import build
+from cronjob_controller.wiring import CONTROLLER_NAME, build
 from pyctrl import (
     GCOptions,
     HealthOptions,
@@ -278,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sharding:
         try:
             sharding = ShardingOptions(
-                controller="cronjob", shard_id=args.shard_id, resource=api.CRONJOBS,
+                controller=CONTROLLER_NAME, shard_id=args.shard_id, resource=api.CRONJOBS,
                 lease_namespace=args.leader_elect_namespace, namespaces=tuple(args.namespace),
                 owned=(JOBS,), lease_duration=args.leader_elect_lease_duration,
                 renew_deadline=args.leader_elect_renew_deadline,
@@ -364,29 +365,26 @@ def next_times(args: argparse.Namespace) -> int:
 
 
 def trigger(args: argparse.Namespace) -> int:
-    """Create a Job from the CronJob's template now (a manual run)."""
+    """Create a Job from the CronJob's template now (a manual run; :mod:`.manual`)."""
     client = _client(args)
     try:
         obj = client.get(api.CRONJOBS, args.name, args.namespace)
     except NotFound:
         print(f"error: cronjob {args.namespace}/{args.name} not found", file=sys.stderr)
         return 2
-    zone = api.load_zone(cast("str | None", (obj.get("spec") or {}).get("timeZone")))
-    now = RealClock().now()
-    body = jobs.build_job(obj, now, zone)
-    # A manual run must never collide with (or be mistaken for) a scheduled one.
-    body["metadata"]["name"] = f"{args.name}-manual-{uuid.uuid4().hex[:5]}"  # type: ignore[index]
-    annotations = body["metadata"]["annotations"]  # type: ignore[index]
-    # Not a scheduled run: without the scheduled-timestamp annotation it never moves the
-    # CronJob's lastScheduleTime, so it can not suppress a real run that is due.
-    annotations.pop(api.SCHEDULED_TIMESTAMP_ANNOTATION, None)
-    annotations["cronjob.kubernetes.io/instantiate"] = "manual"
     try:
-        created = client.create(JOBS, body, args.namespace)
+        made = manual.run_now(client, obj, RealClock().now())
     except ApiError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"job.batch/{created['metadata']['name']} created")
+    print(f"job.batch/{made.job} created")
+    if made.handover == "failed":
+        print(f"warning: could not list job {made.job} on cronjob {args.namespace}/{args.name} "
+              f"for its shard ({made.error}); the sharder's sweep hands it over within its "
+              "resync (30s)", file=sys.stderr)
+    elif made.handover == "gone":
+        print(f"warning: cronjob {args.namespace}/{args.name} was deleted meanwhile; its job "
+              "is garbage collected with it", file=sys.stderr)
     return 0
 
 

@@ -143,13 +143,13 @@ def _listed(obj: Mapping[str, object], annotation: str) -> set[tuple[str, str]]:
 
 
 def add_to_handover(client: Client, resource: Resource, owner: Object,
-                    entries: Iterable[tuple[str, str]], *, controller: str,
+                    entries: Iterable[tuple[Resource, str]], *, controller: str,
                     attempts: int = HANDOVER_ATTEMPTS) -> Literal["listed", "unsharded", "gone"]:
     """List owned objects created outside any shard on ``owner``'s handover list, so the
     shard that owns ``owner`` adopts them before it next reconciles it.
 
     ``owner`` is an object of ``resource`` (the kind sharded as ``controller``) as the caller
-    read it; ``entries`` are ``(resource_key(r), name)`` of objects in its namespace that it
+    read it; ``entries`` are ``(resource, name)`` of objects in its namespace that it
     controls (ownerReference ``controller: true`` with its uid) and that exist already:
     create them first, without a shard label (should the caller die before this call, the
     sharder's sweep still finds them unlabelled within its resync).
@@ -183,7 +183,7 @@ def add_to_handover(client: Client, resource: Resource, owner: Object,
             not _listed(owner, annotation):
         return "unsharded"
     name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "") or None
-    wanted = set(entries)
+    wanted = {(resource_key(r), n) for r, n in entries}
     current: Object = owner
     writes = 0
     while True:

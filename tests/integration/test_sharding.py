@@ -42,6 +42,7 @@ import pytest
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.jobs import job_name
+from cronjob_controller.manual import run_now
 from cronjob_controller.wiring import CronJobController, build
 from pyctrl import (
     LeaderElectionLost,
@@ -387,3 +388,36 @@ def test_a_forbid_cronjob_moved_at_its_tick_with_an_active_job_starts_no_second_
     assert not any(s.errors for s in c.shards.values())
     print(f"\n{len(moved)} of {n} Forbid CronJobs moved at the tick, settled {settle:.1f} s"
           " after the new shard started; one Job each")
+
+
+def test_a_manual_run_is_adopted_by_its_cronjobs_shard(cluster: Cluster) -> None:
+    """``trigger`` under sharding (``cronjob_controller.manual.run_now``): the manual Job is
+    created unlabelled and listed on its CronJob's handover annotation; the CronJob's shard
+    adopts it (labels it for itself, caches it, removes the list). The sharder's sweep would
+    do the same within 30 s of its last sweep; how long it took is printed, not asserted."""
+    c = cluster
+    for name in ("s-a", "s-b"):
+        c.start(name)
+    c.cp_client.create(CRONJOBS, cronjob_body("manual", "0 0 1 1 *",
+                                              concurrencyPolicy="Forbid"), c.namespace)
+    shard = poll(lambda: c.labels().get("manual"), timeout=60)
+    assert shard in ("s-a", "s-b"), c.labels()
+    cronjob = c.cp_client.get(CRONJOBS, "manual", c.namespace)
+    started = WALL.monotonic()
+    made = run_now(c.cp_client, cronjob, c.clock.now())
+    assert made.handover == "listed", made
+
+    def adopted() -> bool:
+        job = c.cp_client.get(JOBS, made.job, c.namespace)
+        owner = c.cp_client.get(CRONJOBS, "manual", c.namespace)
+        cached = {j["metadata"]["name"] for i in c.shards[str(shard)].wired.job_informers
+                  for j in i.get_store().list()}
+        return ((job["metadata"].get("labels") or {}).get(SHARD_LABEL) == shard
+                and HANDOVER not in (owner["metadata"].get("annotations") or {})
+                and made.job in cached)
+
+    assert poll(adopted, timeout=60), (c.cp_client.get(JOBS, made.job, c.namespace),
+                                       c.cp_client.get(CRONJOBS, "manual", c.namespace))
+    print(f"\nmanual Job adopted by {shard} {WALL.monotonic() - started:.1f} s after trigger")
+    assert len(c.cp_client.list(JOBS, c.namespace)["items"]) == 1
+    assert not any(s.errors for s in c.shards.values())

@@ -239,7 +239,7 @@ def _listed(client: FakeClient, name: str) -> list[str] | None:
 
 def _hand_over(client: FakeClient, owner: dict[str, Any], job: str, **kw: Any) -> str:
     """What a command-line helper does after it created ``job`` (unlabelled) for ``owner``."""
-    return add_to_handover(client, CONFIGMAPS, owner, [("jobs.batch", job)],
+    return add_to_handover(client, CONFIGMAPS, owner, [(JOBS, job)],
                            controller="mirror", **kw)
 
 
