@@ -46,7 +46,12 @@ Contract:
   ``controller_runtime_reconcile_errors_total``,
   ``controller_runtime_terminal_reconcile_errors_total``,
   ``controller_runtime_reconcile_time_seconds``, ``controller_runtime_active_workers``,
-  ``controller_runtime_max_concurrent_reconciles``; registered once per registry.
+  ``controller_runtime_max_concurrent_reconciles``; registered once per registry. pyctrl's
+  own ``pyctrl_controller_first_reconcile_timestamp_seconds``: the wall-clock time (the
+  Clock's ``time()``, unix seconds) at which the first reconcile of this Controller finished,
+  whatever its outcome; 0 until then. Start-up time to first reconcile is it minus
+  ``process_start_time_seconds`` (``python -m bench startup`` reads it); it costs one
+  attribute test per reconcile.
 """
 
 from __future__ import annotations
@@ -111,6 +116,7 @@ class _Families:
     time: Histogram
     active: Gauge
     max_concurrent: Gauge
+    first: Gauge
 
 
 def _new_families(registry: CollectorRegistry | None) -> _Families:
@@ -130,6 +136,9 @@ def _new_families(registry: CollectorRegistry | None) -> _Families:
                      "per controller", lbl, registry=registry),
         max_concurrent=Gauge("controller_runtime_max_concurrent_reconciles", "Maximum number "
                              "of concurrent reconciles per controller", lbl, registry=registry),
+        first=Gauge("pyctrl_controller_first_reconcile_timestamp_seconds", "Unix time at "
+                    "which the controller's first reconcile finished (0 until then)", lbl,
+                    registry=registry),
     )
 
 
@@ -208,6 +217,7 @@ class Controller(Generic[RequestT]):
         self._m_time = fam.time.labels(name)
         self._m_active = fam.active.labels(name)
         fam.max_concurrent.labels(name).set(workers)
+        self._m_first: Gauge | None = fam.first.labels(name)  # None once set
         self._started = False
         # Liveness bookkeeping (guarded by _mu): the worker threads and the stop event of the
         # current run, and why workers died.
@@ -325,6 +335,15 @@ class Controller(Generic[RequestT]):
             finally:
                 self._m_active.dec()
                 self._m_time.observe(max(0.0, self._clock.monotonic() - started))
+                if self._m_first is not None:
+                    self._first_done()
+
+    def _first_done(self) -> None:
+        """Record the first finished reconcile's time, once (workers may race here)."""
+        with self._mu:
+            first, self._m_first = self._m_first, None
+        if first is not None:
+            first.set(self._clock.time())
 
     def _terminal(self, key: RequestT) -> None:
         self._m_terminal.inc()

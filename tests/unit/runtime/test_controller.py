@@ -92,6 +92,20 @@ def test_success_forgets_and_counts(make: Callable[..., Harness]) -> None:
     assert h.metric("controller_runtime_active_workers") == 0
 
 
+def test_first_reconcile_timestamp_is_set_once(make: Callable[..., Harness]) -> None:
+    first = "pyctrl_controller_first_reconcile_timestamp_seconds"
+    h = make(lambda key, n: None)
+    assert h.metric(first) == 0  # exposed before any reconcile, as 0
+    at = h.clock.time()
+    h.controller.queue.add("ns/a")
+    eventually(lambda: h.metric("controller_runtime_reconcile_total", result="success") == 1)
+    assert h.metric(first) == at
+    h.clock.step(60)
+    h.controller.queue.add("ns/b")
+    eventually(lambda: h.metric("controller_runtime_reconcile_total", result="success") == 2)
+    assert h.metric(first) == at  # the second reconcile does not move it
+
+
 def test_requeue_after_runs_again_after_the_delay(make: Callable[..., Harness]) -> None:
     h = make(lambda key, n: Result(requeue_after=30) if n == 0 else None)
     h.controller.queue.add("ns/a")
