@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, str] = {
     "metadata": "bench.metadata",
     "webhook-abuse": "bench.webhook_abuse",
     "typed-read": "bench.typed_read",
+    "startup": "bench.startup",
 }
 
 

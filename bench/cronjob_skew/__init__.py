@@ -119,12 +119,20 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.cronjob_skew.controllers import REPO, Controller, PhaseError, gc_delta, wait_settled
+from bench.cronjob_skew.controllers import (
+    REPO,
+    Controller,
+    PhaseError,
+    add_controller_arguments,
+    gc_delta,
+    wait_settled,
+)
 from bench.cronjob_skew.limit import LIMIT_NAMESPACE, run_limit_phase
 from bench.cronjob_skew.objects import (
     ANNOTATIONS,
     BATCH_CRONJOBS,
     PYCTRL_CRONJOBS,
+    bench_client,
     create_cronjobs,
     cronjob,
     delete_all,
@@ -193,20 +201,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the controller's, %(default)s)")
     parser.add_argument("--all-phases", action="store_true",
                         help="with --shards: also run the upstream and limit phases")
-    parser.add_argument("--pyctrl-workers", type=int, default=16,
-                        help="cronjob_controller --workers")
-    parser.add_argument("--pyctrl-arg", action="append", default=[], metavar="ARG",
-                        help="one more cronjob_controller flag for the pyctrl phases "
-                             "(repeatable), e.g. --pyctrl-arg=--gc-freeze=false")
-    parser.add_argument("--pyctrl-default-limits", action="store_true",
-                        help="the pyctrl phases run without --qps/--burst, i.e. with "
-                             "cronjob_controller's own default client-side rate limit "
-                             "(--qps still applies to upstream)")
-    parser.add_argument("--upstream-syncs", type=int, default=50,
-                        help="kube-controller-manager --concurrent-cron-job-syncs")
-    parser.add_argument("--qps", type=int, default=2000, help="controllers' client QPS/burst")
-    parser.add_argument("--create-threads", type=int, default=32,
-                        help="threads creating the CronJobs and their history Jobs")
+    add_controller_arguments(parser, settle_timeout=240.0)
     parser.add_argument("--jobs-at-start", type=int, default=None,
                         help="finished Jobs present at controller start, one per CronJob "
                              "(default: --cronjobs; 0 for none)")
@@ -224,10 +219,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "not the whole window T-5 s .. T+60 s")
     parser.add_argument("--warmup", type=float, default=15.0,
                         help="minimum seconds between controller start and the window")
-    parser.add_argument("--settle-cores", type=float, default=0.10,
-                        help="settled when the controller uses fewer cores than this (3 s)")
-    parser.add_argument("--settle-timeout", type=float, default=240.0,
-                        help="measure anyway after this many seconds unsettled")
     parser.add_argument("--schedule", choices=("auto", "minute", "tick"), default="auto",
                         help="CronJobs fire every minute, or only at the measured tick "
                              "(auto: tick from 5000 CronJobs on)")
@@ -468,9 +459,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     series: dict[str, dict[str, list[float]]] = {}
     with ControlPlane(crd_dirs=[REPO / "crds"], controller_manager=False) as cp:
         result["machine"] = machine(cp)
-        client = RESTClient.from_kubeconfig(cp.kubeconfig_path, qps=5000, burst=5000,
-                                            pool_maxsize=args.create_threads + 4,
-                                            user_agent="pyctrl-bench")
+        client = bench_client(cp, args.create_threads)
         try:
             for phase in phases:
                 print(f"cronjob-skew: phase {phase}, {args.cronjobs} CronJobs", file=sys.stderr)

@@ -11,6 +11,8 @@ Contract:
   each with one finished Job (:func:`history_job`, marked Complete through the status
   subresource with :func:`finished_status`), retrying server errors; AlreadyExists counts as
   created.
+* :func:`bench_client` is the bench's own client (``user_agent`` ``pyctrl-bench``, no
+  client-side limit to speak of, a connection per creating thread).
 * :func:`delete_all` deletes every CronJob of both kinds and every Job of a namespace,
   repeating a DELETE collection that outlasted the API server's request timeout.
 """
@@ -31,6 +33,7 @@ __all__ = [
     "ANNOTATIONS",
     "BATCH_CRONJOBS",
     "PYCTRL_CRONJOBS",
+    "bench_client",
     "create_cronjobs",
     "cronjob",
     "delete_all",
@@ -139,6 +142,12 @@ def create_cronjobs(client: RESTClient, phase: str, namespace: str, n: int, thre
     with ThreadPoolExecutor(threads, thread_name_prefix="create") as pool:
         list(pool.map(one, range(n)))
     return time.monotonic() - start
+
+
+def bench_client(cp: ControlPlane, threads: int) -> RESTClient:
+    """The bench's client of ``cp`` for ``threads`` creating threads (module docstring)."""
+    return RESTClient.from_kubeconfig(cp.kubeconfig_path, qps=5000, burst=5000,
+                                      pool_maxsize=threads + 4, user_agent="pyctrl-bench")
 
 
 def delete_all(cp: ControlPlane, namespace: str) -> None:

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from bench.cronjob_skew.controllers import PhaseError
 
-__all__ = ["Profile", "finish_profiler", "parse_collapsed", "profiler_flags", "start_profiler",
-           "top_table"]
+__all__ = ["Profile", "finish_profiler", "parse_collapsed", "profiler_flags", "py_spy",
+           "start_profiler", "top_table"]
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,8 @@ def top_table(profile: Profile, top: int = 40, title: str = "") -> str:
     return "\n".join(out)
 
 
-def _py_spy() -> str | None:
+def py_spy() -> str | None:
+    """The py-spy executable: beside this Python (the venv's), else on PATH; None if absent."""
     beside = Path(sys.executable).parent / "py-spy"
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
@@ -93,7 +94,7 @@ def profiler_flags(gil: bool = True) -> list[str]:
 def start_profiler(pid: int, duration: float, raw: Path, rate: int = 100,
                    gil: bool = True) -> subprocess.Popen[str]:
     """Attach py-spy to ``pid`` for ``duration`` seconds (see the module docstring)."""
-    exe = _py_spy()
+    exe = py_spy()
     if exe is None:
         raise PhaseError("--profile needs py-spy: pip install py-spy")
     argv = [exe, "record", "--pid", str(pid), "--duration", str(max(1, round(duration))),

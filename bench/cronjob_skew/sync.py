@@ -12,6 +12,13 @@ Contract:
   returns that line's wall-clock time (klog prints local time without a year: this year is
   assumed); :func:`wall_to_boottime` maps it onto the boot clock.
 * :func:`cache_sync_seconds` is None when either end is unknown.
+* First reconcile (``python -m bench startup``): pyctrl's from its
+  ``pyctrl_controller_first_reconcile_timestamp_seconds`` gauge on ``/metrics`` (unix time,
+  :func:`first_reconcile_timestamp`; read once after the fact, so polling does not perturb
+  the start); kube-controller-manager's from the first ``"Re-queuing cronjob"`` klog line, the
+  last line of every sync of a CronJob with a valid schedule, printed at verbosity 4 of
+  ``cronjob_controllerv2.go`` (the KCM runs with ``--vmodule=cronjob_controllerv2=4``:
+  only that file logs more), :func:`klog_first`.
 """
 
 from __future__ import annotations
@@ -25,15 +32,21 @@ from datetime import datetime
 from bench.cronjob_skew.probe import CLK_TCK, stat_fields
 
 __all__ = [
+    "KCM_SYNC_DONE",
     "ReadyzPoller",
     "boottime",
     "cache_sync_seconds",
+    "first_reconcile_timestamp",
     "klog_cache_synced",
+    "klog_first",
     "process_start",
     "wall_to_boottime",
 ]
 
 _KLOG = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6})\s")
+_FIRST_RECONCILE = re.compile(
+    r'^pyctrl_controller_first_reconcile_timestamp_seconds\{[^}]*\} ([0-9.eE+-]+)$', re.M)
+KCM_SYNC_DONE = "Re-queuing cronjob"  # cronjob_controllerv2.go, V(4), end of a sync
 
 
 def boottime() -> float:
@@ -68,12 +81,35 @@ def klog_cache_synced(text: str, year: int | None = None) -> float | None:
             continue
         if "Caches are synced" not in line or not (seen_start or "cronjob" in line):
             continue
-        match = _KLOG.match(line)
-        if match is None:
-            continue
-        month, day, hh, mm, ss, micros = (int(g) for g in match.groups())
-        return datetime(year, month, day, hh, mm, ss, micros).timestamp()
+        wall = _klog_wall(line, year)
+        if wall is not None:
+            return wall
     return None
+
+
+def klog_first(text: str, marker: str, year: int | None = None) -> float | None:
+    """Wall time (local clock) of the first klog line containing ``marker``."""
+    year = datetime.now().year if year is None else year
+    for line in text.splitlines():
+        if marker in line and (wall := _klog_wall(line, year)) is not None:
+            return wall
+    return None
+
+
+def _klog_wall(line: str, year: int) -> float | None:
+    match = _KLOG.match(line)
+    if match is None:
+        return None
+    month, day, hh, mm, ss, micros = (int(g) for g in match.groups())
+    return datetime(year, month, day, hh, mm, ss, micros).timestamp()
+
+
+def first_reconcile_timestamp(metrics: str) -> float | None:
+    """pyctrl's first-reconcile unix time from a ``/metrics`` text (the earliest controller's);
+    None before any reconcile finished or without the gauge."""
+    stamps = [float(v) for v in _FIRST_RECONCILE.findall(metrics)]
+    stamps = [s for s in stamps if s > 0]
+    return min(stamps) if stamps else None
 
 
 class ReadyzPoller:
