@@ -19,6 +19,10 @@ Contract:
   last line of every sync of a CronJob with a valid schedule, printed at verbosity 4 of
   ``cronjob_controllerv2.go`` (the KCM runs with ``--vmodule=cronjob_controllerv2=4``:
   only that file logs more), :func:`klog_first`.
+* :func:`klog_populated`: when the KCM's reflectors of all the given types had stored their
+  initial list (their ``"Caches populated" type="*v1.Job"`` lines, ``reflector.go`` at
+  verbosity 4). In v1.35 the ``"Caches are synced"`` lines do not name their controller and
+  ``WaitForCacheSync`` polls every 100 ms, so this is the sharper KCM signal.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import http.client
 import re
 import threading
 import time
+from collections.abc import Sequence
 from datetime import datetime
 
 from bench.cronjob_skew.probe import CLK_TCK, stat_fields
@@ -39,6 +44,7 @@ __all__ = [
     "first_reconcile_timestamp",
     "klog_cache_synced",
     "klog_first",
+    "klog_populated",
     "process_start",
     "wall_to_boottime",
 ]
@@ -94,6 +100,14 @@ def klog_first(text: str, marker: str, year: int | None = None) -> float | None:
         if marker in line and (wall := _klog_wall(line, year)) is not None:
             return wall
     return None
+
+
+def klog_populated(text: str, types: Sequence[str], year: int | None = None) -> float | None:
+    """Wall time (local clock) by which every one of ``types`` (e.g. ``*v1.Job``) had its
+    first ``"Caches populated"`` klog line; None if one has none."""
+    walls = [klog_first(text, f'"Caches populated" type="{t}"', year) for t in types]
+    known = [w for w in walls if w is not None]
+    return max(known) if known and len(known) == len(walls) else None
 
 
 def _klog_wall(line: str, year: int) -> float | None:

@@ -18,6 +18,7 @@ from bench.cronjob_skew.sync import (
     first_reconcile_timestamp,
     klog_cache_synced,
     klog_first,
+    klog_populated,
 )
 from bench.startup import (
     ImportLine,
@@ -115,6 +116,18 @@ def test_klog_first_is_the_first_matching_lines_local_time() -> None:
     assert klog_first(KCM_LOG, "no such line", year=2026) is None
     assert klog_cache_synced(KCM_LOG, year=2026) == datetime(
         2026, 11, 26, 14, 47, 5, 496641).timestamp()
+
+
+def test_klog_populated_waits_for_every_type() -> None:
+    log = (
+        'I1126 14:52:27.339268   1 reflector.go:446] "Caches populated" type="*v1.Secret"\n'
+        'I1126 14:52:27.352021   1 reflector.go:446] "Caches populated" type="*v1.CronJob"\n'
+        'I1126 14:52:27.353353   1 reflector.go:446] "Caches populated" type="*v1.Job"\n'
+        'I1126 14:52:29.000000   1 reflector.go:446] "Caches populated" type="*v1.Job"\n'
+    )
+    want = datetime(2026, 11, 26, 14, 52, 27, 353353).timestamp()
+    assert klog_populated(log, ("*v1.Job", "*v1.CronJob"), year=2026) == want
+    assert klog_populated(log, ("*v1.Job", "*v1.Pod"), year=2026) is None
 
 
 def test_first_reconcile_timestamp_from_metrics() -> None:
