@@ -323,95 +323,168 @@ def test_writers_must_be_positive() -> None:
 
 
 class _ProbeClock(FakeClock):
-    """A FakeClock that tells where the sharder's own thread is blocked ("sleep": its
-    min_interval pause, "wait": waiting for news or a due time), so a test steps time only
-    once the sharder is parked (the informers' threads wait on the clock too)."""
+    """A FakeClock that tells where the sharder's own thread is parked ("sleep": its
+    min_interval pause, "wait": waiting for news or a due time) and whether the clock's time
+    has been seen by that park (:meth:`settled`), so a test steps time only once the sharder
+    is parked (the informers' threads wait on the clock too) and reads the outcome only once
+    the sharder has reacted to the step.
+
+    A park is published once registered with the clock, so a step never misses waking it.
+    The sharder decided to park at its last reading of the time: a wait lasts until the next
+    step (FakeClock wakes every wait at a step), a sleep until its deadline."""
 
     def __init__(self) -> None:
         super().__init__()
+        self._probe = threading.Lock()
         self.parked: str | None = None
+        self._until = 0.0  # "wait": the time it decided at; "sleep": the time it ends
+        # only the sharder thread writes these two:
+        self._seen = 0.0  # its last reading of the monotonic time
+        self._sleeping: float | None = None  # the seconds of the sleep it is entering
 
-    def _park(self, kind: str | None) -> None:
-        if threading.current_thread().name == "sharder":
-            self.parked = kind
+    @staticmethod
+    def _sharder() -> bool:
+        return threading.current_thread().name == "sharder"
+
+    def monotonic(self) -> float:
+        now = super().monotonic()
+        if self._sharder():
+            self._seen = now
+        return now
+
+    def _register(self, cond: threading.Condition) -> int:
+        wid = super()._register(cond)
+        if self._sharder():  # the wait's timeout, the sleep's deadline: from the last reading
+            with self._probe:
+                self.parked = "wait" if self._sleeping is None else "sleep"
+                self._until = self._seen + max(0.0, self._sleeping or 0.0)
+        return wid
+
+    def _unpark(self) -> None:
+        if self._sharder():
+            self._sleeping = None
+            with self._probe:
+                self.parked = None
 
     def wait(self, cond: threading.Condition, timeout: float | None) -> None:
-        self._park("wait")
         try:
             super().wait(cond, timeout)
         finally:
-            self._park(None)
+            self._unpark()
 
     def sleep(self, seconds: float, stop: threading.Event) -> bool:
-        self._park("sleep")
+        if self._sharder():
+            self._sleeping = seconds
         try:
             return super().sleep(seconds, stop)
         finally:
-            self._park(None)
+            self._unpark()
+
+    def settled(self) -> bool:
+        """Whether the sharder is parked where the current time leaves it: a wait decided at
+        this time (a step wakes every wait: it is settled again once the sharder has looked
+        at the new time, after a pass if the step made one due), or a sleep ending later."""
+        now = self.monotonic()
+        with self._probe:
+            if self.parked == "wait":
+                return self._until >= now
+            return self.parked == "sleep" and self._until > now
 
 
 @contextmanager
-def _running(sharder: Sharder) -> Iterator[None]:
+def _running(sharder: Sharder, clock: _ProbeClock) -> Iterator[None]:
+    """Run the sharder on its own thread; the body starts once its first pass has settled."""
     stop = threading.Event()
     thread = threading.Thread(target=sharder.run, args=(stop,), name="sharder")
     thread.start()
     try:
+        assert poll(lambda: sharder.passes >= 1 and clock.settled(), timeout=5,
+                    interval=0.01)
         yield
     finally:
         stop.set()
         sharder.wake()  # a FakeClock wait does not end with stop: a failed test would hang
         thread.join(10)
+    assert not thread.is_alive()
 
 
-def _step_until_idle(clock: _ProbeClock, sharder: Sharder, step: float) -> None:
+def _step(clock: _ProbeClock, seconds: float) -> None:
+    """Step ``seconds`` once the sharder is parked, and return once it has settled at the new
+    time (after any pass the step made due): its state is then the step's outcome."""
+    assert poll(clock.settled, timeout=5, interval=0.01), "the sharder is not parked"
+    clock.step(seconds)
+    assert poll(clock.settled, timeout=5, interval=0.01), f"not settled at {clock.monotonic()}"
+
+
+def _park_at(clock: _ProbeClock, at: float) -> None:
+    """Step the clock to ``at``; the sharder must then be waiting for news (no pass due)."""
+    _step(clock, at - clock.monotonic())
+    assert clock.parked == "wait", clock.parked
+
+
+def _step_until_idle(clock: _ProbeClock, step: float) -> None:
     """Step until the sharder waits for news with nothing pending (the informers' initial
     events may still wake it for a pass or two after its first one)."""
-    assert poll(lambda: sharder.passes >= 1 and clock.parked == "sleep", timeout=5)
-    while clock.parked != "wait":
-        before = sharder.passes
-        clock.step(step)
-        assert poll(lambda: clock.parked == "wait" or (
-            sharder.passes > before and clock.parked == "sleep"), timeout=5)  # noqa: B023
+    for _ in range(20):
+        assert poll(clock.settled, timeout=5, interval=0.01), "the sharder is not parked"
+        if clock.parked == "wait":
+            return
+        _step(clock, step)
+    raise AssertionError("the sharder never went idle")
+
+
+def _b_renews_through_the_warm_up(client: FakeClient, clock: _ProbeClock, sharder: Sharder,
+                                  step: float) -> None:
+    """From idle (see two_shards): b renews at 1010, so it expires at 1025 (a renewal wakes no
+    pass); the warm-up's end (1015) runs one pass, at 1015.2; then idle again."""
+    _park_at(clock, 1010)
+    passes = sharder.passes
+    client.update(LEASES, lease("b", renew="t1"))
+    assert poll(lambda: sharder.membership.view()[1] == pytest.approx(1025), timeout=5)
+    _step(clock, 5.2)
+    assert sharder.passes == passes + 1 and clock.parked == "sleep"
+    _step_until_idle(clock, step)
 
 
 def test_a_shard_expiring_during_the_pause_after_a_pass_gets_a_pass_right_after_it() -> None:
-    """A pass at 1014.5 (a's Lease changed) is followed by a 1 s pause, in which b expires (1015).
-    With nothing else happening, the pass that moves b's objects runs as the pause ends; it
-    does not wait for a's expiry or a resync (b is no longer among the alive shards by then,
-    so only the expiry read together with the pass's alive set can schedule it)."""
+    """Past the warm-up (b renewed at 1010, so it expires at 1025), a pass at 1024.5 (a's
+    Lease changed) is followed by a 1 s pause, in which b expires. With nothing else
+    happening, the pass that moves b's objects runs as the pause ends; it does not wait for
+    a's expiry or a resync (b is no longer among the alive shards by then, so only the
+    expiry read together with the pass's alive set can schedule it)."""
     clock = _ProbeClock()
     client, owners = two_shards(clock)
     sharder = Sharder(client, options("leader"), clock=clock, min_interval=1.0)
-    with _running(sharder):
-        _step_until_idle(clock, sharder, 1.0)
-        clock.step(1014.5 - clock.monotonic())
-        assert poll(lambda: clock.parked == "wait", timeout=5)
+    with _running(sharder, clock):
+        _step_until_idle(clock, 1.0)
+        _b_renews_through_the_warm_up(client, clock, sharder, 1.0)
+        _park_at(clock, 1024.5)
         passes = sharder.passes
-        # news: a pass at 1014.5 (a longer duration; a mere renewal wakes no pass)
+        # news: a pass at 1024.5 (a longer duration; a mere renewal wakes no pass)
         client.update(LEASES, lease("a", renew="t1", duration=61))
-        assert poll(lambda: sharder.passes == passes + 1 and clock.parked == "sleep",
-                    timeout=5)
-        assert "b" in _owners(client).values()
-        clock.step(1.0)  # the pause ends at 1015.5; b expired at 1015
-        assert poll(lambda: set(_owners(client).values()) == {"a"}, timeout=5), (
-            Counter(_owners(client).values()))
-        assert clock.monotonic() == pytest.approx(1015.5)
+        assert poll(lambda: sharder.passes == passes + 1 and clock.settled(), timeout=5,
+                    interval=0.01)
+        assert clock.parked == "sleep" and "b" in _owners(client).values()
+        _step(clock, 1.0)  # the pause ends at 1025.5; b expired at 1025
+        assert set(_owners(client).values()) == {"a"}, Counter(_owners(client).values())
+        assert sharder.passes == passes + 2 and clock.monotonic() == pytest.approx(1025.5)
     assert len([a for a in client.actions if a.verb == "patch"]) == sum(
         s == "b" for s in owners.values())
 
 
 def test_a_shard_expiring_without_news_gets_a_pass_at_that_instant() -> None:
+    """Past the warm-up (b renewed at 1010, so it expires at 1025, not as the warm-up ends)."""
     clock = _ProbeClock()
     client, _ = two_shards(clock)
     sharder = Sharder(client, options("leader"), clock=clock, min_interval=0.5)
-    with _running(sharder):
-        _step_until_idle(clock, sharder, 0.5)
+    with _running(sharder, clock):
+        _step_until_idle(clock, 0.5)
+        _b_renews_through_the_warm_up(client, clock, sharder, 0.5)
         passes = sharder.passes
-        clock.step(1014.99 - clock.monotonic())  # b still alive
-        assert poll(lambda: clock.parked == "wait", timeout=5)
+        _park_at(clock, 1024.99)  # b still alive
         assert sharder.passes == passes and "b" in _owners(client).values()
-        clock.step(0.01)  # 1015.0: b's Lease expires
-        assert poll(lambda: "b" not in _owners(client).values(), timeout=5)
+        _step(clock, 1025 - clock.monotonic())  # b's Lease expires
+        assert "b" not in _owners(client).values()
         assert sharder.passes == passes + 1
 
 
@@ -434,12 +507,6 @@ def test_leader_weight_must_be_in_zero_one() -> None:
             options("a", leader_weight=weight)
 
 
-def _park_at(clock: _ProbeClock, at: float) -> None:
-    """Step the clock to ``at`` and wait until the sharder is parked waiting for news."""
-    clock.step(at - clock.monotonic())
-    assert poll(lambda: clock.parked == "wait", timeout=5)
-
-
 def test_renewals_of_live_shards_wake_no_pass_not_even_at_their_old_expiry() -> None:
     """Leases a (60 s) and b (15 s) seen at 1000. b renews at 1010 and 1020: neither renewal
     runs a pass, nor does b's first expiry instant (1015: only the warm-up's end does) or its
@@ -447,13 +514,9 @@ def test_renewals_of_live_shards_wake_no_pass_not_even_at_their_old_expiry() -> 
     clock = _ProbeClock()
     client, owners = two_shards(clock)
     sharder = Sharder(client, options("leader"), clock=clock, min_interval=0.5)
-    with _running(sharder):
-        _step_until_idle(clock, sharder, 0.5)
-        _park_at(clock, 1010)
-        client.update(LEASES, lease("b", renew="t1"))
-        assert poll(lambda: sharder.membership.view()[1] == pytest.approx(1025), timeout=5)
-        clock.step(5.2)  # 1015.2: the warm-up ended at 1015 (one pass), b renewed
-        _step_until_idle(clock, sharder, 0.5)
+    with _running(sharder, clock):
+        _step_until_idle(clock, 0.5)
+        _b_renews_through_the_warm_up(client, clock, sharder, 0.5)
         passes = sharder.passes
         _park_at(clock, 1020)
         client.update(LEASES, lease("b", renew="t2"))
@@ -461,8 +524,8 @@ def test_renewals_of_live_shards_wake_no_pass_not_even_at_their_old_expiry() -> 
         _park_at(clock, 1025.5)  # past the expiry the last pass saw
         assert sharder.passes == passes
         assert _owners(client) == owners
-        clock.step(1035 - clock.monotonic())  # b's Lease expires without news
-        assert poll(lambda: "b" not in _owners(client).values(), timeout=5)
+        _step(clock, 1035 - clock.monotonic())  # b's Lease expires without news
+        assert "b" not in _owners(client).values()
         assert sharder.passes == passes + 1
 
 
@@ -522,18 +585,17 @@ def test_a_drain_refused_by_a_status_write_is_retried_once_the_watch_has_the_new
     def draining() -> set[str]:
         return {n for n, labels in _labels(client).items() if labels.get(DRAIN)}
 
-    with _running(sharder):
-        _step_until_idle(clock, sharder, 0.5)
-        _park_at(clock, clock.monotonic() + 15)  # past the warm-up: drains may be asked
-        _step_until_idle(clock, sharder, 0.5)
+    with _running(sharder, clock):
+        _step_until_idle(clock, 0.5)
+        _step(clock, 15)  # past the warm-up: drains may be asked
+        _step_until_idle(clock, 0.5)
         assert not draining() and set(_owners(client).values()) == {"a", "b"}
         start = clock.monotonic()
         client.add_object(LEASES, lease("c", duration=600))
-        assert poll(lambda: bool(refused) and clock.parked is not None, timeout=5)
+        assert poll(lambda: bool(refused) and clock.settled(), timeout=5,
+                    interval=0.01)
         while draining() != wanted and clock.monotonic() - start < 5:
-            assert poll(lambda: clock.parked is not None, timeout=5)
-            clock.step(0.5)
-            poll(lambda: draining() == wanted, timeout=0.2)
+            _step(clock, 0.5)  # the retry is woken by the watch: it may come between steps
         assert draining() == wanted, (refused, wanted - draining())
         assert clock.monotonic() - start < 5, "the refused drain waited for the resync"
 
