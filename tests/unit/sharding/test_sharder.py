@@ -446,18 +446,28 @@ def _b_renews_through_the_warm_up(client: FakeClient, clock: _ProbeClock, sharde
     _step_until_idle(clock, step)
 
 
+@contextmanager
+def _past_the_warm_up(min_interval: float
+                      ) -> Iterator[tuple[_ProbeClock, FakeClient, dict[str, str], Sharder]]:
+    """A running sharder over :func:`two_shards`, idle past the warm-up with b renewed at
+    1010 (see :func:`_b_renews_through_the_warm_up`); yields the clock, client, owners and
+    sharder."""
+    clock = _ProbeClock()
+    client, owners = two_shards(clock)
+    sharder = Sharder(client, options("leader"), clock=clock, min_interval=min_interval)
+    with _running(sharder, clock):
+        _step_until_idle(clock, min_interval)
+        _b_renews_through_the_warm_up(client, clock, sharder, min_interval)
+        yield clock, client, owners, sharder
+
+
 def test_a_shard_expiring_during_the_pause_after_a_pass_gets_a_pass_right_after_it() -> None:
     """Past the warm-up (b renewed at 1010, so it expires at 1025), a pass at 1024.5 (a's
     Lease changed) is followed by a 1 s pause, in which b expires. With nothing else
     happening, the pass that moves b's objects runs as the pause ends; it does not wait for
     a's expiry or a resync (b is no longer among the alive shards by then, so only the
     expiry read together with the pass's alive set can schedule it)."""
-    clock = _ProbeClock()
-    client, owners = two_shards(clock)
-    sharder = Sharder(client, options("leader"), clock=clock, min_interval=1.0)
-    with _running(sharder, clock):
-        _step_until_idle(clock, 1.0)
-        _b_renews_through_the_warm_up(client, clock, sharder, 1.0)
+    with _past_the_warm_up(1.0) as (clock, client, owners, sharder):
         _park_at(clock, 1024.5)
         passes = sharder.passes
         # news: a pass at 1024.5 (a longer duration; a mere renewal wakes no pass)
@@ -474,12 +484,7 @@ def test_a_shard_expiring_during_the_pause_after_a_pass_gets_a_pass_right_after_
 
 def test_a_shard_expiring_without_news_gets_a_pass_at_that_instant() -> None:
     """Past the warm-up (b renewed at 1010, so it expires at 1025, not as the warm-up ends)."""
-    clock = _ProbeClock()
-    client, _ = two_shards(clock)
-    sharder = Sharder(client, options("leader"), clock=clock, min_interval=0.5)
-    with _running(sharder, clock):
-        _step_until_idle(clock, 0.5)
-        _b_renews_through_the_warm_up(client, clock, sharder, 0.5)
+    with _past_the_warm_up(0.5) as (clock, client, _, sharder):
         passes = sharder.passes
         _park_at(clock, 1024.99)  # b still alive
         assert sharder.passes == passes and "b" in _owners(client).values()
@@ -511,12 +516,7 @@ def test_renewals_of_live_shards_wake_no_pass_not_even_at_their_old_expiry() -> 
     """Leases a (60 s) and b (15 s) seen at 1000. b renews at 1010 and 1020: neither renewal
     runs a pass, nor does b's first expiry instant (1015: only the warm-up's end does) or its
     second (1025); when b stops renewing it expires at 1035 and its objects move then."""
-    clock = _ProbeClock()
-    client, owners = two_shards(clock)
-    sharder = Sharder(client, options("leader"), clock=clock, min_interval=0.5)
-    with _running(sharder, clock):
-        _step_until_idle(clock, 0.5)
-        _b_renews_through_the_warm_up(client, clock, sharder, 0.5)
+    with _past_the_warm_up(0.5) as (clock, client, owners, sharder):
         passes = sharder.passes
         _park_at(clock, 1020)
         client.update(LEASES, lease("b", renew="t2"))
