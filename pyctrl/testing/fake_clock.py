@@ -8,6 +8,10 @@ Contract:
   ``set_time`` is asked to move it back (useful to test clock jumps).
 * ``waiters()`` tells how many threads are blocked on the clock, so a test can wait until a
   component is parked before stepping (the equivalent of client-go's ``HasWaiters``).
+* No lost wake-up: ``wait`` returns at once (a spurious wake-up) when the clock moved after
+  the calling thread last read it (``now``/``time``/``monotonic``). A caller reads the time,
+  works out how long to wait and then waits; a step that lands in between found it not yet
+  registered, so without this check it would sleep on a stale deadline until the next step.
 
 Lock order: a waiter holds its own Condition and then takes the clock's lock to register;
 ``step`` takes the clock's lock only to copy the waiter list, releases it, and then takes each
@@ -42,18 +46,24 @@ class FakeClock:
         self._waiters: dict[int, threading.Condition] = {}
         self._next_id = 0
         self._changed = threading.Condition(threading.Lock())
+        # Name-mangled: subclasses (tests probe the clock) keep their own attribute names.
+        self.__generation = 0  # bumped by every step/set_time
+        self.__readers = threading.local()  # .generation: what this thread last read the time at
 
     # -- readings -----------------------------------------------------------------------
     def now(self) -> datetime:
         with self._lock:
+            self.__readers.generation = self.__generation
             return self._now
 
     def time(self) -> float:
         with self._lock:
+            self.__readers.generation = self.__generation
             return (self._now - _EPOCH).total_seconds()
 
     def monotonic(self) -> float:
         with self._lock:
+            self.__readers.generation = self.__generation
             return self._mono
 
     # -- moving time --------------------------------------------------------------------
@@ -64,6 +74,7 @@ class FakeClock:
         with self._lock:
             self._now += timedelta(seconds=seconds)
             self._mono += seconds
+            self.__generation += 1
         self._wake()
 
     def set_time(self, when: datetime) -> None:
@@ -76,6 +87,7 @@ class FakeClock:
             self._now = when.astimezone(UTC)
             if delta > 0:
                 self._mono += delta
+            self.__generation += 1
         self._wake()
 
     def waiters(self) -> int:
@@ -104,6 +116,12 @@ class FakeClock:
             self._changed.notify_all()
         return wid
 
+    def _moved_since_read(self) -> bool:
+        """Whether the clock moved after this thread last read it (see module docstring)."""
+        seen = getattr(self.__readers, "generation", None)
+        with self._lock:
+            return seen is not None and seen != self.__generation
+
     def _unregister(self, wid: int) -> None:
         with self._lock:
             self._waiters.pop(wid, None)
@@ -119,7 +137,10 @@ class FakeClock:
             return
         wid = self._register(cond)
         try:
-            cond.wait()
+            # Checked once registered: a step after this check finds us registered and must
+            # take ``cond`` (held by the caller until cond.wait releases it) to notify us.
+            if not self._moved_since_read():
+                cond.wait()
         finally:
             self._unregister(wid)
 
