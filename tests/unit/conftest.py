@@ -3,11 +3,13 @@ threads a test started."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
+import structlog
 
 from tests.threads import Runner
 
@@ -38,6 +40,22 @@ def no_thread_leak() -> Iterator[None]:
             break
         leaked[0].join(0.05)
     assert not leaked, f"threads leaked by the test: {[t.name for t in leaked]}"
+
+
+@pytest.fixture(autouse=True)
+def no_logging_leak() -> Iterator[None]:
+    """Give back the root logger's handlers and level and structlog's configuration as they
+    were before the test. A test that runs a command's ``main`` (which calls
+    ``configure_logging``) under ``capsys`` otherwise left a handler on the root logger
+    writing to that test's capture stream, closed after it: every later test's error line
+    then printed "--- Logging error ---" (``ValueError: I/O operation on closed file``)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    config = structlog.get_config()
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    structlog.configure(**config)
 
 
 @pytest.fixture
