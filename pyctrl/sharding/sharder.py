@@ -157,7 +157,6 @@ class Sharder:
         self._swept_at: float | None = None  # last sweep for unlabelled owned objects
         self._retry_at: float | None = None  # a retry of failed writes (backoff)
         self._failed_passes = 0  # consecutive passes with failed writes
-        self._list_failed = False  # this pass could not list the owned objects
         self.moves = 0  # assigned + drained, for tests and logs
         self.passes = 0
 
@@ -208,9 +207,9 @@ class Sharder:
             self._ring = HashRing(alive, o.virtual_nodes, {o.shard_id: o.leader_weight})
         objects = list(objects)
         actions = plan(objects, ring=self._ring, alive=alive, options=o, drain=warm)
-        self._list_failed = False
+        listed = True  # with owned: whether the owned objects could be listed
         if o.owned:
-            actions = self._with_handover(objects, actions, start)
+            actions, listed = self._with_handover(objects, actions, start)
         actions.sort(key=lambda a: a.kind != "assign")  # failover before planned moves
         if len(actions) > 1 and o.writers > 1:
             with ThreadPoolExecutor(min(o.writers, len(actions)),
@@ -229,7 +228,7 @@ class Sharder:
                      drained=sum(a.kind == "drain" for a in done), failed=failed,
                      conflicts=len(refused),
                      seconds=round(self._clock.monotonic() - start, 3))
-        if failed or self._list_failed:
+        if failed or not listed:
             self._retry_at = self._clock.monotonic() + min(
                 FAILED_RETRY * 2 ** self._failed_passes, FAILED_RETRY_MAX)
             self._failed_passes += 1
@@ -240,13 +239,14 @@ class Sharder:
         return done
 
     def _with_handover(self, objects: list[Object], actions: list[Action], now: float
-                       ) -> list[Action]:
-        """``actions`` with the owners' handover lists (see module docstring)."""
+                       ) -> tuple[list[Action], bool]:
+        """``actions`` with the owners' handover lists (see module docstring), and False when
+        the owned objects could not be listed (the dead shards' owners are then left out)."""
         o = self.options
         dead = sorted({a.previous for a in actions if a.kind == "assign" and a.previous})
         sweep = self._swept_at is None or now - self._swept_at >= self._resync
         if not sweep and not any(a.kind == "assign" for a in actions):
-            return actions  # the common pass: nothing moves, nothing to list
+            return actions, True  # the common pass: nothing moves, nothing to list
         selectors = ([f"{o.shard_label} in ({','.join(dead)})"] if dead else []) + (
             [f"!{o.shard_label}"] if sweep else [])
         found: dict[str, set[tuple[str, str]]] = {}
@@ -266,8 +266,8 @@ class Sharder:
         except ApiError as err:
             log.warning("sharder: listing owned objects failed; their owners wait",
                         shards=dead, error=str(err))
-            self._list_failed = True  # retried after the failure backoff
-            return [a for a in actions if not (a.kind == "assign" and a.previous)]
+            # Retried after the failure backoff, like failed writes.
+            return [a for a in actions if not (a.kind == "assign" and a.previous)], False
         if sweep:
             self._swept_at = now
         out: list[Action] = []
@@ -291,7 +291,7 @@ class Sharder:
                               str(meta.get("name")), str(meta.get("resourceVersion") or ""),
                               str((meta.get("labels") or {}).get(o.shard_label) or ""),
                               handover=encode_handover(entries | handover_of(obj, o))))
-        return out
+        return out, True
 
     def _warm_from(self) -> float:
         """Since when membership has watched every Lease: the warm-up's start."""

@@ -54,7 +54,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 
-from pyctrl.cache import DeletedFinalStateUnknown, ListWatch, SharedIndexInformer
+from pyctrl.cache import (
+    DeletedFinalStateUnknown,
+    ListWatch,
+    SharedIndexInformer,
+    meta_namespace_key,
+)
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import LEASES, Resource
@@ -190,13 +195,10 @@ class ShardWatch:
     def awaited(self, obj: Object) -> bool:
         """Whether ``obj`` (an update or delete just seen) is one :meth:`wake_on_change` waits
         for (then forgotten: one wake per refused write)."""
-        meta = obj.get("metadata") or {}
-        ns = meta.get("namespace") or ""
-        key = f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
         with self._lock:
             if not self._awaited:
                 return False
-            return self._awaited.pop(key, None) is not None
+            return self._awaited.pop(meta_namespace_key(obj), None) is not None
 
     def _cached_version(self, key: str) -> str | None:
         for informer in self._objects:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pyctrl.errors import Conflict, NotFound, ServerError
-from pyctrl.kube import CONFIGMAPS, LEASES
+from pyctrl.kube import CONFIGMAPS, JOBS, LEASES
 from pyctrl.reconcile import Request, Result
 from pyctrl.sharding import HashRing, Sharder, ShardingOptions, ShardReconciler, plan
 from pyctrl.sharding.sharder import FAILED_RETRY, FAILED_RETRY_MAX
@@ -623,3 +623,22 @@ def test_a_pass_with_failed_writes_is_retried_after_a_doubling_backoff() -> None
     down[0] = False
     assert _pass(client, sharder) == ["assign"] * 20
     assert sharder._next_due() - clock.monotonic() > FAILED_RETRY_MAX, "backoff cleared"
+
+
+def test_a_pass_that_cannot_list_owned_objects_is_retried_after_the_backoff() -> None:
+    """A dead shard's owners need the LIST of its owned objects to move; when that LIST fails
+    they wait, and the next pass is due FAILED_RETRY later, not at once."""
+    client, clock, sharder = _sharder_over(5, options("leader", owned=(JOBS,)))
+    for i in range(5):
+        obj = client.get_object(CONFIGMAPS, f"cm-{i}", NS)
+        obj["metadata"]["labels"] = {SHARD: "gone"}
+        client.update(CONFIGMAPS, obj)
+    clock.step(15)
+    sharder.membership.observe(lease("a", duration=600))
+
+    def outage(action: Action) -> None:
+        raise ServerError("etcdserver: request timed out", 500, "InternalError")
+
+    client.prepend_reactor("list", JOBS, outage)
+    assert _pass(client, sharder) == [], "the dead shard's owners wait for their list"
+    assert sharder._next_due() - clock.monotonic() == pytest.approx(FAILED_RETRY)
