@@ -47,10 +47,12 @@ from collections.abc import Callable, Hashable
 import structlog
 from urllib3.exceptions import HTTPError
 
+from pyctrl._errorlog import describe
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import (
     ApiError,
     Forbidden,
+    NotLeader,
     ServerError,
     ServerTimeout,
     Timeout,
@@ -125,7 +127,8 @@ class OutageGate:
         """Record a failed reconcile of ``key``; True when it was the server's failure and
         the caller should re-add the key without rate limiting (module docstring)."""
         with self._cond:
-            if not (is_unavailable(err) or self._startup_refusal(err)):
+            fenced = isinstance(err, NotLeader)
+            if not (fenced or is_unavailable(err) or self._startup_refusal(err)):
                 self._failed_at.pop(key, None)
                 if isinstance(err, ApiError):
                     self._open()
@@ -133,7 +136,7 @@ class OutageGate:
                 return False
             answered = self._answers()
             before = self._failed_at.get(key)
-            if before is not None and answered > before and not self._closed:
+            if before is not None and answered > before and not self._closed and not fenced:
                 del self._failed_at[key]  # others got answers since: its own problem
                 return False
             self._failed_at[key] = answered
@@ -143,7 +146,7 @@ class OutageGate:
                 self._delay, self._next_probe, self._requeued = (
                     self._initial, now + self._initial, 0)
                 log.warning("the API server is unavailable; pausing workers until it answers",
-                            controller=self.name, error=str(err))
+                            controller=self.name, **describe(err))
             elif self._is_prober():
                 self._next_probe = now + self._delay
                 self._delay = min(self._delay * 2, self._max)

@@ -22,8 +22,9 @@ Contract:
   - ``Result(requeue_after=d)``, d > 0 -> ``forget(key)`` + ``add_after(key, d)`` requeue_after
   - ``Result(requeue=True)``           -> ``add_rate_limited(key)``           result=requeue
   - raises :class:`TerminalError`      -> logged, counted, ``forget(key)``, not retried
-  - raises :class:`~pyctrl.errors.NotLeader` (a fenced write: this replica no longer holds
-    its lease, so every key fails alike) -> as a TerminalError, but logged through the
+  - raises :class:`~pyctrl.errors.NotLeader` (a fenced write: this replica's lease could not
+    be renewed in time, so every key fails alike) -> ``add(key)`` with no backoff, held by
+    the outage gate until the lease is renewed or leadership ends; logged through the
     sampler (:mod:`pyctrl._errorlog`: the key and object are not part of the signature), so
     a fencing episode costs a few lines carrying ``suppressed=N``, not one line per key
   - raises an error that means the API server could not answer (unreachable, restarting,
@@ -320,10 +321,16 @@ class Controller(Generic[RequestT]):
             try:
                 result = _checked(self._run.reconcile(key))
             except NotLeader as err:  # fenced: sampled, one line per key would flood
-                self._gate.failed(err, key)
-                self._errors.failure("reconcile refused: this replica does not hold its "
-                                     "lease (fenced); not retrying", err)
-                self._terminal(key)
+                if self._gate.failed(err, key):
+                    self._errors.failure("reconcile refused: this replica's lease is not "
+                                         "renewed (fenced); requeued until it is", err,
+                                         level="warning")
+                    self.queue.add(key)
+                    self._count_error()
+                else:
+                    self._errors.failure("reconcile refused: this replica does not hold its "
+                                         "lease (fenced); not retrying", err)
+                    self._terminal(key)
             except TerminalError as err:
                 self._gate.failed(err, key)
                 log.error("reconcile failed with a terminal error; not retrying",
