@@ -73,7 +73,8 @@ class OwnerReference(Struct):
 
 
 class ObjectMeta(Struct):
-    """The metav1.ObjectMeta fields a controller reads (others stay in the raw object)."""
+    """metav1.ObjectMeta, shared by user kinds and :mod:`pyctrl.models` (without
+    ``managedFields`` and the deprecated ``selfLink``)."""
 
     name: str = ""
     generate_name: str = ""
@@ -83,6 +84,7 @@ class ObjectMeta(Struct):
     generation: int = 0
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: int | None = None
     labels: dict[str, str] = msgspec.field(default_factory=dict)
     annotations: dict[str, str] = msgspec.field(default_factory=dict)
     finalizers: list[str] = msgspec.field(default_factory=list)
