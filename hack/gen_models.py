@@ -21,10 +21,13 @@ Contract:
   field) or lists as required is non-optional with its zero value (or the spec's default); a
   list or map defaults empty; anything else is ``T | None = None``. IntOrString is
   ``int | str``, Quantity ``str``, Time/MicroTime ``datetime``, a free-form object
-  ``dict[str, object]``. Names are snake_case; ``name="..."`` is written where msgspec's
+  ``Mapping[str, object]``. Names are snake_case; ``name="..."`` is written where msgspec's
   camel renaming would not give the JSON name back (``podIPs``), and Python keywords get a
   trailing underscore. Kinds subclass :class:`pyctrl.api.Object` and carry their KindInfo
-  (``@kind``), so :func:`pyctrl.api.resource_for` derives their Resource.
+  (``@kind``), so :func:`pyctrl.api.resource_for` derives their Resource. Lists are
+  ``Sequence[T] = ()`` and maps ``Mapping[str, T] = EMPTY_MAP`` (read-only types; an absent
+  one allocates nothing), and classes are ``gc=False`` (decoded API objects hold no cycles;
+  untracked they are smaller and cost the collector nothing): docs/DESIGN.md has the figures.
 * ``meta_v1`` re-exports the hand-written :class:`pyctrl.api.ObjectMeta`,
   :class:`~pyctrl.api.OwnerReference` and :class:`~pyctrl.api.Condition` (one type for user
   kinds and built-in ones); generation fails if their fields no longer match the spec's.
@@ -70,6 +73,8 @@ GROUPS: dict[str, tuple[str, str, str]] = {
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 MODULE_OF_PREFIX = {prefix: module for module, (_, prefix, _) in GROUPS.items()}
 MODULE_OF_PREFIX[META] = "meta_v1"
+MODULE_API_VERSION = {module: api_version for module, (_, _, api_version) in GROUPS.items()}
+MODULE_API_VERSION["meta_v1"] = "meta/v1"
 
 KINDS: dict[str, tuple[str, ...]] = {
     "core_v1": ("Pod", "ConfigMap", "Secret", "Service", "ServiceAccount", "Namespace", "Node",
@@ -90,6 +95,7 @@ HAND_WRITTEN: dict[str, frozenset[str]] = {
     f"{META}.OwnerReference": frozenset(),
     f"{META}.Condition": frozenset(),
 }
+REEXPORTED = ("Condition", "ObjectMeta", "OwnerReference")  # by meta_v1
 OBJECT_FIELDS = ("apiVersion", "kind", "metadata")  # declared by pyctrl.api.Object
 # Schema keys the snapshot keeps; anything else in a kept schema is dropped on purpose
 # (patch strategies and list types only matter to the server and to CRD generation).
@@ -227,7 +233,8 @@ def _rest_facts(paths: Mapping[str, Any], group: str, version: str, kind: str) -
 # -- snapshot -> code ----------------------------------------------------------------------
 def snake(name: str) -> str:
     """camelCase -> snake_case, keeping plural acronyms whole (podIPs -> pod_ips)."""
-    words = re.findall(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name)
+    words = re.findall(r"[A-Z]{2,}s(?![a-z])|[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+",
+                       name)
     if "".join(words) != name:
         raise GenerateError(f"cannot split field name {name!r}")
     out = "_".join(w.lower() for w in words)
@@ -267,6 +274,8 @@ class _Module:
         self.uses_datetime = False
         self.uses_field = False
         self.deps: dict[str, set[str]] = {}
+        self.abc: set[str] = set()
+        self.uses_empty_map = False
 
     def ref_type(self, ref: str) -> str:
         if ref == INT_OR_STRING:
@@ -299,11 +308,14 @@ class _Module:
         if kind == "boolean":
             return "bool"
         if kind == "array":
-            return f"list[{self.type_of(schema['items'], where)}]"
+            self.abc.add("Sequence")
+            return f"Sequence[{self.type_of(schema['items'], where)}]"
         if kind == "object":
             if "additionalProperties" in schema:
-                return f"dict[str, {self.type_of(schema['additionalProperties'], where)}]"
-            return "dict[str, object]"
+                self.abc.add("Mapping")
+                return f"Mapping[str, {self.type_of(schema['additionalProperties'], where)}]"
+            self.abc.add("Mapping")
+            return "Mapping[str, object]"
         raise GenerateError(f"{where}: cannot type {schema}")
 
     def field_line(self, cls: str, prop: str, schema: Mapping[str, Any],
@@ -314,9 +326,11 @@ class _Module:
         ref = _refname(schema["allOf"][0]["$ref"]) if "allOf" in schema else ""
         has_default = "default" in schema
         rename = "" if _camel(py_name) == prop else f'name="{prop}"'
-        if typ.startswith(("list[", "dict[")):
-            factory = typ.split("[", 1)[0]
-            value = f"field(default_factory={factory}{', ' + rename if rename else ''})"
+        if typ.startswith(("Sequence[", "Mapping[")):
+            empty = "()" if typ.startswith("Sequence[") else "EMPTY_MAP"
+            if empty == "EMPTY_MAP":
+                self.uses_empty_map = True
+            value = f"field(default={empty}, {rename})" if rename else empty
         elif (has_default or required) and ref and ref not in TIMES and ref not in (
                 INT_OR_STRING, QUANTITY):
             value = f"field(default_factory={typ}{', ' + rename if rename else ''})"
@@ -351,7 +365,7 @@ class _Module:
         cls = name.rsplit(".", 1)[-1]
         lines = ["", ""]
         if kind is not None:
-            api_version = GROUPS[self.name][2]
+            api_version = MODULE_API_VERSION[self.name]
             extra = "" if kind["status"] else ", status_subresource=False"
             decorator = (f'@kind("{api_version}", "{cls}", plural="{kind["plural"]}", '
                          f'scope="{kind["scope"]}"{extra})')
@@ -359,9 +373,9 @@ class _Module:
                 cut = decorator.rindex(", ", 0, LINE)
                 decorator = decorator[:cut + 1] + "\n      " + decorator[cut + 2:]
             lines.append(decorator)
-            lines.append(f"class {cls}(Object, kw_only=True):")
+            lines.append(f"class {cls}(Object, kw_only=True, gc=False):")
         else:
-            lines.append(f"class {cls}(Struct, kw_only=True):")
+            lines.append(f"class {cls}(Struct, kw_only=True, gc=False):")
         lines += [*_docstring(schema.get("description", ""), "    "), ""]
         props = schema.get("properties", {})
         if schema.get("type") != "object" or "additionalProperties" in schema:
@@ -405,39 +419,33 @@ class _Module:
             name, snapshot["schemas"][name], snapshot["kinds"].get(name))
             for name in kinds + others}
         body = [line for cls in self.ordered(list(texts)) for line in texts[cls]]
-        api_version = GROUPS[self.name][2]
-        exported = sorted(n.rsplit(".", 1)[-1] for n in classes)
+        api_version = MODULE_API_VERSION[self.name]
+        reexported = REEXPORTED if self.name == "meta_v1" else ()
+        exported = sorted([*reexported, *(n.rsplit(".", 1)[-1] for n in classes)])
         summary = ("Kinds: " + ", ".join(k.rsplit(".", 1)[-1] for k in kinds) + "."
                    if kinds else "No kinds: types the kinds of other modules reference.")
+        if reexported:
+            summary += (f" {', '.join(reexported)} are the hand-written ones of "
+                        ":mod:`pyctrl.api.types`, shared by user kinds and built-in kinds.")
         head = [*textwrap.wrap(
             f'"""Kubernetes {api_version} types (generated by {COMMAND} from the OpenAPI spec '
             f"of Kubernetes {snapshot['version']}; do not edit).", width=LINE - 4),
                 "", *textwrap.wrap(summary, width=LINE - 4),
                 '"""', "", "from __future__ import annotations", ""]
-        if self.uses_datetime:
-            head += ["from datetime import datetime", ""]
+        std = ([f"from collections.abc import {', '.join(sorted(self.abc))}"]
+               if self.abc else [])
+        std += ["from datetime import datetime"] if self.uses_datetime else []
+        head += [*std, ""] if std else []
         if kinds:
             head.append("from pyctrl.api.markers import kind")
-        api_names = ["Object"] if kinds else []
-        api_names += ["Struct"] + (["field"] if self.uses_field else [])
+        api_names = [*(["EMPTY_MAP"] if self.uses_empty_map else []), *reexported,
+                     *(["Object"] if kinds else []), "Struct",
+                     *(["field"] if self.uses_field else [])]
         head.append(f"from pyctrl.api.types import {', '.join(api_names)}")
         if self.imports:
             head.append(f"from pyctrl.models import {', '.join(sorted(self.imports))}")
         head += ["", "__all__ = [", *[f'    "{n}",' for n in exported], "]"]
         return "\n".join(head + body) + "\n"
-
-
-META_MODULE = '''"""Kubernetes meta/v1 types (generated by {command} from the OpenAPI spec of
-Kubernetes {version}; do not edit).
-
-ObjectMeta, OwnerReference and Condition are the hand-written ones of
-:mod:`pyctrl.api.types`, shared by user kinds and built-in kinds.
-"""
-
-from __future__ import annotations
-
-from pyctrl.api.types import Condition, ObjectMeta, OwnerReference
-'''
 
 
 def _check_hand_written(snapshot: Mapping[str, Any]) -> None:
@@ -460,26 +468,8 @@ def generate(snapshot: Mapping[str, Any]) -> dict[str, str]:
         if name in HAND_WRITTEN or name in (INT_OR_STRING, QUANTITY, *TIMES):
             continue
         by_module.setdefault(_module_of(name), []).append(name)
-    files: dict[str, str] = {}
-    for module in sorted(by_module):
-        if module == "meta_v1":
-            continue
-        files[f"{module}.py"] = _Module(module, snapshot).render(by_module[module])
-    meta = _Module("meta_v1", snapshot)
-    meta_classes = by_module.get("meta_v1", [])
-    meta_text = META_MODULE.format(command=COMMAND, version=snapshot["version"])
-    body: list[str] = []
-    for name in meta_classes:
-        body += meta.class_lines(name, snapshot["schemas"][name], None)
-    exported = sorted(["Condition", "ObjectMeta", "OwnerReference",
-                       *(n.rsplit(".", 1)[-1] for n in meta_classes)])
-    names = ", ".join(["Condition", "ObjectMeta", "OwnerReference", "Struct"]
-                      + (["field"] if meta.uses_field else []))
-    meta_text = meta_text.replace(
-        "from pyctrl.api.types import Condition, ObjectMeta, OwnerReference\n",
-        f"from pyctrl.api.types import {names}\n")
-    meta_text += "\n__all__ = [\n" + "".join(f'    "{n}",\n' for n in exported) + "]\n"
-    files["meta_v1.py"] = meta_text + "\n".join(body) + "\n"
+    files = {f"{module}.py": _Module(module, snapshot).render(by_module[module])
+             for module in sorted(by_module)}
     files["__init__.py"] = _package_init(snapshot, sorted(files))
     return files
 

@@ -6,6 +6,7 @@ Kinds: DaemonSet, Deployment, ReplicaSet, StatefulSet.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-class DaemonSetUpdateStrategy(Struct, kw_only=True):
+class DaemonSetUpdateStrategy(Struct, kw_only=True, gc=False):
     """DaemonSetUpdateStrategy is a struct used to control the update strategy for a DaemonSet."""
 
     rolling_update: RollingUpdateDaemonSet | None = None
@@ -50,7 +51,7 @@ class DaemonSetUpdateStrategy(Struct, kw_only=True):
     """Type of daemon set update."""
 
 
-class DaemonSetSpec(Struct, kw_only=True):
+class DaemonSetSpec(Struct, kw_only=True, gc=False):
     """DaemonSetSpec is the specification of a daemon set."""
 
     min_ready_seconds: int | None = None
@@ -71,13 +72,13 @@ class DaemonSetSpec(Struct, kw_only=True):
     """An update strategy to replace existing DaemonSet pods with new pods."""
 
 
-class DaemonSetStatus(Struct, kw_only=True):
+class DaemonSetStatus(Struct, kw_only=True, gc=False):
     """DaemonSetStatus represents the current status of a daemon set."""
 
     collision_count: int | None = None
     """Count of hash collisions for the DaemonSet."""
 
-    conditions: list[DaemonSetCondition] = field(default_factory=list)
+    conditions: Sequence[DaemonSetCondition] = ()
     """Represents the latest available observations of a DaemonSet's current state."""
 
     current_number_scheduled: int = 0
@@ -118,7 +119,7 @@ class DaemonSetStatus(Struct, kw_only=True):
 
 
 @kind("apps/v1", "DaemonSet", plural="daemonsets", scope="Namespaced")
-class DaemonSet(Object, kw_only=True):
+class DaemonSet(Object, kw_only=True, gc=False):
     """DaemonSet represents the configuration of a daemon set."""
 
     spec: DaemonSetSpec = field(default_factory=DaemonSetSpec)
@@ -128,7 +129,7 @@ class DaemonSet(Object, kw_only=True):
     """The current status of this daemon set."""
 
 
-class DeploymentStrategy(Struct, kw_only=True):
+class DeploymentStrategy(Struct, kw_only=True, gc=False):
     """DeploymentStrategy describes how to replace existing pods with new ones."""
 
     rolling_update: RollingUpdateDeployment | None = None
@@ -138,7 +139,7 @@ class DeploymentStrategy(Struct, kw_only=True):
     """Type of deployment."""
 
 
-class DeploymentSpec(Struct, kw_only=True):
+class DeploymentSpec(Struct, kw_only=True, gc=False):
     """DeploymentSpec is the specification of the desired behavior of the Deployment."""
 
     min_ready_seconds: int | None = None
@@ -170,7 +171,7 @@ class DeploymentSpec(Struct, kw_only=True):
     """Template describes the pods that will be created."""
 
 
-class DeploymentStatus(Struct, kw_only=True):
+class DeploymentStatus(Struct, kw_only=True, gc=False):
     """DeploymentStatus is the most recently observed status of the Deployment."""
 
     available_replicas: int | None = None
@@ -181,7 +182,7 @@ class DeploymentStatus(Struct, kw_only=True):
     collision_count: int | None = None
     """Count of hash collisions for the Deployment."""
 
-    conditions: list[DeploymentCondition] = field(default_factory=list)
+    conditions: Sequence[DeploymentCondition] = ()
     """Represents the latest available observations of a deployment's current state."""
 
     observed_generation: int | None = None
@@ -208,7 +209,7 @@ class DeploymentStatus(Struct, kw_only=True):
 
 
 @kind("apps/v1", "Deployment", plural="deployments", scope="Namespaced")
-class Deployment(Object, kw_only=True):
+class Deployment(Object, kw_only=True, gc=False):
     """Deployment enables declarative updates for Pods and ReplicaSets."""
 
     spec: DeploymentSpec = field(default_factory=DeploymentSpec)
@@ -218,7 +219,7 @@ class Deployment(Object, kw_only=True):
     """Most recently observed status of the Deployment."""
 
 
-class ReplicaSetSpec(Struct, kw_only=True):
+class ReplicaSetSpec(Struct, kw_only=True, gc=False):
     """ReplicaSetSpec is the specification of a ReplicaSet."""
 
     min_ready_seconds: int | None = None
@@ -238,7 +239,7 @@ class ReplicaSetSpec(Struct, kw_only=True):
     """
 
 
-class ReplicaSetStatus(Struct, kw_only=True):
+class ReplicaSetStatus(Struct, kw_only=True, gc=False):
     """ReplicaSetStatus represents the current status of a ReplicaSet."""
 
     available_replicas: int | None = None
@@ -246,7 +247,7 @@ class ReplicaSetStatus(Struct, kw_only=True):
     replica set.
     """
 
-    conditions: list[ReplicaSetCondition] = field(default_factory=list)
+    conditions: Sequence[ReplicaSetCondition] = ()
     """Represents the latest available observations of a replica set's current state."""
 
     fully_labeled_replicas: int | None = None
@@ -268,7 +269,7 @@ class ReplicaSetStatus(Struct, kw_only=True):
 
 
 @kind("apps/v1", "ReplicaSet", plural="replicasets", scope="Namespaced")
-class ReplicaSet(Object, kw_only=True):
+class ReplicaSet(Object, kw_only=True, gc=False):
     """ReplicaSet ensures that a specified number of pod replicas are running at any given time."""
 
     spec: ReplicaSetSpec = field(default_factory=ReplicaSetSpec)
@@ -278,7 +279,7 @@ class ReplicaSet(Object, kw_only=True):
     """Status is the most recently observed status of the ReplicaSet."""
 
 
-class StatefulSetUpdateStrategy(Struct, kw_only=True):
+class StatefulSetUpdateStrategy(Struct, kw_only=True, gc=False):
     """StatefulSetUpdateStrategy indicates the strategy that the StatefulSet controller will use
     to perform updates.
     """
@@ -292,7 +293,7 @@ class StatefulSetUpdateStrategy(Struct, kw_only=True):
     """Type indicates the type of the StatefulSetUpdateStrategy."""
 
 
-class StatefulSetSpec(Struct, kw_only=True):
+class StatefulSetSpec(Struct, kw_only=True, gc=False):
     """A StatefulSetSpec is the specification of a StatefulSet."""
 
     min_ready_seconds: int | None = None
@@ -338,11 +339,11 @@ class StatefulSetSpec(Struct, kw_only=True):
     Pods in the StatefulSet when a revision is made to Template.
     """
 
-    volume_claim_templates: list[core_v1.PersistentVolumeClaim] = field(default_factory=list)
+    volume_claim_templates: Sequence[core_v1.PersistentVolumeClaim] = ()
     """volumeClaimTemplates is a list of claims that pods are allowed to reference."""
 
 
-class StatefulSetStatus(Struct, kw_only=True):
+class StatefulSetStatus(Struct, kw_only=True, gc=False):
     """StatefulSetStatus represents the current state of a StatefulSet."""
 
     available_replicas: int = 0
@@ -353,7 +354,7 @@ class StatefulSetStatus(Struct, kw_only=True):
     collision_count: int | None = None
     """collisionCount is the count of hash collisions for the StatefulSet."""
 
-    conditions: list[StatefulSetCondition] = field(default_factory=list)
+    conditions: Sequence[StatefulSetCondition] = ()
     """Represents the latest available observations of a statefulset's current state."""
 
     current_replicas: int | None = None
@@ -387,7 +388,7 @@ class StatefulSetStatus(Struct, kw_only=True):
 
 
 @kind("apps/v1", "StatefulSet", plural="statefulsets", scope="Namespaced")
-class StatefulSet(Object, kw_only=True):
+class StatefulSet(Object, kw_only=True, gc=False):
     """StatefulSet represents a set of pods with consistent identities."""
 
     spec: StatefulSetSpec = field(default_factory=StatefulSetSpec)
@@ -397,7 +398,7 @@ class StatefulSet(Object, kw_only=True):
     """Status is the current status of Pods in this StatefulSet."""
 
 
-class DaemonSetCondition(Struct, kw_only=True):
+class DaemonSetCondition(Struct, kw_only=True, gc=False):
     """DaemonSetCondition describes the state of a DaemonSet at a certain point."""
 
     last_transition_time: datetime | None = None
@@ -416,7 +417,7 @@ class DaemonSetCondition(Struct, kw_only=True):
     """Type of DaemonSet condition."""
 
 
-class DeploymentCondition(Struct, kw_only=True):
+class DeploymentCondition(Struct, kw_only=True, gc=False):
     """DeploymentCondition describes the state of a deployment at a certain point."""
 
     last_transition_time: datetime | None = None
@@ -438,7 +439,7 @@ class DeploymentCondition(Struct, kw_only=True):
     """Type of deployment condition."""
 
 
-class ReplicaSetCondition(Struct, kw_only=True):
+class ReplicaSetCondition(Struct, kw_only=True, gc=False):
     """ReplicaSetCondition describes the state of a replica set at a certain point."""
 
     last_transition_time: datetime | None = None
@@ -457,7 +458,7 @@ class ReplicaSetCondition(Struct, kw_only=True):
     """Type of replica set condition."""
 
 
-class RollingUpdateDaemonSet(Struct, kw_only=True):
+class RollingUpdateDaemonSet(Struct, kw_only=True, gc=False):
     """Spec to control the desired behavior of daemon set rolling update."""
 
     max_surge: int | str | None = None
@@ -469,7 +470,7 @@ class RollingUpdateDaemonSet(Struct, kw_only=True):
     """The maximum number of DaemonSet pods that can be unavailable during the update."""
 
 
-class RollingUpdateDeployment(Struct, kw_only=True):
+class RollingUpdateDeployment(Struct, kw_only=True, gc=False):
     """Spec to control the desired behavior of rolling update."""
 
     max_surge: int | str | None = None
@@ -479,7 +480,7 @@ class RollingUpdateDeployment(Struct, kw_only=True):
     """The maximum number of pods that can be unavailable during the update."""
 
 
-class RollingUpdateStatefulSetStrategy(Struct, kw_only=True):
+class RollingUpdateStatefulSetStrategy(Struct, kw_only=True, gc=False):
     """RollingUpdateStatefulSetStrategy is used to communicate parameter for
     RollingUpdateStatefulSetStrategyType.
     """
@@ -493,7 +494,7 @@ class RollingUpdateStatefulSetStrategy(Struct, kw_only=True):
     """
 
 
-class StatefulSetCondition(Struct, kw_only=True):
+class StatefulSetCondition(Struct, kw_only=True, gc=False):
     """StatefulSetCondition describes the state of a statefulset at a certain point."""
 
     last_transition_time: datetime | None = None
@@ -512,7 +513,7 @@ class StatefulSetCondition(Struct, kw_only=True):
     """Type of statefulset condition."""
 
 
-class StatefulSetOrdinals(Struct, kw_only=True):
+class StatefulSetOrdinals(Struct, kw_only=True, gc=False):
     """StatefulSetOrdinals describes the policy used for replica ordinal assignment in this
     StatefulSet.
     """
@@ -521,7 +522,7 @@ class StatefulSetOrdinals(Struct, kw_only=True):
     """start is the number representing the first replica's index."""
 
 
-class StatefulSetPersistentVolumeClaimRetentionPolicy(Struct, kw_only=True):
+class StatefulSetPersistentVolumeClaimRetentionPolicy(Struct, kw_only=True, gc=False):
     """StatefulSetPersistentVolumeClaimRetentionPolicy describes the policy used for PVCs created
     from the StatefulSet VolumeClaimTemplates.
     """

@@ -6,6 +6,7 @@ Kinds: CronJob, Job.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-class JobSpec(Struct, kw_only=True):
+class JobSpec(Struct, kw_only=True, gc=False):
     """JobSpec describes how the job execution will look like."""
 
     active_deadline_seconds: int | None = None
@@ -92,7 +93,7 @@ class JobSpec(Struct, kw_only=True):
     """
 
 
-class JobTemplateSpec(Struct, kw_only=True):
+class JobTemplateSpec(Struct, kw_only=True, gc=False):
     """JobTemplateSpec describes the data a Job should have when created from a template"""
 
     metadata: meta_v1.ObjectMeta = field(default_factory=meta_v1.ObjectMeta)
@@ -102,7 +103,7 @@ class JobTemplateSpec(Struct, kw_only=True):
     """Specification of the desired behavior of the job."""
 
 
-class CronJobSpec(Struct, kw_only=True):
+class CronJobSpec(Struct, kw_only=True, gc=False):
     """CronJobSpec describes how the job execution will look like and when it will actually run."""
 
     concurrency_policy: str | None = None
@@ -136,10 +137,10 @@ class CronJobSpec(Struct, kw_only=True):
     """
 
 
-class CronJobStatus(Struct, kw_only=True):
+class CronJobStatus(Struct, kw_only=True, gc=False):
     """CronJobStatus represents the current state of a cron job."""
 
-    active: list[core_v1.ObjectReference] = field(default_factory=list)
+    active: Sequence[core_v1.ObjectReference] = ()
     """A list of pointers to currently running jobs."""
 
     last_schedule_time: datetime | None = None
@@ -150,7 +151,7 @@ class CronJobStatus(Struct, kw_only=True):
 
 
 @kind("batch/v1", "CronJob", plural="cronjobs", scope="Namespaced")
-class CronJob(Object, kw_only=True):
+class CronJob(Object, kw_only=True, gc=False):
     """CronJob represents the configuration of a single cron job."""
 
     spec: CronJobSpec = field(default_factory=CronJobSpec)
@@ -160,7 +161,7 @@ class CronJob(Object, kw_only=True):
     """Current status of a cron job."""
 
 
-class JobStatus(Struct, kw_only=True):
+class JobStatus(Struct, kw_only=True, gc=False):
     """JobStatus represents the current state of a Job."""
 
     active: int | None = None
@@ -176,7 +177,7 @@ class JobStatus(Struct, kw_only=True):
     completion_time: datetime | None = None
     """Represents time when the job was completed."""
 
-    conditions: list[JobCondition] = field(default_factory=list)
+    conditions: Sequence[JobCondition] = ()
     """The latest available observations of an object's current state."""
 
     failed: int | None = None
@@ -208,7 +209,7 @@ class JobStatus(Struct, kw_only=True):
 
 
 @kind("batch/v1", "Job", plural="jobs", scope="Namespaced")
-class Job(Object, kw_only=True):
+class Job(Object, kw_only=True, gc=False):
     """Job represents the configuration of a single job."""
 
     spec: JobSpec = field(default_factory=JobSpec)
@@ -218,7 +219,7 @@ class Job(Object, kw_only=True):
     """Current status of a job."""
 
 
-class JobCondition(Struct, kw_only=True):
+class JobCondition(Struct, kw_only=True, gc=False):
     """JobCondition describes current state of a job."""
 
     last_probe_time: datetime | None = None
@@ -240,14 +241,14 @@ class JobCondition(Struct, kw_only=True):
     """Type of job condition, Complete or Failed."""
 
 
-class PodFailurePolicy(Struct, kw_only=True):
+class PodFailurePolicy(Struct, kw_only=True, gc=False):
     """PodFailurePolicy describes how failed pods influence the backoffLimit."""
 
-    rules: list[PodFailurePolicyRule] = field(default_factory=list)
+    rules: Sequence[PodFailurePolicyRule] = ()
     """A list of pod failure policy rules."""
 
 
-class PodFailurePolicyOnExitCodesRequirement(Struct, kw_only=True):
+class PodFailurePolicyOnExitCodesRequirement(Struct, kw_only=True, gc=False):
     """PodFailurePolicyOnExitCodesRequirement describes the requirement for handling a failed pod
     based on its container exit codes.
     """
@@ -258,11 +259,11 @@ class PodFailurePolicyOnExitCodesRequirement(Struct, kw_only=True):
     operator: str = ""
     """Represents the relationship between the container exit code(s) and the specified values."""
 
-    values: list[int] = field(default_factory=list)
+    values: Sequence[int] = ()
     """Specifies the set of values."""
 
 
-class PodFailurePolicyOnPodConditionsPattern(Struct, kw_only=True):
+class PodFailurePolicyOnPodConditionsPattern(Struct, kw_only=True, gc=False):
     """PodFailurePolicyOnPodConditionsPattern describes a pattern for matching an actual pod
     condition type.
     """
@@ -274,7 +275,7 @@ class PodFailurePolicyOnPodConditionsPattern(Struct, kw_only=True):
     """Specifies the required Pod condition type."""
 
 
-class PodFailurePolicyRule(Struct, kw_only=True):
+class PodFailurePolicyRule(Struct, kw_only=True, gc=False):
     """PodFailurePolicyRule describes how a pod failure is handled when the requirements are met."""
 
     action: str = ""
@@ -283,22 +284,22 @@ class PodFailurePolicyRule(Struct, kw_only=True):
     on_exit_codes: PodFailurePolicyOnExitCodesRequirement | None = None
     """Represents the requirement on the container exit codes."""
 
-    on_pod_conditions: list[PodFailurePolicyOnPodConditionsPattern] = field(default_factory=list)
+    on_pod_conditions: Sequence[PodFailurePolicyOnPodConditionsPattern] = ()
     """Represents the requirement on the pod conditions."""
 
 
-class SuccessPolicy(Struct, kw_only=True):
+class SuccessPolicy(Struct, kw_only=True, gc=False):
     """SuccessPolicy describes when a Job can be declared as succeeded based on the success of
     some indexes.
     """
 
-    rules: list[SuccessPolicyRule] = field(default_factory=list)
+    rules: Sequence[SuccessPolicyRule] = ()
     """rules represents the list of alternative rules for the declaring the Jobs as successful
     before `.status.succeeded >= .spec.completions`.
     """
 
 
-class SuccessPolicyRule(Struct, kw_only=True):
+class SuccessPolicyRule(Struct, kw_only=True, gc=False):
     """SuccessPolicyRule describes rule for declaring a Job as succeeded."""
 
     succeeded_count: int | None = None
@@ -312,13 +313,13 @@ class SuccessPolicyRule(Struct, kw_only=True):
     """
 
 
-class UncountedTerminatedPods(Struct, kw_only=True):
+class UncountedTerminatedPods(Struct, kw_only=True, gc=False):
     """UncountedTerminatedPods holds UIDs of Pods that have terminated but haven't been accounted
     in Job status counters.
     """
 
-    failed: list[str] = field(default_factory=list)
+    failed: Sequence[str] = ()
     """failed holds UIDs of failed Pods."""
 
-    succeeded: list[str] = field(default_factory=list)
+    succeeded: Sequence[str] = ()
     """succeeded holds UIDs of succeeded Pods."""

@@ -17,7 +17,7 @@ __all__ = [
 ]
 
 
-class LeaseSpec(Struct, kw_only=True):
+class LeaseSpec(Struct, kw_only=True, gc=False):
     """LeaseSpec is a specification of a Lease."""
 
     acquire_time: datetime | None = None
@@ -48,7 +48,7 @@ class LeaseSpec(Struct, kw_only=True):
 
 @kind("coordination.k8s.io/v1", "Lease", plural="leases", scope="Namespaced",
       status_subresource=False)
-class Lease(Object, kw_only=True):
+class Lease(Object, kw_only=True, gc=False):
     """Lease defines a lease concept."""
 
     spec: LeaseSpec = field(default_factory=LeaseSpec)

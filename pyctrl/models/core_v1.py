@@ -7,10 +7,11 @@ ServiceAccount.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
-from pyctrl.api.types import Object, Struct, field
+from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import meta_v1
 
 __all__ = [
@@ -183,13 +184,13 @@ __all__ = [
 
 
 @kind("v1", "ConfigMap", plural="configmaps", scope="Namespaced", status_subresource=False)
-class ConfigMap(Object, kw_only=True):
+class ConfigMap(Object, kw_only=True, gc=False):
     """ConfigMap holds configuration data for pods to consume."""
 
-    binary_data: dict[str, str] = field(default_factory=dict)
+    binary_data: Mapping[str, str] = EMPTY_MAP
     """BinaryData contains the binary data."""
 
-    data: dict[str, str] = field(default_factory=dict)
+    data: Mapping[str, str] = EMPTY_MAP
     """Data contains the configuration data."""
 
     immutable: bool | None = None
@@ -198,7 +199,7 @@ class ConfigMap(Object, kw_only=True):
     """
 
 
-class EventSource(Struct, kw_only=True):
+class EventSource(Struct, kw_only=True, gc=False):
     """EventSource contains information for an event."""
 
     component: str | None = None
@@ -208,7 +209,7 @@ class EventSource(Struct, kw_only=True):
     """Node name on which the event is generated."""
 
 
-class ObjectReference(Struct, kw_only=True):
+class ObjectReference(Struct, kw_only=True, gc=False):
     """ObjectReference contains enough information to let you inspect or modify the referred
     object.
     """
@@ -239,7 +240,7 @@ class ObjectReference(Struct, kw_only=True):
 
 
 @kind("v1", "Event", plural="events", scope="Namespaced", status_subresource=False)
-class Event(Object, kw_only=True):
+class Event(Object, kw_only=True, gc=False):
     """Event is a report of an event somewhere in the cluster."""
 
     action: str | None = None
@@ -287,19 +288,19 @@ class Event(Object, kw_only=True):
     """Type of this event (Normal, Warning), new types could be added in the future"""
 
 
-class NamespaceSpec(Struct, kw_only=True):
+class NamespaceSpec(Struct, kw_only=True, gc=False):
     """NamespaceSpec describes the attributes on a Namespace."""
 
-    finalizers: list[str] = field(default_factory=list)
+    finalizers: Sequence[str] = ()
     """Finalizers is an opaque list of values that must be empty to permanently remove object
     from storage.
     """
 
 
-class NamespaceStatus(Struct, kw_only=True):
+class NamespaceStatus(Struct, kw_only=True, gc=False):
     """NamespaceStatus is information about the current status of a Namespace."""
 
-    conditions: list[NamespaceCondition] = field(default_factory=list)
+    conditions: Sequence[NamespaceCondition] = ()
     """Represents the latest available observations of a namespace's current state."""
 
     phase: str | None = None
@@ -307,7 +308,7 @@ class NamespaceStatus(Struct, kw_only=True):
 
 
 @kind("v1", "Namespace", plural="namespaces", scope="Cluster")
-class Namespace(Object, kw_only=True):
+class Namespace(Object, kw_only=True, gc=False):
     """Namespace provides a scope for Names."""
 
     spec: NamespaceSpec = field(default_factory=NamespaceSpec)
@@ -317,7 +318,7 @@ class Namespace(Object, kw_only=True):
     """Status describes the current status of a Namespace."""
 
 
-class NodeSpec(Struct, kw_only=True):
+class NodeSpec(Struct, kw_only=True, gc=False):
     """NodeSpec describes the attributes that a node is created with."""
 
     config_source: NodeConfigSource | None = None
@@ -331,7 +332,7 @@ class NodeSpec(Struct, kw_only=True):
     pod_cidr: str | None = field(default=None, name="podCIDR")
     """PodCIDR represents the pod IP range assigned to the node."""
 
-    pod_cidrs: list[str] = field(default_factory=list, name="podCIDRs")
+    pod_cidrs: Sequence[str] = field(default=(), name="podCIDRs")
     """podCIDRs represents the IP ranges assigned to the node for usage by Pods on that node."""
 
     provider_id: str | None = field(default=None, name="providerID")
@@ -339,28 +340,28 @@ class NodeSpec(Struct, kw_only=True):
     <ProviderName>://<ProviderSpecificNodeID>
     """
 
-    taints: list[Taint] = field(default_factory=list)
+    taints: Sequence[Taint] = ()
     """If specified, the node's taints."""
 
     unschedulable: bool | None = None
     """Unschedulable controls node schedulability of new pods."""
 
 
-class DaemonEndpoint(Struct, kw_only=True):
+class DaemonEndpoint(Struct, kw_only=True, gc=False):
     """DaemonEndpoint contains information about a single Daemon endpoint."""
 
     port: int = field(default=0, name="Port")
     """Port number of the given endpoint."""
 
 
-class NodeDaemonEndpoints(Struct, kw_only=True):
+class NodeDaemonEndpoints(Struct, kw_only=True, gc=False):
     """NodeDaemonEndpoints lists ports opened by daemons running on the Node."""
 
     kubelet_endpoint: DaemonEndpoint = field(default_factory=DaemonEndpoint)
     """Endpoint on which Kubelet is listening."""
 
 
-class NodeSystemInfo(Struct, kw_only=True):
+class NodeSystemInfo(Struct, kw_only=True, gc=False):
     """NodeSystemInfo is a set of ids/uuids to uniquely identify the node."""
 
     architecture: str = ""
@@ -399,19 +400,19 @@ class NodeSystemInfo(Struct, kw_only=True):
     """SystemUUID reported by the node."""
 
 
-class NodeStatus(Struct, kw_only=True):
+class NodeStatus(Struct, kw_only=True, gc=False):
     """NodeStatus is information about the current status of a node."""
 
-    addresses: list[NodeAddress] = field(default_factory=list)
+    addresses: Sequence[NodeAddress] = ()
     """List of addresses reachable to the node."""
 
-    allocatable: dict[str, str] = field(default_factory=dict)
+    allocatable: Mapping[str, str] = EMPTY_MAP
     """Allocatable represents the resources of a node that are available for scheduling."""
 
-    capacity: dict[str, str] = field(default_factory=dict)
+    capacity: Mapping[str, str] = EMPTY_MAP
     """Capacity represents the total resources of a node."""
 
-    conditions: list[NodeCondition] = field(default_factory=list)
+    conditions: Sequence[NodeCondition] = ()
     """Conditions is an array of current observed node conditions."""
 
     config: NodeConfigStatus | None = None
@@ -420,7 +421,7 @@ class NodeStatus(Struct, kw_only=True):
     daemon_endpoints: NodeDaemonEndpoints = field(default_factory=NodeDaemonEndpoints)
     """Endpoints of daemons running on the Node."""
 
-    declared_features: list[str] = field(default_factory=list)
+    declared_features: Sequence[str] = ()
     """DeclaredFeatures represents the features related to feature gates that are declared by the
     node.
     """
@@ -428,7 +429,7 @@ class NodeStatus(Struct, kw_only=True):
     features: NodeFeatures | None = None
     """Features describes the set of features implemented by the CRI implementation."""
 
-    images: list[ContainerImage] = field(default_factory=list)
+    images: Sequence[ContainerImage] = ()
     """List of container images on this node"""
 
     node_info: NodeSystemInfo = field(default_factory=NodeSystemInfo)
@@ -437,18 +438,18 @@ class NodeStatus(Struct, kw_only=True):
     phase: str | None = None
     """NodePhase is the recently observed lifecycle phase of the node."""
 
-    runtime_handlers: list[NodeRuntimeHandler] = field(default_factory=list)
+    runtime_handlers: Sequence[NodeRuntimeHandler] = ()
     """The available runtime handlers."""
 
-    volumes_attached: list[AttachedVolume] = field(default_factory=list)
+    volumes_attached: Sequence[AttachedVolume] = ()
     """List of volumes that are attached to the node."""
 
-    volumes_in_use: list[str] = field(default_factory=list)
+    volumes_in_use: Sequence[str] = ()
     """List of attachable volumes in use (mounted) by the node."""
 
 
 @kind("v1", "Node", plural="nodes", scope="Cluster")
-class Node(Object, kw_only=True):
+class Node(Object, kw_only=True, gc=False):
     """Node is a worker node in Kubernetes."""
 
     spec: NodeSpec = field(default_factory=NodeSpec)
@@ -458,22 +459,22 @@ class Node(Object, kw_only=True):
     """Most recently observed status of the node."""
 
 
-class VolumeResourceRequirements(Struct, kw_only=True):
+class VolumeResourceRequirements(Struct, kw_only=True, gc=False):
     """VolumeResourceRequirements describes the storage resource requirements for a volume."""
 
-    limits: dict[str, str] = field(default_factory=dict)
+    limits: Mapping[str, str] = EMPTY_MAP
     """Limits describes the maximum amount of compute resources allowed."""
 
-    requests: dict[str, str] = field(default_factory=dict)
+    requests: Mapping[str, str] = EMPTY_MAP
     """Requests describes the minimum amount of compute resources required."""
 
 
-class PersistentVolumeClaimSpec(Struct, kw_only=True):
+class PersistentVolumeClaimSpec(Struct, kw_only=True, gc=False):
     """PersistentVolumeClaimSpec describes the common attributes of storage devices and allows a
     Source for provider-specific attributes
     """
 
-    access_modes: list[str] = field(default_factory=list)
+    access_modes: Sequence[str] = ()
     """accessModes contains the desired access modes the volume should have."""
 
     data_source: TypedLocalObjectReference | None = None
@@ -507,22 +508,22 @@ class PersistentVolumeClaimSpec(Struct, kw_only=True):
     """volumeName is the binding reference to the PersistentVolume backing this claim."""
 
 
-class PersistentVolumeClaimStatus(Struct, kw_only=True):
+class PersistentVolumeClaimStatus(Struct, kw_only=True, gc=False):
     """PersistentVolumeClaimStatus is the current status of a persistent volume claim."""
 
-    access_modes: list[str] = field(default_factory=list)
+    access_modes: Sequence[str] = ()
     """accessModes contains the actual access modes the volume backing the PVC has."""
 
-    allocated_resource_statuses: dict[str, str] = field(default_factory=dict)
+    allocated_resource_statuses: Mapping[str, str] = EMPTY_MAP
     """allocatedResourceStatuses stores status of resource being resized for the given PVC."""
 
-    allocated_resources: dict[str, str] = field(default_factory=dict)
+    allocated_resources: Mapping[str, str] = EMPTY_MAP
     """allocatedResources tracks the resources allocated to a PVC including its capacity."""
 
-    capacity: dict[str, str] = field(default_factory=dict)
+    capacity: Mapping[str, str] = EMPTY_MAP
     """capacity represents the actual resources of the underlying volume."""
 
-    conditions: list[PersistentVolumeClaimCondition] = field(default_factory=list)
+    conditions: Sequence[PersistentVolumeClaimCondition] = ()
     """conditions is the current Condition of persistent volume claim."""
 
     current_volume_attributes_class_name: str | None = None
@@ -538,7 +539,7 @@ class PersistentVolumeClaimStatus(Struct, kw_only=True):
 
 
 @kind("v1", "PersistentVolumeClaim", plural="persistentvolumeclaims", scope="Namespaced")
-class PersistentVolumeClaim(Object, kw_only=True):
+class PersistentVolumeClaim(Object, kw_only=True, gc=False):
     """PersistentVolumeClaim is a user's request for and claim to a persistent volume"""
 
     spec: PersistentVolumeClaimSpec = field(default_factory=PersistentVolumeClaimSpec)
@@ -548,7 +549,7 @@ class PersistentVolumeClaim(Object, kw_only=True):
     """status represents the current information/status of a persistent volume claim."""
 
 
-class PodSpec(Struct, kw_only=True):
+class PodSpec(Struct, kw_only=True, gc=False):
     """PodSpec is a description of a pod."""
 
     active_deadline_seconds: int | None = None
@@ -564,7 +565,7 @@ class PodSpec(Struct, kw_only=True):
     automatically mounted.
     """
 
-    containers: list[Container] = field(default_factory=list)
+    containers: Sequence[Container] = ()
     """List of containers belonging to the pod."""
 
     dns_config: PodDNSConfig | None = None
@@ -578,10 +579,10 @@ class PodSpec(Struct, kw_only=True):
     pod's environment variables, matching the syntax of Docker links.
     """
 
-    ephemeral_containers: list[EphemeralContainer] = field(default_factory=list)
+    ephemeral_containers: Sequence[EphemeralContainer] = ()
     """List of ephemeral containers run in this pod."""
 
-    host_aliases: list[HostAlias] = field(default_factory=list)
+    host_aliases: Sequence[HostAlias] = ()
     """HostAliases is an optional list of hosts and IPs that will be injected into the pod's
     hosts file if specified.
     """
@@ -608,24 +609,24 @@ class PodSpec(Struct, kw_only=True):
     pod.
     """
 
-    image_pull_secrets: list[LocalObjectReference] = field(default_factory=list)
+    image_pull_secrets: Sequence[LocalObjectReference] = ()
     """ImagePullSecrets is an optional list of references to secrets in the same namespace to use
     for pulling any of the images used by this PodSpec.
     """
 
-    init_containers: list[Container] = field(default_factory=list)
+    init_containers: Sequence[Container] = ()
     """List of initialization containers belonging to the pod."""
 
     node_name: str | None = None
     """NodeName indicates in which node this pod is scheduled."""
 
-    node_selector: dict[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = EMPTY_MAP
     """NodeSelector is a selector which must be true for the pod to fit on a node."""
 
     os: PodOS | None = None
     """Specifies the OS of the containers in the pod."""
 
-    overhead: dict[str, str] = field(default_factory=dict)
+    overhead: Mapping[str, str] = EMPTY_MAP
     """Overhead represents the resource overhead associated with running a pod for a given
     RuntimeClass.
     """
@@ -639,10 +640,10 @@ class PodSpec(Struct, kw_only=True):
     priority_class_name: str | None = None
     """If specified, indicates the pod's priority."""
 
-    readiness_gates: list[PodReadinessGate] = field(default_factory=list)
+    readiness_gates: Sequence[PodReadinessGate] = ()
     """If specified, all readiness gates will be evaluated for pod readiness."""
 
-    resource_claims: list[PodResourceClaim] = field(default_factory=list)
+    resource_claims: Sequence[PodResourceClaim] = ()
     """ResourceClaims defines which ResourceClaims must be allocated and reserved before the Pod
     is allowed to start.
     """
@@ -663,7 +664,7 @@ class PodSpec(Struct, kw_only=True):
     scheduler_name: str | None = None
     """If specified, the pod will be dispatched by specified scheduler."""
 
-    scheduling_gates: list[PodSchedulingGate] = field(default_factory=list)
+    scheduling_gates: Sequence[PodSchedulingGate] = ()
     """SchedulingGates is an opaque list of values that if specified will block scheduling the
     pod.
     """
@@ -693,34 +694,34 @@ class PodSpec(Struct, kw_only=True):
     termination_grace_period_seconds: int | None = None
     """Optional duration in seconds the pod needs to terminate gracefully."""
 
-    tolerations: list[Toleration] = field(default_factory=list)
+    tolerations: Sequence[Toleration] = ()
     """If specified, the pod's tolerations."""
 
-    topology_spread_constraints: list[TopologySpreadConstraint] = field(default_factory=list)
+    topology_spread_constraints: Sequence[TopologySpreadConstraint] = ()
     """TopologySpreadConstraints describes how a group of pods ought to spread across topology
     domains.
     """
 
-    volumes: list[Volume] = field(default_factory=list)
+    volumes: Sequence[Volume] = ()
     """List of volumes that can be mounted by containers belonging to the pod."""
 
     workload_ref: WorkloadReference | None = None
     """WorkloadRef provides a reference to the Workload object that this Pod belongs to."""
 
 
-class PodStatus(Struct, kw_only=True):
+class PodStatus(Struct, kw_only=True, gc=False):
     """PodStatus represents information about the status of a pod."""
 
-    allocated_resources: dict[str, str] = field(default_factory=dict)
+    allocated_resources: Mapping[str, str] = EMPTY_MAP
     """AllocatedResources is the total requests allocated for this pod by the node."""
 
-    conditions: list[PodCondition] = field(default_factory=list)
+    conditions: Sequence[PodCondition] = ()
     """Current service state of pod."""
 
-    container_statuses: list[ContainerStatus] = field(default_factory=list)
+    container_statuses: Sequence[ContainerStatus] = ()
     """Statuses of containers in this pod."""
 
-    ephemeral_container_statuses: list[ContainerStatus] = field(default_factory=list)
+    ephemeral_container_statuses: Sequence[ContainerStatus] = ()
     """Statuses for any ephemeral containers that have run in this pod."""
 
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
@@ -729,10 +730,10 @@ class PodStatus(Struct, kw_only=True):
     host_ip: str | None = field(default=None, name="hostIP")
     """hostIP holds the IP address of the host to which the pod is assigned."""
 
-    host_ips: list[HostIP] = field(default_factory=list, name="hostIPs")
+    host_ips: Sequence[HostIP] = field(default=(), name="hostIPs")
     """hostIPs holds the IP addresses allocated to the host."""
 
-    init_container_statuses: list[ContainerStatus] = field(default_factory=list)
+    init_container_statuses: Sequence[ContainerStatus] = ()
     """Statuses of init containers in this pod."""
 
     message: str | None = None
@@ -752,7 +753,7 @@ class PodStatus(Struct, kw_only=True):
     pod_ip: str | None = field(default=None, name="podIP")
     """podIP address allocated to the pod."""
 
-    pod_ips: list[PodIP] = field(default_factory=list, name="podIPs")
+    pod_ips: Sequence[PodIP] = field(default=(), name="podIPs")
     """podIPs holds the IP addresses allocated to the pod."""
 
     qos_class: str | None = None
@@ -767,7 +768,7 @@ class PodStatus(Struct, kw_only=True):
     resize: str | None = None
     """Status of resources resize desired for pod's containers."""
 
-    resource_claim_statuses: list[PodResourceClaimStatus] = field(default_factory=list)
+    resource_claim_statuses: Sequence[PodResourceClaimStatus] = ()
     """Status of resource claims."""
 
     resources: ResourceRequirements | None = None
@@ -780,7 +781,7 @@ class PodStatus(Struct, kw_only=True):
 
 
 @kind("v1", "Pod", plural="pods", scope="Namespaced")
-class Pod(Object, kw_only=True):
+class Pod(Object, kw_only=True, gc=False):
     """Pod is a collection of containers that can run on a host."""
 
     spec: PodSpec = field(default_factory=PodSpec)
@@ -791,10 +792,10 @@ class Pod(Object, kw_only=True):
 
 
 @kind("v1", "Secret", plural="secrets", scope="Namespaced", status_subresource=False)
-class Secret(Object, kw_only=True):
+class Secret(Object, kw_only=True, gc=False):
     """Secret holds secret data of a certain type."""
 
-    data: dict[str, str] = field(default_factory=dict)
+    data: Mapping[str, str] = EMPTY_MAP
     """Data contains the secret data."""
 
     immutable: bool | None = None
@@ -802,14 +803,14 @@ class Secret(Object, kw_only=True):
     object metadata can be modified).
     """
 
-    string_data: dict[str, str] = field(default_factory=dict)
+    string_data: Mapping[str, str] = EMPTY_MAP
     """stringData allows specifying non-binary secret data in string form."""
 
     type: str | None = None
     """Used to facilitate programmatic handling of secret data."""
 
 
-class ServiceSpec(Struct, kw_only=True):
+class ServiceSpec(Struct, kw_only=True, gc=False):
     """ServiceSpec describes the attributes that a user creates on a service."""
 
     allocate_load_balancer_node_ports: bool | None = None
@@ -820,12 +821,12 @@ class ServiceSpec(Struct, kw_only=True):
     cluster_ip: str | None = field(default=None, name="clusterIP")
     """clusterIP is the IP address of the service and is usually assigned randomly."""
 
-    cluster_ips: list[str] = field(default_factory=list, name="clusterIPs")
+    cluster_ips: Sequence[str] = field(default=(), name="clusterIPs")
     """ClusterIPs is a list of IP addresses assigned to this service, and are usually assigned
     randomly.
     """
 
-    external_ips: list[str] = field(default_factory=list, name="externalIPs")
+    external_ips: Sequence[str] = field(default=(), name="externalIPs")
     """externalIPs is a list of IP addresses for which nodes in the cluster will also accept
     traffic for this service.
     """
@@ -849,7 +850,7 @@ class ServiceSpec(Struct, kw_only=True):
     ClusterIP.
     """
 
-    ip_families: list[str] = field(default_factory=list)
+    ip_families: Sequence[str] = ()
     """IPFamilies is a list of IP families (e.g. IPv4, IPv6) assigned to this service."""
 
     ip_family_policy: str | None = None
@@ -863,12 +864,12 @@ class ServiceSpec(Struct, kw_only=True):
     load_balancer_ip: str | None = field(default=None, name="loadBalancerIP")
     """Only applies to Service Type: LoadBalancer."""
 
-    load_balancer_source_ranges: list[str] = field(default_factory=list)
+    load_balancer_source_ranges: Sequence[str] = ()
     """If specified and supported by the platform, this will restrict traffic through the
     cloud-provider load-balancer will be restricted to the specified client IPs.
     """
 
-    ports: list[ServicePort] = field(default_factory=list)
+    ports: Sequence[ServicePort] = ()
     """The list of ports that are exposed by this service."""
 
     publish_not_ready_addresses: bool | None = None
@@ -876,7 +877,7 @@ class ServiceSpec(Struct, kw_only=True):
     Service should disregard any indications of ready/not-ready.
     """
 
-    selector: dict[str, str] = field(default_factory=dict)
+    selector: Mapping[str, str] = EMPTY_MAP
     """Route service traffic to pods with label keys and values matching this selector."""
 
     session_affinity: str | None = None
@@ -894,17 +895,17 @@ class ServiceSpec(Struct, kw_only=True):
     """type determines how the Service is exposed."""
 
 
-class LoadBalancerStatus(Struct, kw_only=True):
+class LoadBalancerStatus(Struct, kw_only=True, gc=False):
     """LoadBalancerStatus represents the status of a load-balancer."""
 
-    ingress: list[LoadBalancerIngress] = field(default_factory=list)
+    ingress: Sequence[LoadBalancerIngress] = ()
     """Ingress is a list containing ingress points for the load-balancer."""
 
 
-class ServiceStatus(Struct, kw_only=True):
+class ServiceStatus(Struct, kw_only=True, gc=False):
     """ServiceStatus represents the current status of a service."""
 
-    conditions: list[meta_v1.Condition] = field(default_factory=list)
+    conditions: Sequence[meta_v1.Condition] = ()
     """Current service state"""
 
     load_balancer: LoadBalancerStatus = field(default_factory=LoadBalancerStatus)
@@ -912,7 +913,7 @@ class ServiceStatus(Struct, kw_only=True):
 
 
 @kind("v1", "Service", plural="services", scope="Namespaced")
-class Service(Object, kw_only=True):
+class Service(Object, kw_only=True, gc=False):
     """Service is a named abstraction of software service (for example, mysql) consisting of
     local port (for example 3306) that the proxy listens on, and the selector that determines
     which pods will answer requests sent through the proxy.
@@ -927,7 +928,7 @@ class Service(Object, kw_only=True):
 
 @kind("v1", "ServiceAccount", plural="serviceaccounts", scope="Namespaced",
       status_subresource=False)
-class ServiceAccount(Object, kw_only=True):
+class ServiceAccount(Object, kw_only=True, gc=False):
     """ServiceAccount binds together: * a name, understood by users, and perhaps by peripheral
     systems, for an identity * a principal that can be authenticated and authorized * a set of
     secrets
@@ -938,18 +939,18 @@ class ServiceAccount(Object, kw_only=True):
     have an API token automatically mounted.
     """
 
-    image_pull_secrets: list[LocalObjectReference] = field(default_factory=list)
+    image_pull_secrets: Sequence[LocalObjectReference] = ()
     """ImagePullSecrets is a list of references to secrets in the same namespace to use for
     pulling any images in pods that reference this ServiceAccount.
     """
 
-    secrets: list[ObjectReference] = field(default_factory=list)
+    secrets: Sequence[ObjectReference] = ()
     """Secrets is a list of the secrets in the same namespace that pods running using this
     ServiceAccount are allowed to use.
     """
 
 
-class AWSElasticBlockStoreVolumeSource(Struct, kw_only=True):
+class AWSElasticBlockStoreVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Persistent Disk resource in AWS."""
 
     fs_type: str | None = None
@@ -965,7 +966,7 @@ class AWSElasticBlockStoreVolumeSource(Struct, kw_only=True):
     """volumeID is unique ID of the persistent disk resource in AWS (Amazon EBS volume)."""
 
 
-class Affinity(Struct, kw_only=True):
+class Affinity(Struct, kw_only=True, gc=False):
     """Affinity is a group of affinity scheduling rules."""
 
     node_affinity: NodeAffinity | None = None
@@ -982,7 +983,7 @@ class Affinity(Struct, kw_only=True):
     """
 
 
-class AppArmorProfile(Struct, kw_only=True):
+class AppArmorProfile(Struct, kw_only=True, gc=False):
     """AppArmorProfile defines a pod or container's AppArmor settings."""
 
     localhost_profile: str | None = None
@@ -992,7 +993,7 @@ class AppArmorProfile(Struct, kw_only=True):
     """type indicates which kind of AppArmor profile will be applied."""
 
 
-class AttachedVolume(Struct, kw_only=True):
+class AttachedVolume(Struct, kw_only=True, gc=False):
     """AttachedVolume describes a volume attached to a node"""
 
     device_path: str = ""
@@ -1002,7 +1003,7 @@ class AttachedVolume(Struct, kw_only=True):
     """Name of the attached volume"""
 
 
-class AzureDiskVolumeSource(Struct, kw_only=True):
+class AzureDiskVolumeSource(Struct, kw_only=True, gc=False):
     """AzureDisk represents an Azure Data Disk mount on the host and bind mount to the pod."""
 
     caching_mode: str = "ReadWrite"
@@ -1027,7 +1028,7 @@ class AzureDiskVolumeSource(Struct, kw_only=True):
     """readOnly Defaults to false (read/write)."""
 
 
-class AzureFileVolumeSource(Struct, kw_only=True):
+class AzureFileVolumeSource(Struct, kw_only=True, gc=False):
     """AzureFile represents an Azure File Service mount on the host and bind mount to the pod."""
 
     read_only: bool | None = None
@@ -1040,7 +1041,7 @@ class AzureFileVolumeSource(Struct, kw_only=True):
     """shareName is the azure share Name"""
 
 
-class CSIVolumeSource(Struct, kw_only=True):
+class CSIVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a source location of a volume to mount, managed by an external CSI driver"""
 
     driver: str = ""
@@ -1058,26 +1059,26 @@ class CSIVolumeSource(Struct, kw_only=True):
     read_only: bool | None = None
     """readOnly specifies a read-only configuration for the volume."""
 
-    volume_attributes: dict[str, str] = field(default_factory=dict)
+    volume_attributes: Mapping[str, str] = EMPTY_MAP
     """volumeAttributes stores driver-specific properties that are passed to the CSI driver."""
 
 
-class Capabilities(Struct, kw_only=True):
+class Capabilities(Struct, kw_only=True, gc=False):
     """Adds and removes POSIX capabilities from running containers."""
 
-    add: list[str] = field(default_factory=list)
+    add: Sequence[str] = ()
     """Added capabilities"""
 
-    drop: list[str] = field(default_factory=list)
+    drop: Sequence[str] = ()
     """Removed capabilities"""
 
 
-class CephFSVolumeSource(Struct, kw_only=True):
+class CephFSVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not
     support ownership management or SELinux relabeling.
     """
 
-    monitors: list[str] = field(default_factory=list)
+    monitors: Sequence[str] = ()
     """monitors is Required: Monitors is a collection of Ceph monitors More info:
     https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it
     """
@@ -1105,7 +1106,7 @@ class CephFSVolumeSource(Struct, kw_only=True):
     """
 
 
-class CinderVolumeSource(Struct, kw_only=True):
+class CinderVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a cinder volume resource in Openstack."""
 
     fs_type: str | None = None
@@ -1123,14 +1124,14 @@ class CinderVolumeSource(Struct, kw_only=True):
     """volumeID used to identify the volume in cinder."""
 
 
-class ClientIPConfig(Struct, kw_only=True):
+class ClientIPConfig(Struct, kw_only=True, gc=False):
     """ClientIPConfig represents the configurations of Client IP based session affinity."""
 
     timeout_seconds: int | None = None
     """timeoutSeconds specifies the seconds of ClientIP type session sticky time."""
 
 
-class ClusterTrustBundleProjection(Struct, kw_only=True):
+class ClusterTrustBundleProjection(Struct, kw_only=True, gc=False):
     """ClusterTrustBundleProjection describes how to select a set of ClusterTrustBundle objects
     and project their contents into the pod filesystem.
     """
@@ -1151,7 +1152,7 @@ class ClusterTrustBundleProjection(Struct, kw_only=True):
     """Select all ClusterTrustBundles that match this signer name."""
 
 
-class ConfigMapEnvSource(Struct, kw_only=True):
+class ConfigMapEnvSource(Struct, kw_only=True, gc=False):
     """ConfigMapEnvSource selects a ConfigMap to populate the environment variables with."""
 
     name: str = ""
@@ -1161,7 +1162,7 @@ class ConfigMapEnvSource(Struct, kw_only=True):
     """Specify whether the ConfigMap must be defined"""
 
 
-class ConfigMapKeySelector(Struct, kw_only=True):
+class ConfigMapKeySelector(Struct, kw_only=True, gc=False):
     """Selects a key from a ConfigMap."""
 
     key: str = ""
@@ -1174,7 +1175,7 @@ class ConfigMapKeySelector(Struct, kw_only=True):
     """Specify whether the ConfigMap or its key must be defined"""
 
 
-class ConfigMapNodeConfigSource(Struct, kw_only=True):
+class ConfigMapNodeConfigSource(Struct, kw_only=True, gc=False):
     """ConfigMapNodeConfigSource contains the information to reference a ConfigMap as a config
     source for the Node.
     """
@@ -1197,10 +1198,10 @@ class ConfigMapNodeConfigSource(Struct, kw_only=True):
     """UID is the metadata.UID of the referenced ConfigMap."""
 
 
-class ConfigMapProjection(Struct, kw_only=True):
+class ConfigMapProjection(Struct, kw_only=True, gc=False):
     """Adapts a ConfigMap into a projected volume."""
 
-    items: list[KeyToPath] = field(default_factory=list)
+    items: Sequence[KeyToPath] = ()
     """items if unspecified, each key-value pair in the Data field of the referenced ConfigMap
     will be projected into the volume as a file whose name is the key and content is the
     value.
@@ -1213,13 +1214,13 @@ class ConfigMapProjection(Struct, kw_only=True):
     """optional specify whether the ConfigMap or its keys must be defined"""
 
 
-class ConfigMapVolumeSource(Struct, kw_only=True):
+class ConfigMapVolumeSource(Struct, kw_only=True, gc=False):
     """Adapts a ConfigMap into a volume."""
 
     default_mode: int | None = None
     """defaultMode is optional: mode bits used to set permissions on created files by default."""
 
-    items: list[KeyToPath] = field(default_factory=list)
+    items: Sequence[KeyToPath] = ()
     """items if unspecified, each key-value pair in the Data field of the referenced ConfigMap
     will be projected into the volume as a file whose name is the key and content is the
     value.
@@ -1232,34 +1233,34 @@ class ConfigMapVolumeSource(Struct, kw_only=True):
     """optional specify whether the ConfigMap or its keys must be defined"""
 
 
-class ResourceRequirements(Struct, kw_only=True):
+class ResourceRequirements(Struct, kw_only=True, gc=False):
     """ResourceRequirements describes the compute resource requirements."""
 
-    claims: list[ResourceClaim] = field(default_factory=list)
+    claims: Sequence[ResourceClaim] = ()
     """Claims lists the names of resources, defined in spec.resourceClaims, that are used by this
     container.
     """
 
-    limits: dict[str, str] = field(default_factory=dict)
+    limits: Mapping[str, str] = EMPTY_MAP
     """Limits describes the maximum amount of compute resources allowed."""
 
-    requests: dict[str, str] = field(default_factory=dict)
+    requests: Mapping[str, str] = EMPTY_MAP
     """Requests describes the minimum amount of compute resources required."""
 
 
-class Container(Struct, kw_only=True):
+class Container(Struct, kw_only=True, gc=False):
     """A single application container that you want to run within a pod."""
 
-    args: list[str] = field(default_factory=list)
+    args: Sequence[str] = ()
     """Arguments to the entrypoint."""
 
-    command: list[str] = field(default_factory=list)
+    command: Sequence[str] = ()
     """Entrypoint array."""
 
-    env: list[EnvVar] = field(default_factory=list)
+    env: Sequence[EnvVar] = ()
     """List of environment variables to set in the container."""
 
-    env_from: list[EnvFromSource] = field(default_factory=list)
+    env_from: Sequence[EnvFromSource] = ()
     """List of sources to populate environment variables in the container."""
 
     image: str | None = None
@@ -1277,13 +1278,13 @@ class Container(Struct, kw_only=True):
     name: str = ""
     """Name of the container specified as a DNS_LABEL."""
 
-    ports: list[ContainerPort] = field(default_factory=list)
+    ports: Sequence[ContainerPort] = ()
     """List of ports to expose from the container."""
 
     readiness_probe: Probe | None = None
     """Periodic probe of container service readiness."""
 
-    resize_policy: list[ContainerResizePolicy] = field(default_factory=list)
+    resize_policy: Sequence[ContainerResizePolicy] = ()
     """Resources resize policy for the container."""
 
     resources: ResourceRequirements = field(default_factory=ResourceRequirements)
@@ -1292,7 +1293,7 @@ class Container(Struct, kw_only=True):
     restart_policy: str | None = None
     """RestartPolicy defines the restart behavior of individual containers in a pod."""
 
-    restart_policy_rules: list[ContainerRestartRule] = field(default_factory=list)
+    restart_policy_rules: Sequence[ContainerRestartRule] = ()
     """Represents a list of rules to be checked to determine if the container should be restarted
     on exit.
     """
@@ -1322,17 +1323,17 @@ class Container(Struct, kw_only=True):
     tty: bool | None = None
     """Whether this container should allocate a TTY for itself, also requires 'stdin' to be true."""
 
-    volume_devices: list[VolumeDevice] = field(default_factory=list)
+    volume_devices: Sequence[VolumeDevice] = ()
     """volumeDevices is the list of block devices to be used by the container."""
 
-    volume_mounts: list[VolumeMount] = field(default_factory=list)
+    volume_mounts: Sequence[VolumeMount] = ()
     """Pod volumes to mount into the container's filesystem."""
 
     working_dir: str | None = None
     """Container's working directory."""
 
 
-class ContainerExtendedResourceRequest(Struct, kw_only=True):
+class ContainerExtendedResourceRequest(Struct, kw_only=True, gc=False):
     """ContainerExtendedResourceRequest has the mapping of container name, extended resource name
     to the device request name.
     """
@@ -1349,17 +1350,17 @@ class ContainerExtendedResourceRequest(Struct, kw_only=True):
     """The name of the extended resource in that container which gets backed by DRA."""
 
 
-class ContainerImage(Struct, kw_only=True):
+class ContainerImage(Struct, kw_only=True, gc=False):
     """Describe a container image"""
 
-    names: list[str] = field(default_factory=list)
+    names: Sequence[str] = ()
     """Names by which this image is known."""
 
     size_bytes: int | None = None
     """The size of the image in bytes."""
 
 
-class ContainerPort(Struct, kw_only=True):
+class ContainerPort(Struct, kw_only=True, gc=False):
     """ContainerPort represents a network port in a single container."""
 
     container_port: int = 0
@@ -1378,7 +1379,7 @@ class ContainerPort(Struct, kw_only=True):
     """Protocol for port."""
 
 
-class ContainerResizePolicy(Struct, kw_only=True):
+class ContainerResizePolicy(Struct, kw_only=True, gc=False):
     """ContainerResizePolicy represents resource resize policy for the container."""
 
     resource_name: str = ""
@@ -1388,7 +1389,7 @@ class ContainerResizePolicy(Struct, kw_only=True):
     """Restart policy to apply when specified resource is resized."""
 
 
-class ContainerRestartRule(Struct, kw_only=True):
+class ContainerRestartRule(Struct, kw_only=True, gc=False):
     """ContainerRestartRule describes how a container exit is handled."""
 
     action: str = ""
@@ -1398,7 +1399,7 @@ class ContainerRestartRule(Struct, kw_only=True):
     """Represents the exit codes to check on container exits."""
 
 
-class ContainerRestartRuleOnExitCodes(Struct, kw_only=True):
+class ContainerRestartRuleOnExitCodes(Struct, kw_only=True, gc=False):
     """ContainerRestartRuleOnExitCodes describes the condition for handling an exited container
     based on its exit codes.
     """
@@ -1406,11 +1407,11 @@ class ContainerRestartRuleOnExitCodes(Struct, kw_only=True):
     operator: str = ""
     """Represents the relationship between the container exit code(s) and the specified values."""
 
-    values: list[int] = field(default_factory=list)
+    values: Sequence[int] = ()
     """Specifies the set of values to check for container exit codes."""
 
 
-class ContainerState(Struct, kw_only=True):
+class ContainerState(Struct, kw_only=True, gc=False):
     """ContainerState holds a possible state of container."""
 
     running: ContainerStateRunning | None = None
@@ -1423,14 +1424,14 @@ class ContainerState(Struct, kw_only=True):
     """Details about a waiting container"""
 
 
-class ContainerStateRunning(Struct, kw_only=True):
+class ContainerStateRunning(Struct, kw_only=True, gc=False):
     """ContainerStateRunning is a running state of a container."""
 
     started_at: datetime | None = None
     """Time at which the container was last (re-)started"""
 
 
-class ContainerStateTerminated(Struct, kw_only=True):
+class ContainerStateTerminated(Struct, kw_only=True, gc=False):
     """ContainerStateTerminated is a terminated state of a container."""
 
     container_id: str | None = field(default=None, name="containerID")
@@ -1455,7 +1456,7 @@ class ContainerStateTerminated(Struct, kw_only=True):
     """Time at which previous execution of the container started"""
 
 
-class ContainerStateWaiting(Struct, kw_only=True):
+class ContainerStateWaiting(Struct, kw_only=True, gc=False):
     """ContainerStateWaiting is a waiting state of a container."""
 
     message: str | None = None
@@ -1465,15 +1466,15 @@ class ContainerStateWaiting(Struct, kw_only=True):
     """(brief) reason the container is not yet running."""
 
 
-class ContainerStatus(Struct, kw_only=True):
+class ContainerStatus(Struct, kw_only=True, gc=False):
     """ContainerStatus contains details for the current status of this container."""
 
-    allocated_resources: dict[str, str] = field(default_factory=dict)
+    allocated_resources: Mapping[str, str] = EMPTY_MAP
     """AllocatedResources represents the compute resources allocated for this container by the
     node.
     """
 
-    allocated_resources_status: list[ResourceStatus] = field(default_factory=list)
+    allocated_resources_status: Sequence[ResourceStatus] = ()
     """AllocatedResourcesStatus represents the status of various resources allocated for this
     Pod.
     """
@@ -1523,11 +1524,11 @@ class ContainerStatus(Struct, kw_only=True):
     container
     """
 
-    volume_mounts: list[VolumeMountStatus] = field(default_factory=list)
+    volume_mounts: Sequence[VolumeMountStatus] = ()
     """Status of volume mounts."""
 
 
-class ContainerUser(Struct, kw_only=True):
+class ContainerUser(Struct, kw_only=True, gc=False):
     """ContainerUser represents user identity information"""
 
     linux: LinuxContainerUser | None = None
@@ -1536,14 +1537,14 @@ class ContainerUser(Struct, kw_only=True):
     """
 
 
-class DownwardAPIProjection(Struct, kw_only=True):
+class DownwardAPIProjection(Struct, kw_only=True, gc=False):
     """Represents downward API info for projecting into a projected volume."""
 
-    items: list[DownwardAPIVolumeFile] = field(default_factory=list)
+    items: Sequence[DownwardAPIVolumeFile] = ()
     """Items is a list of DownwardAPIVolume file"""
 
 
-class DownwardAPIVolumeFile(Struct, kw_only=True):
+class DownwardAPIVolumeFile(Struct, kw_only=True, gc=False):
     """DownwardAPIVolumeFile represents information to create the file containing the pod field"""
 
     field_ref: ObjectFieldSelector | None = None
@@ -1565,17 +1566,17 @@ class DownwardAPIVolumeFile(Struct, kw_only=True):
     """
 
 
-class DownwardAPIVolumeSource(Struct, kw_only=True):
+class DownwardAPIVolumeSource(Struct, kw_only=True, gc=False):
     """DownwardAPIVolumeSource represents a volume containing downward API info."""
 
     default_mode: int | None = None
     """Optional: mode bits to use on created files by default."""
 
-    items: list[DownwardAPIVolumeFile] = field(default_factory=list)
+    items: Sequence[DownwardAPIVolumeFile] = ()
     """Items is a list of downward API volume file"""
 
 
-class EmptyDirVolumeSource(Struct, kw_only=True):
+class EmptyDirVolumeSource(Struct, kw_only=True, gc=False):
     """Represents an empty directory for a pod."""
 
     medium: str | None = None
@@ -1585,7 +1586,7 @@ class EmptyDirVolumeSource(Struct, kw_only=True):
     """sizeLimit is the total amount of local storage required for this EmptyDir volume."""
 
 
-class EnvFromSource(Struct, kw_only=True):
+class EnvFromSource(Struct, kw_only=True, gc=False):
     """EnvFromSource represents the source of a set of ConfigMaps or Secrets"""
 
     config_map_ref: ConfigMapEnvSource | None = None
@@ -1598,7 +1599,7 @@ class EnvFromSource(Struct, kw_only=True):
     """The Secret to select from"""
 
 
-class EnvVar(Struct, kw_only=True):
+class EnvVar(Struct, kw_only=True, gc=False):
     """EnvVar represents an environment variable present in a Container."""
 
     name: str = ""
@@ -1613,7 +1614,7 @@ class EnvVar(Struct, kw_only=True):
     """Source for the environment variable's value."""
 
 
-class EnvVarSource(Struct, kw_only=True):
+class EnvVarSource(Struct, kw_only=True, gc=False):
     """EnvVarSource represents a source for the value of an EnvVar."""
 
     config_map_key_ref: ConfigMapKeySelector | None = None
@@ -1638,21 +1639,21 @@ class EnvVarSource(Struct, kw_only=True):
     """Selects a key of a secret in the pod's namespace"""
 
 
-class EphemeralContainer(Struct, kw_only=True):
+class EphemeralContainer(Struct, kw_only=True, gc=False):
     """An EphemeralContainer is a temporary container that you may add to an existing Pod for
     user-initiated activities such as debugging.
     """
 
-    args: list[str] = field(default_factory=list)
+    args: Sequence[str] = ()
     """Arguments to the entrypoint."""
 
-    command: list[str] = field(default_factory=list)
+    command: Sequence[str] = ()
     """Entrypoint array."""
 
-    env: list[EnvVar] = field(default_factory=list)
+    env: Sequence[EnvVar] = ()
     """List of environment variables to set in the container."""
 
-    env_from: list[EnvFromSource] = field(default_factory=list)
+    env_from: Sequence[EnvFromSource] = ()
     """List of sources to populate environment variables in the container."""
 
     image: str | None = None
@@ -1670,13 +1671,13 @@ class EphemeralContainer(Struct, kw_only=True):
     name: str = ""
     """Name of the ephemeral container specified as a DNS_LABEL."""
 
-    ports: list[ContainerPort] = field(default_factory=list)
+    ports: Sequence[ContainerPort] = ()
     """Ports are not allowed for ephemeral containers."""
 
     readiness_probe: Probe | None = None
     """Probes are not allowed for ephemeral containers."""
 
-    resize_policy: list[ContainerResizePolicy] = field(default_factory=list)
+    resize_policy: Sequence[ContainerResizePolicy] = ()
     """Resources resize policy for the container."""
 
     resources: ResourceRequirements = field(default_factory=ResourceRequirements)
@@ -1687,7 +1688,7 @@ class EphemeralContainer(Struct, kw_only=True):
     pod.
     """
 
-    restart_policy_rules: list[ContainerRestartRule] = field(default_factory=list)
+    restart_policy_rules: Sequence[ContainerRestartRule] = ()
     """Represents a list of rules to be checked to determine if the container should be restarted
     on exit.
     """
@@ -1722,24 +1723,24 @@ class EphemeralContainer(Struct, kw_only=True):
     tty: bool | None = None
     """Whether this container should allocate a TTY for itself, also requires 'stdin' to be true."""
 
-    volume_devices: list[VolumeDevice] = field(default_factory=list)
+    volume_devices: Sequence[VolumeDevice] = ()
     """volumeDevices is the list of block devices to be used by the container."""
 
-    volume_mounts: list[VolumeMount] = field(default_factory=list)
+    volume_mounts: Sequence[VolumeMount] = ()
     """Pod volumes to mount into the container's filesystem."""
 
     working_dir: str | None = None
     """Container's working directory."""
 
 
-class EphemeralVolumeSource(Struct, kw_only=True):
+class EphemeralVolumeSource(Struct, kw_only=True, gc=False):
     """Represents an ephemeral volume that is handled by a normal storage driver."""
 
     volume_claim_template: PersistentVolumeClaimTemplate | None = None
     """Will be used to create a stand-alone PVC to provision the volume."""
 
 
-class EventSeries(Struct, kw_only=True):
+class EventSeries(Struct, kw_only=True, gc=False):
     """EventSeries contain information on series of events, i.e. thing that was/is happening
     continuously for some time.
     """
@@ -1751,16 +1752,16 @@ class EventSeries(Struct, kw_only=True):
     """Time of the last occurrence observed"""
 
 
-class ExecAction(Struct, kw_only=True):
+class ExecAction(Struct, kw_only=True, gc=False):
     """ExecAction describes a "run in container" action."""
 
-    command: list[str] = field(default_factory=list)
+    command: Sequence[str] = ()
     """Command is the command line to execute inside the container, the working directory for the
     command is root ('/') in the container's filesystem.
     """
 
 
-class FCVolumeSource(Struct, kw_only=True):
+class FCVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Fibre Channel volume."""
 
     fs_type: str | None = None
@@ -1772,16 +1773,16 @@ class FCVolumeSource(Struct, kw_only=True):
     read_only: bool | None = None
     """readOnly is Optional: Defaults to false (read/write)."""
 
-    target_wwns: list[str] = field(default_factory=list, name="targetWWNs")
+    target_wwns: Sequence[str] = field(default=(), name="targetWWNs")
     """targetWWNs is Optional: FC target worldwide names (WWNs)"""
 
-    wwids: list[str] = field(default_factory=list)
+    wwids: Sequence[str] = ()
     """wwids Optional: FC volume world wide identifiers (wwids) Either wwids or combination of
     targetWWNs and lun must be set, but not both simultaneously.
     """
 
 
-class FileKeySelector(Struct, kw_only=True):
+class FileKeySelector(Struct, kw_only=True, gc=False):
     """FileKeySelector selects a key of the env file."""
 
     key: str = ""
@@ -1797,7 +1798,7 @@ class FileKeySelector(Struct, kw_only=True):
     """The name of the volume mount containing the env file."""
 
 
-class FlexVolumeSource(Struct, kw_only=True):
+class FlexVolumeSource(Struct, kw_only=True, gc=False):
     """FlexVolume represents a generic volume resource that is provisioned/attached using an exec
     based plugin.
     """
@@ -1808,7 +1809,7 @@ class FlexVolumeSource(Struct, kw_only=True):
     fs_type: str | None = None
     """fsType is the filesystem type to mount."""
 
-    options: dict[str, str] = field(default_factory=dict)
+    options: Mapping[str, str] = EMPTY_MAP
     """options is Optional: this field holds extra command options if any."""
 
     read_only: bool | None = None
@@ -1820,7 +1821,7 @@ class FlexVolumeSource(Struct, kw_only=True):
     """
 
 
-class FlockerVolumeSource(Struct, kw_only=True):
+class FlockerVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Flocker volume mounted by the Flocker agent."""
 
     dataset_name: str | None = None
@@ -1832,7 +1833,7 @@ class FlockerVolumeSource(Struct, kw_only=True):
     """datasetUUID is the UUID of the dataset."""
 
 
-class GCEPersistentDiskVolumeSource(Struct, kw_only=True):
+class GCEPersistentDiskVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Persistent Disk resource in Google Compute Engine."""
 
     fs_type: str | None = None
@@ -1848,7 +1849,7 @@ class GCEPersistentDiskVolumeSource(Struct, kw_only=True):
     """readOnly here will force the ReadOnly setting in VolumeMounts."""
 
 
-class GRPCAction(Struct, kw_only=True):
+class GRPCAction(Struct, kw_only=True, gc=False):
     """GRPCAction specifies an action involving a GRPC service."""
 
     port: int = 0
@@ -1860,7 +1861,7 @@ class GRPCAction(Struct, kw_only=True):
     """
 
 
-class GitRepoVolumeSource(Struct, kw_only=True):
+class GitRepoVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a volume that is populated with the contents of a git repository."""
 
     directory: str | None = None
@@ -1873,7 +1874,7 @@ class GitRepoVolumeSource(Struct, kw_only=True):
     """revision is the commit hash for the specified revision."""
 
 
-class GlusterfsVolumeSource(Struct, kw_only=True):
+class GlusterfsVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Glusterfs mount that lasts the lifetime of a pod."""
 
     endpoints: str = ""
@@ -1886,13 +1887,13 @@ class GlusterfsVolumeSource(Struct, kw_only=True):
     """readOnly here will force the Glusterfs volume to be mounted with read-only permissions."""
 
 
-class HTTPGetAction(Struct, kw_only=True):
+class HTTPGetAction(Struct, kw_only=True, gc=False):
     """HTTPGetAction describes an action based on HTTP Get requests."""
 
     host: str | None = None
     """Host name to connect to, defaults to the pod IP."""
 
-    http_headers: list[HTTPHeader] = field(default_factory=list)
+    http_headers: Sequence[HTTPHeader] = ()
     """Custom headers to set in the request."""
 
     path: str | None = None
@@ -1905,7 +1906,7 @@ class HTTPGetAction(Struct, kw_only=True):
     """Scheme to use for connecting to the host."""
 
 
-class HTTPHeader(Struct, kw_only=True):
+class HTTPHeader(Struct, kw_only=True, gc=False):
     """HTTPHeader describes a custom header to be used in HTTP probes"""
 
     name: str = ""
@@ -1915,26 +1916,26 @@ class HTTPHeader(Struct, kw_only=True):
     """The header field value"""
 
 
-class HostAlias(Struct, kw_only=True):
+class HostAlias(Struct, kw_only=True, gc=False):
     """HostAlias holds the mapping between IP and hostnames that will be injected as an entry in
     the pod's hosts file.
     """
 
-    hostnames: list[str] = field(default_factory=list)
+    hostnames: Sequence[str] = ()
     """Hostnames for the above IP address."""
 
     ip: str = ""
     """IP address of the host file entry."""
 
 
-class HostIP(Struct, kw_only=True):
+class HostIP(Struct, kw_only=True, gc=False):
     """HostIP represents a single IP address allocated to the host."""
 
     ip: str = ""
     """IP is the IP address assigned to the host"""
 
 
-class HostPathVolumeSource(Struct, kw_only=True):
+class HostPathVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a host path mapped into a pod."""
 
     path: str = ""
@@ -1946,7 +1947,7 @@ class HostPathVolumeSource(Struct, kw_only=True):
     """
 
 
-class ISCSIVolumeSource(Struct, kw_only=True):
+class ISCSIVolumeSource(Struct, kw_only=True, gc=False):
     """Represents an ISCSI disk."""
 
     chap_auth_discovery: bool | None = None
@@ -1970,7 +1971,7 @@ class ISCSIVolumeSource(Struct, kw_only=True):
     lun: int = 0
     """lun represents iSCSI Target Lun number."""
 
-    portals: list[str] = field(default_factory=list)
+    portals: Sequence[str] = ()
     """portals is the iSCSI Target Portal List."""
 
     read_only: bool | None = None
@@ -1983,7 +1984,7 @@ class ISCSIVolumeSource(Struct, kw_only=True):
     """targetPortal is iSCSI Target Portal."""
 
 
-class ImageVolumeSource(Struct, kw_only=True):
+class ImageVolumeSource(Struct, kw_only=True, gc=False):
     """ImageVolumeSource represents a image volume resource."""
 
     pull_policy: str | None = None
@@ -1993,7 +1994,7 @@ class ImageVolumeSource(Struct, kw_only=True):
     """Required: Image or artifact reference to be used."""
 
 
-class KeyToPath(Struct, kw_only=True):
+class KeyToPath(Struct, kw_only=True, gc=False):
     """Maps a string key to a path within a volume."""
 
     key: str = ""
@@ -2006,7 +2007,7 @@ class KeyToPath(Struct, kw_only=True):
     """path is the relative path of the file to map the key to."""
 
 
-class Lifecycle(Struct, kw_only=True):
+class Lifecycle(Struct, kw_only=True, gc=False):
     """Lifecycle describes actions that the management system should take in response to
     container lifecycle events.
     """
@@ -2024,7 +2025,7 @@ class Lifecycle(Struct, kw_only=True):
     """StopSignal defines which signal will be sent to a container when it is being stopped."""
 
 
-class LifecycleHandler(Struct, kw_only=True):
+class LifecycleHandler(Struct, kw_only=True, gc=False):
     """LifecycleHandler defines a specific action that should be taken in a lifecycle hook."""
 
     exec: ExecAction | None = None
@@ -2040,13 +2041,13 @@ class LifecycleHandler(Struct, kw_only=True):
     """Deprecated."""
 
 
-class LinuxContainerUser(Struct, kw_only=True):
+class LinuxContainerUser(Struct, kw_only=True, gc=False):
     """LinuxContainerUser represents user identity information in Linux containers"""
 
     gid: int = 0
     """GID is the primary gid initially attached to the first process in the container"""
 
-    supplemental_groups: list[int] = field(default_factory=list)
+    supplemental_groups: Sequence[int] = ()
     """SupplementalGroups are the supplemental groups initially attached to the first process in
     the container
     """
@@ -2055,7 +2056,7 @@ class LinuxContainerUser(Struct, kw_only=True):
     """UID is the primary uid initially attached to the first process in the container"""
 
 
-class LoadBalancerIngress(Struct, kw_only=True):
+class LoadBalancerIngress(Struct, kw_only=True, gc=False):
     """LoadBalancerIngress represents the status of a load-balancer ingress point: traffic
     intended for the service should be sent to an ingress point.
     """
@@ -2075,13 +2076,13 @@ class LoadBalancerIngress(Struct, kw_only=True):
     field is specified.
     """
 
-    ports: list[PortStatus] = field(default_factory=list)
+    ports: Sequence[PortStatus] = ()
     """Ports is a list of records of service ports If used, every port defined in the service
     should have an entry in it
     """
 
 
-class LocalObjectReference(Struct, kw_only=True):
+class LocalObjectReference(Struct, kw_only=True, gc=False):
     """LocalObjectReference contains enough information to let you locate the referenced object
     inside the same namespace.
     """
@@ -2090,7 +2091,7 @@ class LocalObjectReference(Struct, kw_only=True):
     """Name of the referent."""
 
 
-class ModifyVolumeStatus(Struct, kw_only=True):
+class ModifyVolumeStatus(Struct, kw_only=True, gc=False):
     """ModifyVolumeStatus represents the status object of ControllerModifyVolume operation"""
 
     status: str = ""
@@ -2102,7 +2103,7 @@ class ModifyVolumeStatus(Struct, kw_only=True):
     """
 
 
-class NFSVolumeSource(Struct, kw_only=True):
+class NFSVolumeSource(Struct, kw_only=True, gc=False):
     """Represents an NFS mount that lasts the lifetime of a pod."""
 
     path: str = ""
@@ -2115,7 +2116,7 @@ class NFSVolumeSource(Struct, kw_only=True):
     """server is the hostname or IP address of the NFS server."""
 
 
-class NamespaceCondition(Struct, kw_only=True):
+class NamespaceCondition(Struct, kw_only=True, gc=False):
     """NamespaceCondition contains details about state of namespace."""
 
     last_transition_time: datetime | None = None
@@ -2134,7 +2135,7 @@ class NamespaceCondition(Struct, kw_only=True):
     """Type of namespace controller condition."""
 
 
-class NodeAddress(Struct, kw_only=True):
+class NodeAddress(Struct, kw_only=True, gc=False):
     """NodeAddress contains information for the node's address."""
 
     address: str = ""
@@ -2144,11 +2145,10 @@ class NodeAddress(Struct, kw_only=True):
     """Node address type, one of Hostname, ExternalIP or InternalIP."""
 
 
-class NodeAffinity(Struct, kw_only=True):
+class NodeAffinity(Struct, kw_only=True, gc=False):
     """Node affinity is a group of node affinity scheduling rules."""
 
-    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = field(
-        default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: Sequence[PreferredSchedulingTerm] = ()
     """The scheduler will prefer to schedule pods to nodes that satisfy the affinity expressions
     specified by this field, but it may choose a node that violates one or more of the
     expressions.
@@ -2160,7 +2160,7 @@ class NodeAffinity(Struct, kw_only=True):
     """
 
 
-class NodeCondition(Struct, kw_only=True):
+class NodeCondition(Struct, kw_only=True, gc=False):
     """NodeCondition contains condition information for a node."""
 
     last_heartbeat_time: datetime | None = None
@@ -2182,14 +2182,14 @@ class NodeCondition(Struct, kw_only=True):
     """Type of node condition."""
 
 
-class NodeConfigSource(Struct, kw_only=True):
+class NodeConfigSource(Struct, kw_only=True, gc=False):
     """NodeConfigSource specifies a source of node configuration."""
 
     config_map: ConfigMapNodeConfigSource | None = None
     """ConfigMap is a reference to a Node's ConfigMap"""
 
 
-class NodeConfigStatus(Struct, kw_only=True):
+class NodeConfigStatus(Struct, kw_only=True, gc=False):
     """NodeConfigStatus describes the status of the config assigned by Node.Spec.ConfigSource."""
 
     active: NodeConfigSource | None = None
@@ -2207,7 +2207,7 @@ class NodeConfigStatus(Struct, kw_only=True):
     """
 
 
-class NodeFeatures(Struct, kw_only=True):
+class NodeFeatures(Struct, kw_only=True, gc=False):
     """NodeFeatures describes the set of features implemented by the CRI implementation."""
 
     supplemental_groups_policy: bool | None = None
@@ -2216,7 +2216,7 @@ class NodeFeatures(Struct, kw_only=True):
     """
 
 
-class NodeRuntimeHandler(Struct, kw_only=True):
+class NodeRuntimeHandler(Struct, kw_only=True, gc=False):
     """NodeRuntimeHandler is a set of runtime handler information."""
 
     features: NodeRuntimeHandlerFeatures | None = None
@@ -2226,7 +2226,7 @@ class NodeRuntimeHandler(Struct, kw_only=True):
     """Runtime handler name."""
 
 
-class NodeRuntimeHandlerFeatures(Struct, kw_only=True):
+class NodeRuntimeHandlerFeatures(Struct, kw_only=True, gc=False):
     """NodeRuntimeHandlerFeatures is a set of features implemented by the runtime handler."""
 
     recursive_read_only_mounts: bool | None = None
@@ -2240,17 +2240,17 @@ class NodeRuntimeHandlerFeatures(Struct, kw_only=True):
     """
 
 
-class NodeSelector(Struct, kw_only=True):
+class NodeSelector(Struct, kw_only=True, gc=False):
     """A node selector represents the union of the results of one or more label queries over a
     set of nodes; that is, it represents the OR of the selectors represented by the node
     selector terms.
     """
 
-    node_selector_terms: list[NodeSelectorTerm] = field(default_factory=list)
+    node_selector_terms: Sequence[NodeSelectorTerm] = ()
     """Required."""
 
 
-class NodeSelectorRequirement(Struct, kw_only=True):
+class NodeSelectorRequirement(Struct, kw_only=True, gc=False):
     """A node selector requirement is a selector that contains values, a key, and an operator
     that relates the key and values.
     """
@@ -2261,28 +2261,28 @@ class NodeSelectorRequirement(Struct, kw_only=True):
     operator: str = ""
     """Represents a key's relationship to a set of values."""
 
-    values: list[str] = field(default_factory=list)
+    values: Sequence[str] = ()
     """An array of string values."""
 
 
-class NodeSelectorTerm(Struct, kw_only=True):
+class NodeSelectorTerm(Struct, kw_only=True, gc=False):
     """A null or empty node selector term matches no objects."""
 
-    match_expressions: list[NodeSelectorRequirement] = field(default_factory=list)
+    match_expressions: Sequence[NodeSelectorRequirement] = ()
     """A list of node selector requirements by node's labels."""
 
-    match_fields: list[NodeSelectorRequirement] = field(default_factory=list)
+    match_fields: Sequence[NodeSelectorRequirement] = ()
     """A list of node selector requirements by node's fields."""
 
 
-class NodeSwapStatus(Struct, kw_only=True):
+class NodeSwapStatus(Struct, kw_only=True, gc=False):
     """NodeSwapStatus represents swap memory information."""
 
     capacity: int | None = None
     """Total amount of swap memory in bytes."""
 
 
-class ObjectFieldSelector(Struct, kw_only=True):
+class ObjectFieldSelector(Struct, kw_only=True, gc=False):
     """ObjectFieldSelector selects an APIVersioned field of an object."""
 
     api_version: str | None = None
@@ -2292,7 +2292,7 @@ class ObjectFieldSelector(Struct, kw_only=True):
     """Path of the field to select in the specified API version."""
 
 
-class PersistentVolumeClaimCondition(Struct, kw_only=True):
+class PersistentVolumeClaimCondition(Struct, kw_only=True, gc=False):
     """PersistentVolumeClaimCondition contains details about state of pvc"""
 
     last_probe_time: datetime | None = None
@@ -2316,7 +2316,7 @@ class PersistentVolumeClaimCondition(Struct, kw_only=True):
     """Type is the type of the condition."""
 
 
-class PersistentVolumeClaimTemplate(Struct, kw_only=True):
+class PersistentVolumeClaimTemplate(Struct, kw_only=True, gc=False):
     """PersistentVolumeClaimTemplate is used to produce PersistentVolumeClaim objects as part of
     an EphemeralVolumeSource.
     """
@@ -2328,7 +2328,7 @@ class PersistentVolumeClaimTemplate(Struct, kw_only=True):
     """The specification for the PersistentVolumeClaim."""
 
 
-class PersistentVolumeClaimVolumeSource(Struct, kw_only=True):
+class PersistentVolumeClaimVolumeSource(Struct, kw_only=True, gc=False):
     """PersistentVolumeClaimVolumeSource references the user's PVC in the same namespace."""
 
     claim_name: str = ""
@@ -2340,7 +2340,7 @@ class PersistentVolumeClaimVolumeSource(Struct, kw_only=True):
     """readOnly Will force the ReadOnly setting in VolumeMounts."""
 
 
-class PhotonPersistentDiskVolumeSource(Struct, kw_only=True):
+class PhotonPersistentDiskVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Photon Controller persistent disk resource."""
 
     fs_type: str | None = None
@@ -2350,24 +2350,22 @@ class PhotonPersistentDiskVolumeSource(Struct, kw_only=True):
     """pdID is the ID that identifies Photon Controller persistent disk"""
 
 
-class PodAffinity(Struct, kw_only=True):
+class PodAffinity(Struct, kw_only=True, gc=False):
     """Pod affinity is a group of inter pod affinity scheduling rules."""
 
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = field(
-        default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: Sequence[WeightedPodAffinityTerm] = ()
     """The scheduler will prefer to schedule pods to nodes that satisfy the affinity expressions
     specified by this field, but it may choose a node that violates one or more of the
     expressions.
     """
 
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = field(
-        default_factory=list)
+    required_during_scheduling_ignored_during_execution: Sequence[PodAffinityTerm] = ()
     """If the affinity requirements specified by this field are not met at scheduling time, the
     pod will not be scheduled onto the node.
     """
 
 
-class PodAffinityTerm(Struct, kw_only=True):
+class PodAffinityTerm(Struct, kw_only=True, gc=False):
     """Defines a set of pods (namely those matching the labelSelector relative to the given
     namespace(s)) that this pod should be co-located (affinity) or not co-located
     (anti-affinity) with, where co-located is defined as running on a node whose value of the
@@ -2378,12 +2376,12 @@ class PodAffinityTerm(Struct, kw_only=True):
     label_selector: meta_v1.LabelSelector | None = None
     """A label query over a set of resources, in this case pods."""
 
-    match_label_keys: list[str] = field(default_factory=list)
+    match_label_keys: Sequence[str] = ()
     """MatchLabelKeys is a set of pod label keys to select which pods will be taken into
     consideration.
     """
 
-    mismatch_label_keys: list[str] = field(default_factory=list)
+    mismatch_label_keys: Sequence[str] = ()
     """MismatchLabelKeys is a set of pod label keys to select which pods will be taken into
     consideration.
     """
@@ -2391,7 +2389,7 @@ class PodAffinityTerm(Struct, kw_only=True):
     namespace_selector: meta_v1.LabelSelector | None = None
     """A label query over the set of namespaces that the term applies to."""
 
-    namespaces: list[str] = field(default_factory=list)
+    namespaces: Sequence[str] = ()
     """namespaces specifies a static list of namespace names that the term applies to."""
 
     topology_key: str = ""
@@ -2402,24 +2400,22 @@ class PodAffinityTerm(Struct, kw_only=True):
     """
 
 
-class PodAntiAffinity(Struct, kw_only=True):
+class PodAntiAffinity(Struct, kw_only=True, gc=False):
     """Pod anti affinity is a group of inter pod anti affinity scheduling rules."""
 
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = field(
-        default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: Sequence[WeightedPodAffinityTerm] = ()
     """The scheduler will prefer to schedule pods to nodes that satisfy the anti-affinity
     expressions specified by this field, but it may choose a node that violates one or more of
     the expressions.
     """
 
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = field(
-        default_factory=list)
+    required_during_scheduling_ignored_during_execution: Sequence[PodAffinityTerm] = ()
     """If the anti-affinity requirements specified by this field are not met at scheduling time,
     the pod will not be scheduled onto the node.
     """
 
 
-class PodCertificateProjection(Struct, kw_only=True):
+class PodCertificateProjection(Struct, kw_only=True, gc=False):
     """PodCertificateProjection provides a private key and X.509 certificate in the pod
     filesystem.
     """
@@ -2442,13 +2438,13 @@ class PodCertificateProjection(Struct, kw_only=True):
     signer_name: str = ""
     """Kubelet's generated CSRs will be addressed to this signer."""
 
-    user_annotations: dict[str, str] = field(default_factory=dict)
+    user_annotations: Mapping[str, str] = EMPTY_MAP
     """userAnnotations allow pod authors to pass additional information to the signer
     implementation.
     """
 
 
-class PodCondition(Struct, kw_only=True):
+class PodCondition(Struct, kw_only=True, gc=False):
     """PodCondition contains details for the current condition of this pod."""
 
     last_probe_time: datetime | None = None
@@ -2475,22 +2471,22 @@ class PodCondition(Struct, kw_only=True):
     """Type is the type of the condition."""
 
 
-class PodDNSConfig(Struct, kw_only=True):
+class PodDNSConfig(Struct, kw_only=True, gc=False):
     """PodDNSConfig defines the DNS parameters of a pod in addition to those generated from
     DNSPolicy.
     """
 
-    nameservers: list[str] = field(default_factory=list)
+    nameservers: Sequence[str] = ()
     """A list of DNS name server IP addresses."""
 
-    options: list[PodDNSConfigOption] = field(default_factory=list)
+    options: Sequence[PodDNSConfigOption] = ()
     """A list of DNS resolver options."""
 
-    searches: list[str] = field(default_factory=list)
+    searches: Sequence[str] = ()
     """A list of DNS search domains for host-name lookup."""
 
 
-class PodDNSConfigOption(Struct, kw_only=True):
+class PodDNSConfigOption(Struct, kw_only=True, gc=False):
     """PodDNSConfigOption defines DNS resolver options of a pod."""
 
     name: str | None = None
@@ -2500,12 +2496,12 @@ class PodDNSConfigOption(Struct, kw_only=True):
     """Value is this DNS resolver option's value."""
 
 
-class PodExtendedResourceClaimStatus(Struct, kw_only=True):
+class PodExtendedResourceClaimStatus(Struct, kw_only=True, gc=False):
     """PodExtendedResourceClaimStatus is stored in the PodStatus for the extended resource
     requests backed by DRA.
     """
 
-    request_mappings: list[ContainerExtendedResourceRequest] = field(default_factory=list)
+    request_mappings: Sequence[ContainerExtendedResourceRequest] = ()
     """RequestMappings identifies the mapping of <container, extended resource backed by DRA> to
     device request in the generated ResourceClaim.
     """
@@ -2516,28 +2512,28 @@ class PodExtendedResourceClaimStatus(Struct, kw_only=True):
     """
 
 
-class PodIP(Struct, kw_only=True):
+class PodIP(Struct, kw_only=True, gc=False):
     """PodIP represents a single IP address allocated to the pod."""
 
     ip: str = ""
     """IP is the IP address assigned to the pod"""
 
 
-class PodOS(Struct, kw_only=True):
+class PodOS(Struct, kw_only=True, gc=False):
     """PodOS defines the OS parameters of a pod."""
 
     name: str = ""
     """Name is the name of the operating system."""
 
 
-class PodReadinessGate(Struct, kw_only=True):
+class PodReadinessGate(Struct, kw_only=True, gc=False):
     """PodReadinessGate contains the reference to a pod condition"""
 
     condition_type: str = ""
     """ConditionType refers to a condition in the pod's condition list with matching type."""
 
 
-class PodResourceClaim(Struct, kw_only=True):
+class PodResourceClaim(Struct, kw_only=True, gc=False):
     """PodResourceClaim references exactly one ResourceClaim, either directly or by naming a
     ResourceClaimTemplate which is then turned into a ResourceClaim for the pod.
     """
@@ -2554,7 +2550,7 @@ class PodResourceClaim(Struct, kw_only=True):
     """
 
 
-class PodResourceClaimStatus(Struct, kw_only=True):
+class PodResourceClaimStatus(Struct, kw_only=True, gc=False):
     """PodResourceClaimStatus is stored in the PodStatus for each PodResourceClaim which
     references a ResourceClaimTemplate.
     """
@@ -2568,14 +2564,14 @@ class PodResourceClaimStatus(Struct, kw_only=True):
     """
 
 
-class PodSchedulingGate(Struct, kw_only=True):
+class PodSchedulingGate(Struct, kw_only=True, gc=False):
     """PodSchedulingGate is associated to a Pod to guard its scheduling."""
 
     name: str = ""
     """Name of the scheduling gate."""
 
 
-class PodSecurityContext(Struct, kw_only=True):
+class PodSecurityContext(Struct, kw_only=True, gc=False):
     """PodSecurityContext holds pod-level security attributes and common container settings."""
 
     app_armor_profile: AppArmorProfile | None = None
@@ -2609,7 +2605,7 @@ class PodSecurityContext(Struct, kw_only=True):
     seccomp_profile: SeccompProfile | None = None
     """The seccomp options to use by the containers in this pod."""
 
-    supplemental_groups: list[int] = field(default_factory=list)
+    supplemental_groups: Sequence[int] = ()
     """A list of groups applied to the first process run in each container, in addition to the
     container's primary GID and fsGroup (if specified).
     """
@@ -2617,14 +2613,14 @@ class PodSecurityContext(Struct, kw_only=True):
     supplemental_groups_policy: str | None = None
     """Defines how supplemental groups of the first container processes are calculated."""
 
-    sysctls: list[Sysctl] = field(default_factory=list)
+    sysctls: Sequence[Sysctl] = ()
     """Sysctls hold a list of namespaced sysctls used for the pod."""
 
     windows_options: WindowsSecurityContextOptions | None = None
     """The Windows specific settings applied to all containers."""
 
 
-class PodTemplateSpec(Struct, kw_only=True):
+class PodTemplateSpec(Struct, kw_only=True, gc=False):
     """PodTemplateSpec describes the data a pod should have when created from a template"""
 
     metadata: meta_v1.ObjectMeta = field(default_factory=meta_v1.ObjectMeta)
@@ -2634,7 +2630,7 @@ class PodTemplateSpec(Struct, kw_only=True):
     """Specification of the desired behavior of the pod."""
 
 
-class PortStatus(Struct, kw_only=True):
+class PortStatus(Struct, kw_only=True, gc=False):
     """PortStatus represents the error condition of a service port"""
 
     error: str | None = None
@@ -2653,7 +2649,7 @@ class PortStatus(Struct, kw_only=True):
     """
 
 
-class PortworxVolumeSource(Struct, kw_only=True):
+class PortworxVolumeSource(Struct, kw_only=True, gc=False):
     """PortworxVolumeSource represents a Portworx volume resource."""
 
     fs_type: str | None = None
@@ -2668,7 +2664,7 @@ class PortworxVolumeSource(Struct, kw_only=True):
     """volumeID uniquely identifies a Portworx volume"""
 
 
-class PreferredSchedulingTerm(Struct, kw_only=True):
+class PreferredSchedulingTerm(Struct, kw_only=True, gc=False):
     """An empty preferred scheduling term matches all objects with implicit weight 0 (i.e. it's a
     no-op).
     """
@@ -2680,7 +2676,7 @@ class PreferredSchedulingTerm(Struct, kw_only=True):
     """Weight associated with matching the corresponding nodeSelectorTerm, in the range 1-100."""
 
 
-class Probe(Struct, kw_only=True):
+class Probe(Struct, kw_only=True, gc=False):
     """Probe describes a health check to be performed against a container to determine whether it
     is alive or ready to receive traffic.
     """
@@ -2718,17 +2714,17 @@ class Probe(Struct, kw_only=True):
     """Number of seconds after which the probe times out."""
 
 
-class ProjectedVolumeSource(Struct, kw_only=True):
+class ProjectedVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a projected volume source"""
 
     default_mode: int | None = None
     """defaultMode are the mode bits used to set permissions on created files by default."""
 
-    sources: list[VolumeProjection] = field(default_factory=list)
+    sources: Sequence[VolumeProjection] = ()
     """sources is the list of volume projections."""
 
 
-class QuobyteVolumeSource(Struct, kw_only=True):
+class QuobyteVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Quobyte mount that lasts the lifetime of a pod."""
 
     group: str | None = None
@@ -2755,7 +2751,7 @@ class QuobyteVolumeSource(Struct, kw_only=True):
     """volume is a string that references an already created Quobyte volume by name."""
 
 
-class RBDVolumeSource(Struct, kw_only=True):
+class RBDVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Rados Block Device mount that lasts the lifetime of a pod."""
 
     fs_type: str | None = None
@@ -2767,7 +2763,7 @@ class RBDVolumeSource(Struct, kw_only=True):
     keyring: str = "/etc/ceph/keyring"
     """keyring is the path to key ring for RBDUser."""
 
-    monitors: list[str] = field(default_factory=list)
+    monitors: Sequence[str] = ()
     """monitors is a collection of Ceph monitors."""
 
     pool: str = "rbd"
@@ -2783,7 +2779,7 @@ class RBDVolumeSource(Struct, kw_only=True):
     """user is the rados user name."""
 
 
-class ResourceClaim(Struct, kw_only=True):
+class ResourceClaim(Struct, kw_only=True, gc=False):
     """ResourceClaim references one entry in PodSpec.ResourceClaims."""
 
     name: str = ""
@@ -2795,7 +2791,7 @@ class ResourceClaim(Struct, kw_only=True):
     """Request is the name chosen for a request in the referenced claim."""
 
 
-class ResourceFieldSelector(Struct, kw_only=True):
+class ResourceFieldSelector(Struct, kw_only=True, gc=False):
     """ResourceFieldSelector represents container resources (cpu, memory) and their output format"""
 
     container_name: str | None = None
@@ -2808,7 +2804,7 @@ class ResourceFieldSelector(Struct, kw_only=True):
     """Required: resource to select"""
 
 
-class ResourceHealth(Struct, kw_only=True):
+class ResourceHealth(Struct, kw_only=True, gc=False):
     """ResourceHealth represents the health of a resource."""
 
     health: str | None = None
@@ -2818,17 +2814,17 @@ class ResourceHealth(Struct, kw_only=True):
     """ResourceID is the unique identifier of the resource."""
 
 
-class ResourceStatus(Struct, kw_only=True):
+class ResourceStatus(Struct, kw_only=True, gc=False):
     """ResourceStatus represents the status of a single resource allocated to a Pod."""
 
     name: str = ""
     """Name of the resource."""
 
-    resources: list[ResourceHealth] = field(default_factory=list)
+    resources: Sequence[ResourceHealth] = ()
     """List of unique resources health."""
 
 
-class SELinuxOptions(Struct, kw_only=True):
+class SELinuxOptions(Struct, kw_only=True, gc=False):
     """SELinuxOptions are the labels to be applied to the container"""
 
     level: str | None = None
@@ -2844,7 +2840,7 @@ class SELinuxOptions(Struct, kw_only=True):
     """User is a SELinux user label that applies to the container."""
 
 
-class ScaleIOVolumeSource(Struct, kw_only=True):
+class ScaleIOVolumeSource(Struct, kw_only=True, gc=False):
     """ScaleIOVolumeSource represents a persistent ScaleIO volume"""
 
     fs_type: str = "xfs"
@@ -2882,7 +2878,7 @@ class ScaleIOVolumeSource(Struct, kw_only=True):
     """
 
 
-class SeccompProfile(Struct, kw_only=True):
+class SeccompProfile(Struct, kw_only=True, gc=False):
     """SeccompProfile defines a pod/container's seccomp profile settings."""
 
     localhost_profile: str | None = None
@@ -2892,7 +2888,7 @@ class SeccompProfile(Struct, kw_only=True):
     """type indicates which kind of seccomp profile will be applied."""
 
 
-class SecretEnvSource(Struct, kw_only=True):
+class SecretEnvSource(Struct, kw_only=True, gc=False):
     """SecretEnvSource selects a Secret to populate the environment variables with."""
 
     name: str = ""
@@ -2902,7 +2898,7 @@ class SecretEnvSource(Struct, kw_only=True):
     """Specify whether the Secret must be defined"""
 
 
-class SecretKeySelector(Struct, kw_only=True):
+class SecretKeySelector(Struct, kw_only=True, gc=False):
     """SecretKeySelector selects a key of a Secret."""
 
     key: str = ""
@@ -2915,10 +2911,10 @@ class SecretKeySelector(Struct, kw_only=True):
     """Specify whether the Secret or its key must be defined"""
 
 
-class SecretProjection(Struct, kw_only=True):
+class SecretProjection(Struct, kw_only=True, gc=False):
     """Adapts a secret into a projected volume."""
 
-    items: list[KeyToPath] = field(default_factory=list)
+    items: Sequence[KeyToPath] = ()
     """items if unspecified, each key-value pair in the Data field of the referenced Secret will
     be projected into the volume as a file whose name is the key and content is the value.
     """
@@ -2930,13 +2926,13 @@ class SecretProjection(Struct, kw_only=True):
     """optional field specify whether the Secret or its key must be defined"""
 
 
-class SecretVolumeSource(Struct, kw_only=True):
+class SecretVolumeSource(Struct, kw_only=True, gc=False):
     """Adapts a Secret into a volume."""
 
     default_mode: int | None = None
     """defaultMode is Optional: mode bits used to set permissions on created files by default."""
 
-    items: list[KeyToPath] = field(default_factory=list)
+    items: Sequence[KeyToPath] = ()
     """items If unspecified, each key-value pair in the Data field of the referenced Secret will
     be projected into the volume as a file whose name is the key and content is the value.
     """
@@ -2948,7 +2944,7 @@ class SecretVolumeSource(Struct, kw_only=True):
     """secretName is the name of the secret in the pod's namespace to use."""
 
 
-class SecurityContext(Struct, kw_only=True):
+class SecurityContext(Struct, kw_only=True, gc=False):
     """SecurityContext holds security configuration that will be applied to a container."""
 
     allow_privilege_escalation: bool | None = None
@@ -2990,7 +2986,7 @@ class SecurityContext(Struct, kw_only=True):
     """The Windows specific settings applied to all containers."""
 
 
-class ServiceAccountTokenProjection(Struct, kw_only=True):
+class ServiceAccountTokenProjection(Struct, kw_only=True, gc=False):
     """ServiceAccountTokenProjection represents a projected service account token volume."""
 
     audience: str | None = None
@@ -3003,7 +2999,7 @@ class ServiceAccountTokenProjection(Struct, kw_only=True):
     """path is the path relative to the mount point of the file to project the token into."""
 
 
-class ServicePort(Struct, kw_only=True):
+class ServicePort(Struct, kw_only=True, gc=False):
     """ServicePort contains information on service's port."""
 
     app_protocol: str | None = None
@@ -3027,21 +3023,21 @@ class ServicePort(Struct, kw_only=True):
     """Number or name of the port to access on the pods targeted by the service."""
 
 
-class SessionAffinityConfig(Struct, kw_only=True):
+class SessionAffinityConfig(Struct, kw_only=True, gc=False):
     """SessionAffinityConfig represents the configurations of session affinity."""
 
     client_ip: ClientIPConfig | None = field(default=None, name="clientIP")
     """clientIP contains the configurations of Client IP based session affinity."""
 
 
-class SleepAction(Struct, kw_only=True):
+class SleepAction(Struct, kw_only=True, gc=False):
     """SleepAction describes a "sleep" action."""
 
     seconds: int = 0
     """Seconds is the number of seconds to sleep."""
 
 
-class StorageOSVolumeSource(Struct, kw_only=True):
+class StorageOSVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a StorageOS persistent volume resource."""
 
     fs_type: str | None = None
@@ -3060,7 +3056,7 @@ class StorageOSVolumeSource(Struct, kw_only=True):
     """volumeNamespace specifies the scope of the volume within StorageOS."""
 
 
-class Sysctl(Struct, kw_only=True):
+class Sysctl(Struct, kw_only=True, gc=False):
     """Sysctl defines a kernel parameter to be set"""
 
     name: str = ""
@@ -3070,7 +3066,7 @@ class Sysctl(Struct, kw_only=True):
     """Value of a property to set"""
 
 
-class TCPSocketAction(Struct, kw_only=True):
+class TCPSocketAction(Struct, kw_only=True, gc=False):
     """TCPSocketAction describes an action based on opening a socket"""
 
     host: str | None = None
@@ -3080,7 +3076,7 @@ class TCPSocketAction(Struct, kw_only=True):
     """Number or name of the port to access on the container."""
 
 
-class Taint(Struct, kw_only=True):
+class Taint(Struct, kw_only=True, gc=False):
     """The node this Taint is attached to has the "effect" on any pod that does not tolerate the
     Taint.
     """
@@ -3098,7 +3094,7 @@ class Taint(Struct, kw_only=True):
     """The taint value corresponding to the taint key."""
 
 
-class Toleration(Struct, kw_only=True):
+class Toleration(Struct, kw_only=True, gc=False):
     """The pod this Toleration is attached to tolerates any taint that matches the triple
     <key,value,effect> using the matching operator <operator>.
     """
@@ -3121,13 +3117,13 @@ class Toleration(Struct, kw_only=True):
     """Value is the taint value the toleration matches to."""
 
 
-class TopologySpreadConstraint(Struct, kw_only=True):
+class TopologySpreadConstraint(Struct, kw_only=True, gc=False):
     """TopologySpreadConstraint specifies how to spread matching pods among the given topology."""
 
     label_selector: meta_v1.LabelSelector | None = None
     """LabelSelector is used to find matching pods."""
 
-    match_label_keys: list[str] = field(default_factory=list)
+    match_label_keys: Sequence[str] = ()
     """MatchLabelKeys is a set of pod label keys to select the pods over which spreading will be
     calculated.
     """
@@ -3157,7 +3153,7 @@ class TopologySpreadConstraint(Struct, kw_only=True):
     """
 
 
-class TypedLocalObjectReference(Struct, kw_only=True):
+class TypedLocalObjectReference(Struct, kw_only=True, gc=False):
     """TypedLocalObjectReference contains enough information to let you locate the typed
     referenced object inside the same namespace.
     """
@@ -3172,7 +3168,7 @@ class TypedLocalObjectReference(Struct, kw_only=True):
     """Name is the name of resource being referenced"""
 
 
-class TypedObjectReference(Struct, kw_only=True):
+class TypedObjectReference(Struct, kw_only=True, gc=False):
     """TypedObjectReference contains enough information to let you locate the typed referenced
     object
     """
@@ -3193,7 +3189,7 @@ class TypedObjectReference(Struct, kw_only=True):
     """
 
 
-class Volume(Struct, kw_only=True):
+class Volume(Struct, kw_only=True, gc=False):
     """Volume represents a named volume in a pod that may be accessed by any container in the
     pod.
     """
@@ -3314,7 +3310,7 @@ class Volume(Struct, kw_only=True):
     """vsphereVolume represents a vSphere volume attached and mounted on kubelets host machine."""
 
 
-class VolumeDevice(Struct, kw_only=True):
+class VolumeDevice(Struct, kw_only=True, gc=False):
     """volumeDevice describes a mapping of a raw block device within a container."""
 
     device_path: str = ""
@@ -3324,7 +3320,7 @@ class VolumeDevice(Struct, kw_only=True):
     """name must match the name of a persistentVolumeClaim in the pod"""
 
 
-class VolumeMount(Struct, kw_only=True):
+class VolumeMount(Struct, kw_only=True, gc=False):
     """VolumeMount describes a mounting of a Volume within a container."""
 
     mount_path: str = ""
@@ -3351,7 +3347,7 @@ class VolumeMount(Struct, kw_only=True):
     """Expanded path within the volume from which the container's volume should be mounted."""
 
 
-class VolumeMountStatus(Struct, kw_only=True):
+class VolumeMountStatus(Struct, kw_only=True, gc=False):
     """VolumeMountStatus shows status of volume mounts."""
 
     mount_path: str = ""
@@ -3369,7 +3365,7 @@ class VolumeMountStatus(Struct, kw_only=True):
     """
 
 
-class VolumeProjection(Struct, kw_only=True):
+class VolumeProjection(Struct, kw_only=True, gc=False):
     """Projection that may be projected along with other supported volume types."""
 
     cluster_trust_bundle: ClusterTrustBundleProjection | None = None
@@ -3395,7 +3391,7 @@ class VolumeProjection(Struct, kw_only=True):
     """serviceAccountToken is information about the serviceAccountToken data to project"""
 
 
-class VsphereVirtualDiskVolumeSource(Struct, kw_only=True):
+class VsphereVirtualDiskVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a vSphere volume resource."""
 
     fs_type: str | None = None
@@ -3413,7 +3409,7 @@ class VsphereVirtualDiskVolumeSource(Struct, kw_only=True):
     """volumePath is the path that identifies vSphere volume vmdk"""
 
 
-class WeightedPodAffinityTerm(Struct, kw_only=True):
+class WeightedPodAffinityTerm(Struct, kw_only=True, gc=False):
     """The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to
     find the most preferred node(s)
     """
@@ -3425,7 +3421,7 @@ class WeightedPodAffinityTerm(Struct, kw_only=True):
     """weight associated with matching the corresponding podAffinityTerm, in the range 1-100."""
 
 
-class WindowsSecurityContextOptions(Struct, kw_only=True):
+class WindowsSecurityContextOptions(Struct, kw_only=True, gc=False):
     """WindowsSecurityContextOptions contain Windows-specific options and credentials."""
 
     gmsa_credential_spec: str | None = None
@@ -3444,7 +3440,7 @@ class WindowsSecurityContextOptions(Struct, kw_only=True):
     """The UserName in Windows to run the entrypoint of the container process."""
 
 
-class WorkloadReference(Struct, kw_only=True):
+class WorkloadReference(Struct, kw_only=True, gc=False):
     """WorkloadReference identifies the Workload object and PodGroup membership that a Pod
     belongs to.
     """

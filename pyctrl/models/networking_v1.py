@@ -6,6 +6,8 @@ Kinds: Ingress.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyctrl.api.markers import kind
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import core_v1
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 
-class IngressSpec(Struct, kw_only=True):
+class IngressSpec(Struct, kw_only=True, gc=False):
     """IngressSpec describes the Ingress the user wishes to exist."""
 
     default_backend: IngressBackend | None = None
@@ -36,21 +38,21 @@ class IngressSpec(Struct, kw_only=True):
     ingress_class_name: str | None = None
     """ingressClassName is the name of an IngressClass cluster resource."""
 
-    rules: list[IngressRule] = field(default_factory=list)
+    rules: Sequence[IngressRule] = ()
     """rules is a list of host rules used to configure the Ingress."""
 
-    tls: list[IngressTLS] = field(default_factory=list)
+    tls: Sequence[IngressTLS] = ()
     """tls represents the TLS configuration."""
 
 
-class IngressLoadBalancerStatus(Struct, kw_only=True):
+class IngressLoadBalancerStatus(Struct, kw_only=True, gc=False):
     """IngressLoadBalancerStatus represents the status of a load-balancer."""
 
-    ingress: list[IngressLoadBalancerIngress] = field(default_factory=list)
+    ingress: Sequence[IngressLoadBalancerIngress] = ()
     """ingress is a list containing ingress points for the load-balancer."""
 
 
-class IngressStatus(Struct, kw_only=True):
+class IngressStatus(Struct, kw_only=True, gc=False):
     """IngressStatus describe the current state of the Ingress."""
 
     load_balancer: IngressLoadBalancerStatus = field(default_factory=IngressLoadBalancerStatus)
@@ -58,7 +60,7 @@ class IngressStatus(Struct, kw_only=True):
 
 
 @kind("networking.k8s.io/v1", "Ingress", plural="ingresses", scope="Namespaced")
-class Ingress(Object, kw_only=True):
+class Ingress(Object, kw_only=True, gc=False):
     """Ingress is a collection of rules that allow inbound connections to reach the endpoints
     defined by a backend.
     """
@@ -70,7 +72,7 @@ class Ingress(Object, kw_only=True):
     """status is the current state of the Ingress."""
 
 
-class IngressBackend(Struct, kw_only=True):
+class IngressBackend(Struct, kw_only=True, gc=False):
     """IngressBackend describes all endpoints for a given service and port."""
 
     resource: core_v1.TypedLocalObjectReference | None = None
@@ -82,7 +84,7 @@ class IngressBackend(Struct, kw_only=True):
     """service references a service as a backend."""
 
 
-class HTTPIngressPath(Struct, kw_only=True):
+class HTTPIngressPath(Struct, kw_only=True, gc=False):
     """HTTPIngressPath associates a path with a backend."""
 
     backend: IngressBackend = field(default_factory=IngressBackend)
@@ -95,14 +97,14 @@ class HTTPIngressPath(Struct, kw_only=True):
     """pathType determines the interpretation of the path matching."""
 
 
-class HTTPIngressRuleValue(Struct, kw_only=True):
+class HTTPIngressRuleValue(Struct, kw_only=True, gc=False):
     """HTTPIngressRuleValue is a list of http selectors pointing to backends."""
 
-    paths: list[HTTPIngressPath] = field(default_factory=list)
+    paths: Sequence[HTTPIngressPath] = ()
     """paths is a collection of paths that map requests to backends."""
 
 
-class IngressLoadBalancerIngress(Struct, kw_only=True):
+class IngressLoadBalancerIngress(Struct, kw_only=True, gc=False):
     """IngressLoadBalancerIngress represents the status of a load-balancer ingress point."""
 
     hostname: str | None = None
@@ -111,11 +113,11 @@ class IngressLoadBalancerIngress(Struct, kw_only=True):
     ip: str | None = None
     """ip is set for load-balancer ingress points that are IP based."""
 
-    ports: list[IngressPortStatus] = field(default_factory=list)
+    ports: Sequence[IngressPortStatus] = ()
     """ports provides information about the ports exposed by this LoadBalancer."""
 
 
-class IngressPortStatus(Struct, kw_only=True):
+class IngressPortStatus(Struct, kw_only=True, gc=False):
     """IngressPortStatus represents the error condition of a service port"""
 
     error: str | None = None
@@ -132,7 +134,7 @@ class IngressPortStatus(Struct, kw_only=True):
     """protocol is the protocol of the ingress port."""
 
 
-class IngressRule(Struct, kw_only=True):
+class IngressRule(Struct, kw_only=True, gc=False):
     """IngressRule represents the rules mapping the paths under a specified host to the related
     backend services.
     """
@@ -143,7 +145,7 @@ class IngressRule(Struct, kw_only=True):
     http: HTTPIngressRuleValue | None = None
 
 
-class ServiceBackendPort(Struct, kw_only=True):
+class ServiceBackendPort(Struct, kw_only=True, gc=False):
     """ServiceBackendPort is the service port being referenced."""
 
     name: str | None = None
@@ -153,7 +155,7 @@ class ServiceBackendPort(Struct, kw_only=True):
     """number is the numerical port number (e.g. 80) on the Service."""
 
 
-class IngressServiceBackend(Struct, kw_only=True):
+class IngressServiceBackend(Struct, kw_only=True, gc=False):
     """IngressServiceBackend references a Kubernetes Service as a Backend."""
 
     name: str = ""
@@ -163,10 +165,10 @@ class IngressServiceBackend(Struct, kw_only=True):
     """port of the referenced service."""
 
 
-class IngressTLS(Struct, kw_only=True):
+class IngressTLS(Struct, kw_only=True, gc=False):
     """IngressTLS describes the transport layer security associated with an ingress."""
 
-    hosts: list[str] = field(default_factory=list)
+    hosts: Sequence[str] = ()
     """hosts is a list of hosts included in the TLS certificate."""
 
     secret_name: str | None = None

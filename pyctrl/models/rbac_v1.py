@@ -6,6 +6,8 @@ Kinds: ClusterRole, ClusterRoleBinding, Role, RoleBinding.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyctrl.api.markers import kind
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import meta_v1
@@ -24,7 +26,7 @@ __all__ = [
 
 @kind("rbac.authorization.k8s.io/v1", "ClusterRole", plural="clusterroles", scope="Cluster",
       status_subresource=False)
-class ClusterRole(Object, kw_only=True):
+class ClusterRole(Object, kw_only=True, gc=False):
     """ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as
     a unit by a RoleBinding or ClusterRoleBinding.
     """
@@ -34,11 +36,11 @@ class ClusterRole(Object, kw_only=True):
     ClusterRole.
     """
 
-    rules: list[PolicyRule] = field(default_factory=list)
+    rules: Sequence[PolicyRule] = ()
     """Rules holds all the PolicyRules for this ClusterRole"""
 
 
-class RoleRef(Struct, kw_only=True):
+class RoleRef(Struct, kw_only=True, gc=False):
     """RoleRef contains information that points to the role being used"""
 
     api_group: str = ""
@@ -53,30 +55,30 @@ class RoleRef(Struct, kw_only=True):
 
 @kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", plural="clusterrolebindings",
       scope="Cluster", status_subresource=False)
-class ClusterRoleBinding(Object, kw_only=True):
+class ClusterRoleBinding(Object, kw_only=True, gc=False):
     """ClusterRoleBinding references a ClusterRole, but not contain it."""
 
     role_ref: RoleRef = field(default_factory=RoleRef)
     """RoleRef can only reference a ClusterRole in the global namespace."""
 
-    subjects: list[Subject] = field(default_factory=list)
+    subjects: Sequence[Subject] = ()
     """Subjects holds references to the objects the role applies to."""
 
 
 @kind("rbac.authorization.k8s.io/v1", "Role", plural="roles", scope="Namespaced",
       status_subresource=False)
-class Role(Object, kw_only=True):
+class Role(Object, kw_only=True, gc=False):
     """Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by
     a RoleBinding.
     """
 
-    rules: list[PolicyRule] = field(default_factory=list)
+    rules: Sequence[PolicyRule] = ()
     """Rules holds all the PolicyRules for this Role"""
 
 
 @kind("rbac.authorization.k8s.io/v1", "RoleBinding", plural="rolebindings", scope="Namespaced",
       status_subresource=False)
-class RoleBinding(Object, kw_only=True):
+class RoleBinding(Object, kw_only=True, gc=False):
     """RoleBinding references a role, but does not contain it."""
 
     role_ref: RoleRef = field(default_factory=RoleRef)
@@ -84,41 +86,41 @@ class RoleBinding(Object, kw_only=True):
     namespace.
     """
 
-    subjects: list[Subject] = field(default_factory=list)
+    subjects: Sequence[Subject] = ()
     """Subjects holds references to the objects the role applies to."""
 
 
-class AggregationRule(Struct, kw_only=True):
+class AggregationRule(Struct, kw_only=True, gc=False):
     """AggregationRule describes how to locate ClusterRoles to aggregate into the ClusterRole"""
 
-    cluster_role_selectors: list[meta_v1.LabelSelector] = field(default_factory=list)
+    cluster_role_selectors: Sequence[meta_v1.LabelSelector] = ()
     """ClusterRoleSelectors holds a list of selectors which will be used to find ClusterRoles and
     create the rules.
     """
 
 
-class PolicyRule(Struct, kw_only=True):
+class PolicyRule(Struct, kw_only=True, gc=False):
     """PolicyRule holds information that describes a policy rule, but does not contain
     information about who the rule applies to or which namespace the rule applies to.
     """
 
-    api_groups: list[str] = field(default_factory=list)
+    api_groups: Sequence[str] = ()
     """APIGroups is the name of the APIGroup that contains the resources."""
 
-    non_resource_urls: list[str] = field(default_factory=list, name="nonResourceURLs")
+    non_resource_urls: Sequence[str] = field(default=(), name="nonResourceURLs")
     """NonResourceURLs is a set of partial urls that a user should have access to."""
 
-    resource_names: list[str] = field(default_factory=list)
+    resource_names: Sequence[str] = ()
     """ResourceNames is an optional white list of names that the rule applies to."""
 
-    resources: list[str] = field(default_factory=list)
+    resources: Sequence[str] = ()
     """Resources is a list of resources this rule applies to."""
 
-    verbs: list[str] = field(default_factory=list)
+    verbs: Sequence[str] = ()
     """Verbs is a list of Verbs that apply to ALL the ResourceKinds contained in this rule."""
 
 
-class Subject(Struct, kw_only=True):
+class Subject(Struct, kw_only=True, gc=False):
     """Subject contains a reference to the object or user identities a role binding applies to."""
 
     api_group: str | None = None
