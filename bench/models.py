@@ -5,13 +5,16 @@ managedFields stripped: ``bench/fixtures/job.json``, ``pod.json``), per object:
 
 * ``decode_us``: microseconds to decode the bytes (per run, the best of 5 batches of
   ``--objects``/5 decodes; median and min/max over ``--runs`` runs, candidates interleaved
-  within a run);
+  within a run); ``decode_vs_dict``: the same run's ratio to ``dict`` (robust to the
+  machine's load changing between runs);
 * ``bytes``: memory the decoded object keeps (tracemalloc, ``--objects`` live objects at
   once, divided by their number; the decoded-from bytes are not counted).
 
 Candidates: ``dict`` (``orjson.loads``, today's cache), ``msgspec`` (the generated
 :mod:`pyctrl.models` classes, ``msgspec.json.Decoder(Job).decode``), ``lightkube``
-(lightkube-models' dataclasses, ``Job.from_dict(orjson.loads(b))``; only when importable,
+(lightkube-models' dataclasses, ``Job.from_dict(orjson.loads(b))``, which is lazy: it keeps
+the dict and converts a nested field on first access; ``lightkube-eager`` converts it all,
+``lazy=False``, as reading every field would; only when importable,
 e.g. ``pip install --target /tmp/lk lightkube lightkube-models`` and
 ``--lightkube-path /tmp/lk``; never a dependency).
 
@@ -77,6 +80,8 @@ def candidates(lightkube_path: str) -> dict[str, dict[str, Decode]]:
     lk_job, lk_pod = lk_batch.Job, lk_core.Pod
     out["lightkube"] = {"job": lambda b: lk_job.from_dict(orjson.loads(b)),
                         "pod": lambda b: lk_pod.from_dict(orjson.loads(b))}
+    out["lightkube-eager"] = {"job": lambda b: lk_job.from_dict(orjson.loads(b), lazy=False),
+                              "pod": lambda b: lk_pod.from_dict(orjson.loads(b), lazy=False)}
     return out
 
 
@@ -164,9 +169,12 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     result: dict[str, object] = {
         "objects": args.objects, "runs": args.runs,
         "json_bytes": {k: len(v) for k, v in data.items()},
-        "candidates": {name: {kind: {"decode_us": _summary(times[name][kind]),
-                                     "bytes": _summary(mem[name][kind])}
-                              for kind in data} for name in cands},
+        "candidates": {name: {kind: {
+            "decode_us": _summary(times[name][kind]),
+            "decode_vs_dict": _summary([t / d for t, d in zip(times[name][kind],
+                                                              times["dict"][kind],
+                                                              strict=True)]),
+            "bytes": _summary(mem[name][kind])} for kind in data} for name in cands},
     }
     if args.mypy:
         result["mypy"] = mypy_precision(args.lightkube_path)
