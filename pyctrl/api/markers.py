@@ -337,7 +337,7 @@ class KindInfo:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
+        return f"{self.group}/{self.version}" if self.group else self.version  # core: "v1"
 
     @property
     def crd_name(self) -> str:

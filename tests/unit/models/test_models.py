@@ -132,6 +132,12 @@ def test_resource_for_builtin_kind(cls: type[api.Object], group: str, version: s
         group, version, plural, cls.__name__, namespaced)
 
 
+def test_encode_fills_api_version_and_kind() -> None:
+    assert api.encode(Pod())["apiVersion"] == "v1"
+    assert api.encode(Job())["apiVersion"] == "batch/v1"
+    assert api.encode(rbac_v1.Role())["kind"] == "Role"
+
+
 def test_status_subresource_from_the_spec() -> None:
     assert api.kind_info(Job).status_subresource
     assert not api.kind_info(core_v1.ConfigMap).status_subresource
