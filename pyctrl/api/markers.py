@@ -305,7 +305,9 @@ class WebhookConversion:
 
 @dataclass(frozen=True, slots=True)
 class KindInfo:
-    """What a CRD needs beyond one version's schema (see :func:`kind`)."""
+    """A kind's identity (group, version, plural, scope) and what a CRD needs beyond one
+    version's schema (see :func:`kind`). Built-in kinds (:mod:`pyctrl.models`) carry one
+    too, with their own groups (``""`` for core); only CRD generation needs a dotted group."""
 
     group: str
     version: str
@@ -328,8 +330,6 @@ class KindInfo:
     rules: tuple[Rule, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        if not (self.group and "." in self.group):
-            raise ValueError(f"a CRD group needs a dot (e.g. example.io): {self.group!r}")
         if not self.version or not self.kind or not self.plural:
             raise ValueError("group, version, kind and plural are required")
         if self.plural != self.plural.lower() or self.singular != self.singular.lower():
@@ -337,7 +337,7 @@ class KindInfo:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
+        return f"{self.group}/{self.version}" if self.group else self.version  # core: "v1"
 
     @property
     def crd_name(self) -> str:
