@@ -42,12 +42,17 @@ from pyctrl.api.markers import (
 from pyctrl.api.schema import SchemaError, object_schema, type_schema
 from pyctrl.api.typed import (
     DecodeError,
+    Equal,
     TypedLister,
+    convert,
     decode,
     encode,
     merge_patch,
+    replace,
     resource_for,
+    status_changes,
     status_patch,
+    unset_equals_empty,
 )
 from pyctrl.api.types import (
     Condition,
@@ -70,6 +75,7 @@ __all__ = [
     "DecodeError",
     "Default",
     "Embedded",
+    "Equal",
     "Format",
     "Int32",
     "Int64",
@@ -100,6 +106,7 @@ __all__ = [
     "Struct",
     "TypedLister",
     "WebhookConversion",
+    "convert",
     "crd",
     "crds",
     "decode",
@@ -109,8 +116,11 @@ __all__ = [
     "kind_info",
     "merge_patch",
     "object_schema",
+    "replace",
     "resource_for",
+    "status_changes",
     "status_patch",
     "to_yaml",
     "type_schema",
+    "unset_equals_empty",
 ]
