@@ -9,6 +9,7 @@ Subpackages (``pyctrl.cache``, ``pyctrl.workqueue``, ``pyctrl.kube``, ``pyctrl.r
 """
 
 from pyctrl._deprecation import alias_getattr
+from pyctrl.api.client import TypedClient
 from pyctrl.apply import OperationResult, apply, create_or_update
 from pyctrl.builder import Builder
 from pyctrl.cache import (
@@ -104,7 +105,7 @@ from pyctrl.manager import (
     install_signal_handlers,
 )
 from pyctrl.ownerrefs import (
-    AlreadyOwnedError,
+    AlreadyOwned,
     controller_of,
     is_controlled_by,
     owner_reference,
@@ -159,7 +160,7 @@ __all__ = [
     "SERVICE_ACCOUNTS",
     "STATEFUL_SETS",
     "AlreadyExists",
-    "AlreadyOwnedError",
+    "AlreadyOwned",
     "ApiError",
     "Backoff",
     "Builder",
@@ -216,6 +217,7 @@ __all__ = [
     "ShutDown",
     "TerminalError",
     "TooManyRequests",
+    "TypedClient",
     "add_finalizer",
     "apply",
     "configure_logging",

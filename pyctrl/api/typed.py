@@ -34,8 +34,7 @@ Contract:
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -85,7 +84,8 @@ def decode(cls: type[S], raw: Raw | bytes) -> S:
     """A fresh typed ``cls`` from ``raw`` (module docstring); ``raw`` is only read."""
     try:
         if isinstance(raw, bytes | bytearray | memoryview):
-            return _json_decoder(cls).decode(raw)
+            decoder: msgspec.json.Decoder[S] = _json_decoder(cls)
+            return decoder.decode(raw)
         return msgspec.convert(raw, cls, strict=False)
     except msgspec.ValidationError as err:
         if isinstance(raw, Mapping) and issubclass(cls, Object):
