@@ -51,11 +51,16 @@ from pyctrl.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from pyctrl.handlers import (
     MapFunc,
     Predicate,
+    and_,
+    annotations_changed,
     enqueue_object,
     enqueue_owner,
     enqueue_requests,
     generation_changed,
     label_selector_predicate,
+    labels_changed,
+    not_,
+    or_,
     resource_version_changed,
 )
 from pyctrl.kube import (
@@ -111,7 +116,15 @@ from pyctrl.ownerrefs import (
     owner_reference,
     set_controller_reference,
 )
-from pyctrl.reconcile import FuncReconciler, Reconciler, Request, Result
+from pyctrl.reconcile import (
+    FuncReconciler,
+    ObjectReconciler,
+    Reconciler,
+    Request,
+    Result,
+    stopping,
+    with_object,
+)
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, on_error, retry_on_conflict
 from pyctrl.sharding import Sharding, ShardingOptions
@@ -194,6 +207,7 @@ __all__ = [
     "NotFound",
     "NotLeader",
     "Object",
+    "ObjectReconciler",
     "OperationResult",
     "Predicate",
     "PriorityQueue",
@@ -219,6 +233,8 @@ __all__ = [
     "TooManyRequests",
     "TypedClient",
     "add_finalizer",
+    "and_",
+    "annotations_changed",
     "apply",
     "configure_logging",
     "controller_of",
@@ -236,9 +252,12 @@ __all__ = [
     "is_controlled_by",
     "is_status_condition_true",
     "label_selector_predicate",
+    "labels_changed",
     "load_config",
     "meta_namespace_key",
+    "not_",
     "on_error",
+    "or_",
     "owner_reference",
     "remove_finalizer",
     "remove_status_condition",
@@ -247,6 +266,8 @@ __all__ = [
     "set_controller_reference",
     "set_status_condition",
     "split_meta_namespace_key",
+    "stopping",
+    "with_object",
 ]
 
 # Deprecated names (README MIGRATION), served with a DeprecationWarning on first use.

@@ -27,8 +27,8 @@ Contract:
   gives an empty patch (``{}``), which callers skip. Lists are replaced whole, as merge
   patches do. With ``resource_version`` the patch carries it as a precondition (409 Conflict
   when someone wrote in between).
-* :class:`TypedLister` wraps a :class:`pyctrl.cache.Lister` and decodes on every
-  ``get``/``list``: each call returns fresh objects the caller may change.
+* :class:`TypedLister` wraps a :class:`pyctrl.cache.Lister` (or a MultiNamespaceLister) and
+  decodes on every ``get``/``list``/``by_index``: each call returns fresh objects.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import msgspec
 
 from pyctrl.api.crd import kind_info
 from pyctrl.api.types import Object, Struct
-from pyctrl.cache.lister import Lister
+from pyctrl.cache.lister import Lister, MultiNamespaceLister
 from pyctrl.kube.resource import Resource
 
 __all__ = [
@@ -198,7 +198,7 @@ def _encode_names(cls: type[Struct]) -> frozenset[str]:
 class TypedLister(Generic[T]):
     """Typed reads from an informer's cache (module docstring)."""
 
-    def __init__(self, lister: Lister, cls: type[T]) -> None:
+    def __init__(self, lister: Lister | MultiNamespaceLister, cls: type[T]) -> None:
         self.lister = lister
         self.cls = cls
 
@@ -206,6 +206,12 @@ class TypedLister(Generic[T]):
         """The typed object; raises :class:`pyctrl.errors.NotFound` as the Lister does."""
         return decode(self.cls, self.lister.get(namespace, name))
 
-    def list(self, namespace: str | None = None) -> list[T]:
-        """Every cached object (of ``namespace`` when given), typed."""
-        return [decode(self.cls, o) for o in self.lister.list(namespace)]
+    def by_index(self, index: str, value: str) -> list[T]:
+        """The cached objects whose ``index`` values include ``value``, typed."""
+        return [decode(self.cls, o) for o in self.lister.by_index(index, value)]
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | None = None) -> list[T]:
+        """Every cached object (of ``namespace``, matching ``label_selector``), typed."""
+        return [decode(self.cls, o) for o in self.lister.list(namespace, label_selector)]
+
