@@ -32,12 +32,17 @@ Contract (controller-runtime's client, on :class:`pyctrl.api.Object` subclasses)
   a status someone wrote since ``old`` was read raises :class:`pyctrl.errors.Conflict`
   (409), it is never overwritten from a stale copy. Nothing to write: no request, ``old`` is
   returned.
+* :meth:`add_finalizer` / :meth:`remove_finalizer` are :func:`pyctrl.add_finalizer`'s
+  contract on typed objects: one merge patch of ``metadata.finalizers`` with ``obj``'s
+  resourceVersion as a precondition (Conflict when it changed), none when there is nothing
+  to change (``obj`` is returned).
 * Errors are the raw client's (:mod:`pyctrl.errors`); a class not declared with
   :func:`pyctrl.api.kind` raises :class:`pyctrl.api.SchemaError`.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 from typing import Any, Generic, TypeVar, Unpack, overload
 
@@ -140,8 +145,13 @@ class TypedClient:
         """Write what changed between ``old``'s status and ``new``'s (module docstring)."""
         resource, name, namespace = _where(old)
         before, after = _status_of(old), _status_of(new)
-        changes = status_changes(msgspec.to_builtins(before), msgspec.to_builtins(after),
-                                 known=frozenset(type(before).__struct_encode_fields__),
+        if before is None and after is None:
+            return old
+        shown = before if before is not None else after
+        assert shown is not None
+        declared = type(shown)
+        changes = status_changes(_builtins(before), _builtins(after),
+                                 known=frozenset(declared.__struct_encode_fields__),
                                  equal=equal)
         if not changes:
             return old
@@ -150,6 +160,26 @@ class TypedClient:
             body["metadata"] = {"resourceVersion": old.metadata.resource_version}
         return self._decoded(old, self.raw.patch(resource, name, body, namespace,
                                                  patch_type="merge", subresource="status"))
+
+    def add_finalizer(self, obj: T, name: str) -> T:
+        """``obj`` with ``name`` in its finalizers, written (module docstring)."""
+        current = list(obj.metadata.finalizers)
+        return obj if name in current else self._set_finalizers(obj, [*current, name])
+
+    def remove_finalizer(self, obj: T, name: str) -> T:
+        """``obj`` without ``name`` in its finalizers, written (module docstring)."""
+        current = list(obj.metadata.finalizers)
+        return (obj if name not in current
+                else self._set_finalizers(obj, [f for f in current if f != name]))
+
+    def _set_finalizers(self, obj: T, finalizers: builtins.list[str]) -> T:
+        resource, name, namespace = _where(obj)
+        if not obj.metadata.resource_version:
+            raise ValueError("the object has no metadata.resourceVersion: read it first")
+        body: Raw = {"metadata": {"finalizers": finalizers,
+                                  "resourceVersion": obj.metadata.resource_version}}
+        return self._decoded(obj, self.raw.patch(resource, name, body, namespace,
+                                                 patch_type="merge"))
 
     @overload
     def delete(self, obj: T, /, **kwargs: Unpack[DeleteArgs]) -> T | None: ...
@@ -178,8 +208,16 @@ class TypedClient:
         return decode(type(like), answer)
 
 
-def _status_of(obj: Object) -> Struct:
+def _status_of(obj: Object) -> Struct | None:
+    """``obj.status`` (None when an optional status is unset)."""
+    if "status" not in type(obj).__struct_fields__:
+        raise TypeError(f"{type(obj).__name__} declares no status")
     status = getattr(obj, "status", None)
-    if not isinstance(status, Struct):
-        raise TypeError(f"{type(obj).__name__} declares no typed status")
+    if status is not None and not isinstance(status, Struct):
+        raise TypeError(f"{type(obj).__name__}'s status is not a Struct")
     return status
+
+
+def _builtins(status: Struct | None) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(status) if status is not None else {}
+    return out

@@ -28,8 +28,22 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["annotations", "controller_of", "format_micro_time", "format_time", "generation",
-           "labels", "name", "namespace", "parse_micro_time", "resource_version", "uid"]
+__all__ = [
+    "annotations",
+    "api_version",
+    "controller_of",
+    "finalizers",
+    "format_micro_time",
+    "format_time",
+    "generation",
+    "kind",
+    "labels",
+    "name",
+    "namespace",
+    "parse_micro_time",
+    "resource_version",
+    "uid",
+]
 
 _EMPTY: Mapping[str, str] = {}
 
@@ -59,6 +73,27 @@ def uid(obj: object) -> str:
 def resource_version(obj: object) -> str:
     """``metadata.resourceVersion`` ("" when unset)."""
     return str(_field(obj, "resourceVersion", "resource_version") or "")
+
+
+def api_version(obj: object) -> str:
+    """``apiVersion`` (a typed object's class gives it when the field is unset)."""
+    if isinstance(obj, Mapping):
+        return str(obj.get("apiVersion") or "")
+    info = getattr(type(obj), "__kind__", None)
+    return str(getattr(obj, "api_version", "") or getattr(info, "api_version", ""))
+
+
+def kind(obj: object) -> str:
+    """``kind`` (a typed object's class gives it when the field is unset)."""
+    if isinstance(obj, Mapping):
+        return str(obj.get("kind") or "")
+    info = getattr(type(obj), "__kind__", None)
+    return str(getattr(obj, "kind", "") or getattr(info, "kind", ""))
+
+
+def finalizers(obj: object) -> list[str]:
+    """A copy of ``metadata.finalizers`` (empty when unset)."""
+    return list(_field(obj, "finalizers", "finalizers") or ())
 
 
 def generation(obj: object) -> int | None:
