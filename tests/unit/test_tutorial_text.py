@@ -1,6 +1,6 @@
 """docs/TUTORIAL.md shows the real code and the real numbers: every Python block is copied
-verbatim from examples/website or its unit test, the pyctrl column counts those files, and every step is a
-block tests/integration/test_tutorial.py runs."""
+verbatim from examples/website or its unit test, the pyctrl column counts those files, and
+every step is a block tests/integration/test_tutorial.py runs."""
 
 from __future__ import annotations
 
