@@ -13,6 +13,7 @@ import pyctrl
 from pyctrl import api
 from pyctrl.errors import AlreadyOwned, Conflict, NotFound
 from pyctrl.kube import Resource
+from pyctrl.kube.forwarding import ForwardingClient
 from pyctrl.testing import FakeClient, FakeClock
 
 
@@ -100,6 +101,9 @@ def test_reads_decode_the_response_bytes_when_the_client_hands_them_out() -> Non
     assert client.get(Widget, "w", "ns") == created
     assert client.list(Widget, "ns", label_selector="") == [created]
     assert fake.raw_reads == 2
+    # Through a wrapper (the leader-fenced client is one), reads stay on the bytes path.
+    assert pyctrl.TypedClient(ForwardingClient(fake)).get(Widget, "w", "ns") == created
+    assert fake.raw_reads == 3
 
 
 def test_apply_sends_only_the_fields_set_and_explicit_false_and_zero(fake: FakeClient) -> None:
