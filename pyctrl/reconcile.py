@@ -46,7 +46,6 @@ from typing import Any, NamedTuple, Protocol, TypeVar, cast
 from pyctrl.cache.keys import split_meta_namespace_key
 from pyctrl.errors import NotFound, TerminalError
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Object
 
 __all__ = [
     "FuncReconciler",
@@ -86,7 +85,7 @@ class Request(NamedTuple):
         return cls(namespace, name)
 
     @classmethod
-    def from_object(cls, obj: Object | Any) -> Request:
+    def from_object(cls, obj: object) -> Request:
         """The Request naming ``obj``, a raw dict or a typed object (KeyError when
         ``metadata.name`` is missing)."""
         name = meta.name(obj)

@@ -13,6 +13,8 @@ Contract:
   cache. It raises :class:`DecodeError` when a known field has the wrong type (the CRD's
   schema normally makes that impossible). Cost: a few microseconds for a CronJob-sized object
   (``python -m bench typed-read``); hot loops that read one field keep using the dict.
+* :func:`replace` (``msgspec.structs.replace``) is how a typed object is "changed": a new
+  object with some fields replaced (cached objects are shared; never change them).
 * :func:`encode` is the inverse for the declared fields: camelCase keys, fields equal to
   their defaults omitted, ``apiVersion``/``kind`` filled from the class.
 * :func:`status_changes` is the merge patch body for one status: the fields of ``new`` (an
