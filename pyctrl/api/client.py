@@ -24,7 +24,10 @@ Contract (controller-runtime's client, on :class:`pyctrl.api.Object` subclasses)
   fields in apply configurations do. A field whose default is ``0`` or ``False`` itself
   (``replicas: int = 1`` set to 1) is indistinguishable from unset and is not sent.
   ``resourceVersion`` is never sent (an apply is not a read-modify-write), nor an empty
-  ``status``.
+  ``status``. An object whose controller reference names another owner than the one the
+  stored object has is refused by the server (two controllers); that answer is raised as
+  :class:`pyctrl.errors.AlreadyOwned` naming the stored controller (one GET, on that error
+  only), so an apply never takes over another controller's object.
 * :meth:`patch_status` writes only what a reconciler changed in the status: the merge patch
   of ``old``'s encoded status to ``new``'s (:func:`pyctrl.api.status_changes`, with the
   ``equal`` hook, default "unset equals empty"), of the declared status fields only (fields
@@ -51,6 +54,7 @@ import msgspec
 from pyctrl.api.typed import Equal, decode, encode, resource_for, status_changes
 from pyctrl.api.typed import unset_equals_empty as _unset_equals_empty
 from pyctrl.api.types import Object, Struct
+from pyctrl.errors import AlreadyOwned, ApiError, Invalid
 from pyctrl.kube.interface import Client, PatchBody, RawGetter, RawLister
 from pyctrl.kube.interface import Object as Raw
 from pyctrl.kube.resource import Resource
@@ -137,9 +141,27 @@ class TypedClient:
         body["metadata"].pop("resourceVersion", None)
         if body.get("status") == {}:
             del body["status"]
-        return self._decoded(obj, self.raw.patch(
-            resource, name, body, namespace, patch_type="apply", field_manager=field_manager,
-            force=force))
+        try:
+            answer = self.raw.patch(resource, name, body, namespace, patch_type="apply",
+                                    field_manager=field_manager, force=force)
+        except Invalid as err:
+            if any(c.field == "metadata.ownerReferences" for c in err.causes):
+                self._refuse_stolen(obj, err)
+            raise
+        return self._decoded(obj, answer)
+
+    def _refuse_stolen(self, obj: T, err: Invalid) -> None:
+        """Raise AlreadyOwned when the stored ``obj`` has another controller than ``obj``."""
+        ours = next((r for r in obj.metadata.owner_references if r.controller), None)
+        if ours is None:
+            return
+        try:
+            stored = self.get(type(obj), obj.metadata.name, obj.metadata.namespace or None)
+        except ApiError:
+            return  # the Invalid answer stands
+        theirs = next((r for r in stored.metadata.owner_references if r.controller), None)
+        if theirs is not None and theirs.uid != ours.uid:
+            raise AlreadyOwned(obj.metadata.name, encode(theirs)) from err
 
     def patch_status(self, old: T, new: T, *, equal: Equal = _unset_equals_empty) -> T:
         """Write what changed between ``old``'s status and ``new``'s (module docstring)."""

@@ -53,3 +53,27 @@ def test_typed_client_end_to_end(client: RESTClient, namespace: str) -> None:
     assert typed.get(Website, "typed", namespace).status.observed_generation == 1
     typed.delete(Deployment, "typed", namespace)
     typed.delete(written)
+
+
+def test_apply_of_a_child_another_controller_owns_raises_already_owned(
+        client: RESTClient, namespace: str) -> None:
+    typed = pyctrl.TypedClient(client)
+    first, second = (typed.create(Website(
+        metadata=api.ObjectMeta(name=name, namespace=namespace),
+        spec=WebsiteSpec(image="nginx"))) for name in ("first", "second"))
+
+    def child(owner: Website) -> Deployment:
+        labels = {"app": "shared"}
+        return pyctrl.set_controller_reference(owner, Deployment(
+            metadata=api.ObjectMeta(name="shared", namespace=namespace),
+            spec=DeploymentSpec(selector=LabelSelector(match_labels=labels),
+                                template=PodTemplateSpec(
+                                    metadata=api.ObjectMeta(labels=labels),
+                                    spec=PodSpec(containers=[Container(name="web",
+                                                                       image="nginx")])))))
+
+    typed.apply(child(first), "first", force=True)
+    with pytest.raises(pyctrl.AlreadyOwned, match="already controlled by Website 'first'"):
+        typed.apply(child(second), "second", force=True)
+    (ref,) = typed.get(Deployment, "shared", namespace).metadata.owner_references
+    assert ref.uid == first.metadata.uid  # not stolen

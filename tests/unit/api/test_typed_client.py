@@ -186,3 +186,21 @@ def test_another_controller_s_child_is_refused_typed_and_raw(fake: FakeClient) -
     pyctrl.set_controller_reference(first, raw)  # a typed owner of a raw child
     with pytest.raises(pyctrl.AlreadyOwned):
         pyctrl.set_controller_reference(second, raw)
+
+
+def test_apply_never_takes_over_another_controller_s_child(fake: FakeClient) -> None:
+    client = pyctrl.TypedClient(fake)
+    first, second = client.create(widget("first")), client.create(widget("second"))
+
+    def child(owner: Widget) -> ConfigMap:
+        return pyctrl.set_controller_reference(
+            owner, ConfigMap(metadata=api.ObjectMeta(name="c", namespace="ns")))
+
+    client.apply(child(first), "first", force=True)
+    with pytest.raises(AlreadyOwned, match="already controlled by Widget 'first'"):
+        client.apply(child(second), "second", force=True)
+    (ref,) = client.get(ConfigMap, "c", "ns").metadata.owner_references
+    assert ref.uid == first.metadata.uid
+    # The same owner applying again keeps its one reference.
+    again = client.apply(api.replace(child(first), data={"k": "v"}), "first", force=True)
+    assert again.metadata.owner_references == [ref] and again.data == {"k": "v"}
