@@ -366,7 +366,7 @@ class _Module:
         lines = ["", ""]
         if kind is not None:
             api_version = MODULE_API_VERSION[self.name]
-            extra = "" if kind["status"] else ", status_subresource=False"
+            extra = ", builtin=True" + ("" if kind["status"] else ", status_subresource=False")
             decorator = (f'@kind("{api_version}", "{cls}", plural="{kind["plural"]}", '
                          f'scope="{kind["scope"]}"{extra})')
             if len(decorator) > LINE:

@@ -42,6 +42,9 @@ Contract:
   end) requeue the key, are logged and end that worker. Every log line emitted during one
   reconcile carries ``controller``, ``key`` (``str(request)``) and a fresh ``reconcile_id``
   (structlog contextvars).
+* A reconciler whose ``reconcile`` is a coroutine function is refused by the constructor
+  (TypeError); each worker's reconciles see the ``stop`` Event as
+  :func:`pyctrl.reconcile.stopping` (see :mod:`pyctrl.reconcile`).
 * Liveness: :meth:`check` (a health check, ``fn() -> str | None``; the Manager registers it
   under ``/healthz``) fails once any worker thread has ended while the controller should be
   running (workers started, ``stop`` not set): a worker that died of a bug in the loop, or of
@@ -78,7 +81,7 @@ from pyctrl._errorlog import ErrorLog
 from pyctrl.availability import OutageGate
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import NotLeader, TerminalError
-from pyctrl.reconcile import Reconciler, Result, TypedReconciler
+from pyctrl.reconcile import _STOP, Reconciler, Result, TypedReconciler, refuse_coroutine
 from pyctrl.serving.metrics import per_registry
 from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
 
@@ -199,6 +202,7 @@ class Controller(Generic[RequestT]):
             raise ValueError("a controller needs at least one worker")
         if queue is not None and rate_limiter is not None:
             raise ValueError("pass either queue or rate_limiter, not both")
+        refuse_coroutine(reconciler.reconcile)
         self.name = name
         self.reconciler = reconciler
         self._run: TypedReconciler[RequestT] = reconciler
@@ -286,6 +290,7 @@ class Controller(Generic[RequestT]):
             bound.info("all workers finished")
 
     def _worker(self, stop: threading.Event) -> None:
+        _STOP.set(stop)  # pyctrl.stopping() in this worker's reconciles
         try:
             self._work(stop)
         except BaseException as err:  # a worker never dies silently

@@ -11,9 +11,12 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 * :func:`owner_reference` builds a controller reference to ``owner`` (which needs
   ``apiVersion``, ``kind``, ``metadata.name`` and ``metadata.uid``: objects read from the
   cache carry apiVersion/kind, see :class:`pyctrl.cache.SharedInformerFactory`).
-* :func:`set_controller_reference` makes ``owner`` the controller of ``obj`` **in place**
-  (pass a copy, never a cached object): a reference to the same owner (same API group, kind
-  and name) is replaced, otherwise one is appended. It raises :class:`AlreadyOwnedError` when
+* :func:`set_controller_reference` makes ``owner`` the controller of ``obj``: a reference to
+  the same owner (same API group, kind and name) is replaced, otherwise one is appended. A
+  typed ``obj`` (a :class:`pyctrl.api.Object`; typed objects may be shared with a cache and
+  are not changed) gives a **new** object, returned; a raw dict is changed **in place** (pass
+  a copy, never a cached object) and None is returned. The owner may be typed or raw either
+  way. It raises :class:`pyctrl.errors.AlreadyOwned` (also importable from here) when
   another object already controls ``obj``, and ValueError when the owner can not own it (a
   namespaced owner of a cluster-scoped object, or one in another namespace: the garbage
   collector would delete the object).
@@ -22,13 +25,18 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
+from pyctrl.api.typed import encode, replace
+from pyctrl.api.types import Object as Kind
+from pyctrl.api.types import OwnerReference
+from pyctrl.errors import AlreadyOwned
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Object
 from pyctrl.kube.meta import controller_of
 
 __all__ = [
-    "AlreadyOwnedError",
+    "AlreadyOwned",
     "controller_of",
     "is_controlled_by",
     "owner_reference",
@@ -36,13 +44,8 @@ __all__ = [
 ]
 
 
-class AlreadyOwnedError(ValueError):
-    """The object already has a different controller (owner reference with controller=true)."""
-
-
-def _meta(obj: Object) -> dict[str, Any]:
-    md: dict[str, Any] = obj.get("metadata") or {}
-    return md
+K = TypeVar("K", bound=Kind)
+AnyObject = Object | Kind
 
 
 def _group(api_version: object) -> str:
@@ -50,21 +53,22 @@ def _group(api_version: object) -> str:
     return text.rpartition("/")[0] if "/" in text else ""
 
 
-def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any] | str) -> bool:
+def is_controlled_by(obj: AnyObject, owner: AnyObject | str) -> bool:
     """True when ``owner`` (an object, or its uid) is ``obj``'s controller, by uid."""
-    uid = owner if isinstance(owner, str) else (owner.get("metadata") or {}).get("uid")
+    uid = owner if isinstance(owner, str) else meta.uid(owner)
     if not uid:
         return False
-    ref = controller_of(obj)
+    ref = controller_of(obj) if isinstance(obj, Mapping) else _typed_controller(obj)
     return ref is not None and ref.get("uid") == uid
 
 
-def owner_reference(owner: Object, *, controller: bool = True,
+def owner_reference(owner: AnyObject, *, controller: bool = True,
                     block_owner_deletion: bool = True) -> dict[str, Any]:
-    """An owner reference to ``owner`` (ValueError if it lacks apiVersion/kind/name/uid)."""
-    md = _meta(owner)
-    ref = {"apiVersion": owner.get("apiVersion"), "kind": owner.get("kind"),
-           "name": md.get("name"), "uid": md.get("uid")}
+    """An owner reference to ``owner`` (ValueError if it lacks apiVersion/kind/name/uid; a
+    typed owner's apiVersion and kind come from its class when unset)."""
+    head = encode(owner) if isinstance(owner, Kind) else owner
+    ref = {"apiVersion": head.get("apiVersion"), "kind": head.get("kind"),
+           "name": meta.name(owner), "uid": meta.uid(owner)}
     missing = [k for k, v in ref.items() if not v]
     if missing:
         raise ValueError(f"owner lacks {', '.join(missing)}: can not reference it")
@@ -73,18 +77,33 @@ def owner_reference(owner: Object, *, controller: bool = True,
     return ref
 
 
+def _typed_controller(obj: Kind) -> dict[str, Any] | None:
+    for ref in obj.metadata.owner_references:
+        if ref.controller:
+            return encode(ref)
+    return None
+
+
 def _same_object(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return (_group(a.get("apiVersion")) == _group(b.get("apiVersion"))
             and a.get("kind") == b.get("kind") and a.get("name") == b.get("name"))
 
 
-def set_controller_reference(owner: Object, obj: Object, *,
-                             block_owner_deletion: bool = True) -> None:
-    """Make ``owner`` the controller of ``obj`` in place (see module docstring)."""
+@overload
+def set_controller_reference(owner: AnyObject, obj: K, *,
+                             block_owner_deletion: bool = True) -> K: ...
+
+
+@overload
+def set_controller_reference(owner: AnyObject, obj: Object, *,
+                             block_owner_deletion: bool = True) -> None: ...
+
+
+def set_controller_reference(owner: AnyObject, obj: Object | K, *,
+                             block_owner_deletion: bool = True) -> K | None:
+    """Make ``owner`` the controller of ``obj`` (see module docstring)."""
     ref = owner_reference(owner, block_owner_deletion=block_owner_deletion)
-    owner_ns = _meta(owner).get("namespace") or ""
-    md = obj.setdefault("metadata", {})
-    obj_ns = md.get("namespace") or ""
+    owner_ns, obj_ns = meta.namespace(owner), meta.namespace(obj)
     if owner_ns:
         if not obj_ns:
             raise ValueError(f"namespaced owner {owner_ns}/{ref['name']} can not own a "
@@ -92,16 +111,33 @@ def set_controller_reference(owner: Object, obj: Object, *,
         if obj_ns != owner_ns:
             raise ValueError(f"owner {owner_ns}/{ref['name']} is in another namespace than "
                              f"the object ({obj_ns})")
-    current = controller_of(obj)
-    if current is not None and not _same_object(current, ref):
-        raise AlreadyOwnedError(
-            f"{md.get('name')!r} is already controlled by {current.get('kind')} "
-            f"{current.get('name')!r}")
-    refs: list[dict[str, Any]] = list(md.get("ownerReferences") or [])
-    for i, existing in enumerate(refs):
+    if isinstance(obj, Kind):
+        refs = [encode(r) for r in obj.metadata.owner_references]
+        new = [OwnerReference(api_version=r["apiVersion"], kind=r["kind"], name=r["name"],
+                              uid=r["uid"], controller=True,
+                              block_owner_deletion=block_owner_deletion)
+               if _same_object(r, ref) else old
+               for r, old in zip(refs, obj.metadata.owner_references, strict=True)]
+        _check_controller(meta.name(obj), refs, ref)
+        if not any(_same_object(r, ref) for r in refs):
+            new.append(OwnerReference(api_version=ref["apiVersion"], kind=ref["kind"],
+                                      name=ref["name"], uid=ref["uid"], controller=True,
+                                      block_owner_deletion=block_owner_deletion))
+        return replace(obj, metadata=replace(obj.metadata, owner_references=new))
+    md = obj.setdefault("metadata", {})
+    current: list[dict[str, Any]] = list(md.get("ownerReferences") or [])
+    _check_controller(meta.name(obj), current, ref)
+    for i, existing in enumerate(current):
         if _same_object(existing, ref):
-            refs[i] = ref
+            current[i] = ref
             break
     else:
-        refs.append(ref)
-    md["ownerReferences"] = refs
+        current.append(ref)
+    md["ownerReferences"] = current
+    return None
+
+
+def _check_controller(name: str, refs: list[dict[str, Any]], ref: dict[str, Any]) -> None:
+    current = controller_of({"metadata": {"ownerReferences": refs}})
+    if current is not None and not _same_object(current, ref):
+        raise AlreadyOwned(name, current)

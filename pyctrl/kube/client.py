@@ -298,6 +298,12 @@ class RESTClient:
         ns = self._scope(resource, namespace)
         return self._call("GET", self._path(resource, ns, name))
 
+    def get_raw(self, resource: Resource, name: str, namespace: str | None = None) -> bytes:
+        """:meth:`get`, but the undecoded JSON body (a typed client decodes it straight into
+        its class; errors are raised as by ``get``)."""
+        ns = self._scope(resource, namespace)
+        return self._request("GET", self._path(resource, ns, name))
+
     def list(self, resource: Resource, namespace: str | None = None, *,
              options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:
         return decode_object(self.list_raw(resource, namespace, options=options, **kwargs))

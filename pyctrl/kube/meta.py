@@ -14,17 +14,104 @@ microseconds). Both take an aware datetime in any zone (a naive one is read as l
 ``datetime.astimezone`` does). :func:`parse_micro_time` reads either form back (an aware
 datetime; a string without an offset is read as UTC), None for a missing or malformed value.
 
+Accessors for a raw dict and a typed object alike (a :class:`pyctrl.api.Object`, read by
+duck typing: its ``metadata`` attribute with snake_case fields): :func:`name`,
+:func:`namespace`, :func:`uid`, :func:`resource_version`, :func:`generation` (None when
+unset), :func:`labels` and :func:`annotations` (an empty mapping when unset). They only read.
+
 It lives in ``pyctrl.kube`` (the lowest layer) so ``pyctrl.cache`` (the controller-UID index),
 the handlers and :mod:`pyctrl.ownerrefs` (the public helper) all use it.
 """
 
-from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["controller_of", "format_micro_time", "format_time", "parse_micro_time"]
+__all__ = [
+    "annotations",
+    "api_version",
+    "controller_of",
+    "finalizers",
+    "format_micro_time",
+    "format_time",
+    "generation",
+    "kind",
+    "labels",
+    "name",
+    "namespace",
+    "parse_micro_time",
+    "resource_version",
+    "uid",
+]
+
+_EMPTY: Mapping[str, str] = {}
+
+
+def _field(obj: object, key: str, attr: str) -> Any:
+    if isinstance(obj, Mapping):
+        md = obj.get("metadata")
+        return md.get(key) if isinstance(md, Mapping) else None
+    return getattr(getattr(obj, "metadata", None), attr, None)
+
+
+def name(obj: object) -> str:
+    """``metadata.name`` ("" when unset)."""
+    return str(_field(obj, "name", "name") or "")
+
+
+def namespace(obj: object) -> str:
+    """``metadata.namespace`` ("" when unset or cluster-scoped)."""
+    return str(_field(obj, "namespace", "namespace") or "")
+
+
+def uid(obj: object) -> str:
+    """``metadata.uid`` ("" when unset)."""
+    return str(_field(obj, "uid", "uid") or "")
+
+
+def resource_version(obj: object) -> str:
+    """``metadata.resourceVersion`` ("" when unset)."""
+    return str(_field(obj, "resourceVersion", "resource_version") or "")
+
+
+def api_version(obj: object) -> str:
+    """``apiVersion`` (a typed object's class gives it when the field is unset)."""
+    if isinstance(obj, Mapping):
+        return str(obj.get("apiVersion") or "")
+    info = getattr(type(obj), "__kind__", None)
+    return str(getattr(obj, "api_version", "") or getattr(info, "api_version", ""))
+
+
+def kind(obj: object) -> str:
+    """``kind`` (a typed object's class gives it when the field is unset)."""
+    if isinstance(obj, Mapping):
+        return str(obj.get("kind") or "")
+    info = getattr(type(obj), "__kind__", None)
+    return str(getattr(obj, "kind", "") or getattr(info, "kind", ""))
+
+
+def finalizers(obj: object) -> list[str]:
+    """A copy of ``metadata.finalizers`` (empty when unset)."""
+    return list(_field(obj, "finalizers", "finalizers") or ())
+
+
+def generation(obj: object) -> int | None:
+    """``metadata.generation``, None when unset (a typed object's 0 is unset)."""
+    value = _field(obj, "generation", "generation")
+    return value if isinstance(value, int) and value else None
+
+
+def labels(obj: object) -> Mapping[str, str]:
+    """``metadata.labels`` (empty when unset)."""
+    value = _field(obj, "labels", "labels")
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def annotations(obj: object) -> Mapping[str, str]:
+    """``metadata.annotations`` (empty when unset)."""
+    value = _field(obj, "annotations", "annotations")
+    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def format_time(when: datetime) -> str:

@@ -315,10 +315,11 @@ class LeaderElector:
         regain = self.config.regain_after_fence
         with self._cond:
             while not self._watchdog_stop:
+                now = self._clock.monotonic()  # (read first: a FakeClock wait needs it)
                 if self._fenced:  # regain mode: wait until _regain lifts the fence
                     self._clock.wait(self._cond, None)
                     continue
-                remaining = self._last_renew + self.config.renew_deadline - self._clock.monotonic()
+                remaining = self._last_renew + self.config.renew_deadline - now
                 if remaining <= 0:
                     self._fenced = True
                     self._leading = False

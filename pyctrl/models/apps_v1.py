@@ -118,7 +118,7 @@ class DaemonSetStatus(Struct, kw_only=True, gc=False):
     """The total number of nodes that are running updated daemon pod"""
 
 
-@kind("apps/v1", "DaemonSet", plural="daemonsets", scope="Namespaced")
+@kind("apps/v1", "DaemonSet", plural="daemonsets", scope="Namespaced", builtin=True)
 class DaemonSet(Object, kw_only=True, gc=False):
     """DaemonSet represents the configuration of a daemon set."""
 
@@ -208,7 +208,7 @@ class DeploymentStatus(Struct, kw_only=True, gc=False):
     """
 
 
-@kind("apps/v1", "Deployment", plural="deployments", scope="Namespaced")
+@kind("apps/v1", "Deployment", plural="deployments", scope="Namespaced", builtin=True)
 class Deployment(Object, kw_only=True, gc=False):
     """Deployment enables declarative updates for Pods and ReplicaSets."""
 
@@ -268,7 +268,7 @@ class ReplicaSetStatus(Struct, kw_only=True, gc=False):
     """The number of terminating pods for this replica set."""
 
 
-@kind("apps/v1", "ReplicaSet", plural="replicasets", scope="Namespaced")
+@kind("apps/v1", "ReplicaSet", plural="replicasets", scope="Namespaced", builtin=True)
 class ReplicaSet(Object, kw_only=True, gc=False):
     """ReplicaSet ensures that a specified number of pod replicas are running at any given time."""
 
@@ -387,7 +387,7 @@ class StatefulSetStatus(Struct, kw_only=True, gc=False):
     """
 
 
-@kind("apps/v1", "StatefulSet", plural="statefulsets", scope="Namespaced")
+@kind("apps/v1", "StatefulSet", plural="statefulsets", scope="Namespaced", builtin=True)
 class StatefulSet(Object, kw_only=True, gc=False):
     """StatefulSet represents a set of pods with consistent identities."""
 

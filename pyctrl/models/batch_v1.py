@@ -150,7 +150,7 @@ class CronJobStatus(Struct, kw_only=True, gc=False):
     """Information when was the last time the job successfully completed."""
 
 
-@kind("batch/v1", "CronJob", plural="cronjobs", scope="Namespaced")
+@kind("batch/v1", "CronJob", plural="cronjobs", scope="Namespaced", builtin=True)
 class CronJob(Object, kw_only=True, gc=False):
     """CronJob represents the configuration of a single cron job."""
 
@@ -208,7 +208,7 @@ class JobStatus(Struct, kw_only=True, gc=False):
     """
 
 
-@kind("batch/v1", "Job", plural="jobs", scope="Namespaced")
+@kind("batch/v1", "Job", plural="jobs", scope="Namespaced", builtin=True)
 class Job(Object, kw_only=True, gc=False):
     """Job represents the configuration of a single job."""
 

@@ -46,7 +46,7 @@ class LeaseSpec(Struct, kw_only=True, gc=False):
     """Strategy indicates the strategy for picking the leader for coordinated leader election."""
 
 
-@kind("coordination.k8s.io/v1", "Lease", plural="leases", scope="Namespaced",
+@kind("coordination.k8s.io/v1", "Lease", plural="leases", scope="Namespaced", builtin=True,
       status_subresource=False)
 class Lease(Object, kw_only=True, gc=False):
     """Lease defines a lease concept."""

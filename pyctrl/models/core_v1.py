@@ -183,7 +183,8 @@ __all__ = [
 ]
 
 
-@kind("v1", "ConfigMap", plural="configmaps", scope="Namespaced", status_subresource=False)
+@kind("v1", "ConfigMap", plural="configmaps", scope="Namespaced", builtin=True,
+      status_subresource=False)
 class ConfigMap(Object, kw_only=True, gc=False):
     """ConfigMap holds configuration data for pods to consume."""
 
@@ -239,7 +240,7 @@ class ObjectReference(Struct, kw_only=True, gc=False):
     """UID of the referent."""
 
 
-@kind("v1", "Event", plural="events", scope="Namespaced", status_subresource=False)
+@kind("v1", "Event", plural="events", scope="Namespaced", builtin=True, status_subresource=False)
 class Event(Object, kw_only=True, gc=False):
     """Event is a report of an event somewhere in the cluster."""
 
@@ -307,7 +308,7 @@ class NamespaceStatus(Struct, kw_only=True, gc=False):
     """Phase is the current lifecycle phase of the namespace."""
 
 
-@kind("v1", "Namespace", plural="namespaces", scope="Cluster")
+@kind("v1", "Namespace", plural="namespaces", scope="Cluster", builtin=True)
 class Namespace(Object, kw_only=True, gc=False):
     """Namespace provides a scope for Names."""
 
@@ -448,7 +449,7 @@ class NodeStatus(Struct, kw_only=True, gc=False):
     """List of attachable volumes in use (mounted) by the node."""
 
 
-@kind("v1", "Node", plural="nodes", scope="Cluster")
+@kind("v1", "Node", plural="nodes", scope="Cluster", builtin=True)
 class Node(Object, kw_only=True, gc=False):
     """Node is a worker node in Kubernetes."""
 
@@ -538,7 +539,8 @@ class PersistentVolumeClaimStatus(Struct, kw_only=True, gc=False):
     """phase represents the current phase of PersistentVolumeClaim."""
 
 
-@kind("v1", "PersistentVolumeClaim", plural="persistentvolumeclaims", scope="Namespaced")
+@kind("v1", "PersistentVolumeClaim", plural="persistentvolumeclaims", scope="Namespaced",
+      builtin=True)
 class PersistentVolumeClaim(Object, kw_only=True, gc=False):
     """PersistentVolumeClaim is a user's request for and claim to a persistent volume"""
 
@@ -780,7 +782,7 @@ class PodStatus(Struct, kw_only=True, gc=False):
     """RFC 3339 date and time at which the object was acknowledged by the Kubelet."""
 
 
-@kind("v1", "Pod", plural="pods", scope="Namespaced")
+@kind("v1", "Pod", plural="pods", scope="Namespaced", builtin=True)
 class Pod(Object, kw_only=True, gc=False):
     """Pod is a collection of containers that can run on a host."""
 
@@ -791,7 +793,7 @@ class Pod(Object, kw_only=True, gc=False):
     """Most recently observed status of the pod."""
 
 
-@kind("v1", "Secret", plural="secrets", scope="Namespaced", status_subresource=False)
+@kind("v1", "Secret", plural="secrets", scope="Namespaced", builtin=True, status_subresource=False)
 class Secret(Object, kw_only=True, gc=False):
     """Secret holds secret data of a certain type."""
 
@@ -912,7 +914,7 @@ class ServiceStatus(Struct, kw_only=True, gc=False):
     """LoadBalancer contains the current status of the load-balancer, if one is present."""
 
 
-@kind("v1", "Service", plural="services", scope="Namespaced")
+@kind("v1", "Service", plural="services", scope="Namespaced", builtin=True)
 class Service(Object, kw_only=True, gc=False):
     """Service is a named abstraction of software service (for example, mysql) consisting of
     local port (for example 3306) that the proxy listens on, and the selector that determines
@@ -926,7 +928,7 @@ class Service(Object, kw_only=True, gc=False):
     """Most recently observed status of the service."""
 
 
-@kind("v1", "ServiceAccount", plural="serviceaccounts", scope="Namespaced",
+@kind("v1", "ServiceAccount", plural="serviceaccounts", scope="Namespaced", builtin=True,
       status_subresource=False)
 class ServiceAccount(Object, kw_only=True, gc=False):
     """ServiceAccount binds together: * a name, understood by users, and perhaps by peripheral

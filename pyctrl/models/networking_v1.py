@@ -59,7 +59,7 @@ class IngressStatus(Struct, kw_only=True, gc=False):
     """loadBalancer contains the current status of the load-balancer."""
 
 
-@kind("networking.k8s.io/v1", "Ingress", plural="ingresses", scope="Namespaced")
+@kind("networking.k8s.io/v1", "Ingress", plural="ingresses", scope="Namespaced", builtin=True)
 class Ingress(Object, kw_only=True, gc=False):
     """Ingress is a collection of rules that allow inbound connections to reach the endpoints
     defined by a backend.

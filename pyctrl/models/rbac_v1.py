@@ -25,7 +25,7 @@ __all__ = [
 
 
 @kind("rbac.authorization.k8s.io/v1", "ClusterRole", plural="clusterroles", scope="Cluster",
-      status_subresource=False)
+      builtin=True, status_subresource=False)
 class ClusterRole(Object, kw_only=True, gc=False):
     """ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as
     a unit by a RoleBinding or ClusterRoleBinding.
@@ -54,7 +54,7 @@ class RoleRef(Struct, kw_only=True, gc=False):
 
 
 @kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", plural="clusterrolebindings",
-      scope="Cluster", status_subresource=False)
+      scope="Cluster", builtin=True, status_subresource=False)
 class ClusterRoleBinding(Object, kw_only=True, gc=False):
     """ClusterRoleBinding references a ClusterRole, but not contain it."""
 
@@ -65,7 +65,7 @@ class ClusterRoleBinding(Object, kw_only=True, gc=False):
     """Subjects holds references to the objects the role applies to."""
 
 
-@kind("rbac.authorization.k8s.io/v1", "Role", plural="roles", scope="Namespaced",
+@kind("rbac.authorization.k8s.io/v1", "Role", plural="roles", scope="Namespaced", builtin=True,
       status_subresource=False)
 class Role(Object, kw_only=True, gc=False):
     """Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by
@@ -77,7 +77,7 @@ class Role(Object, kw_only=True, gc=False):
 
 
 @kind("rbac.authorization.k8s.io/v1", "RoleBinding", plural="rolebindings", scope="Namespaced",
-      status_subresource=False)
+      builtin=True, status_subresource=False)
 class RoleBinding(Object, kw_only=True, gc=False):
     """RoleBinding references a role, but does not contain it."""
 

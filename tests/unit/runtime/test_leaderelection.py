@@ -354,6 +354,7 @@ def test_regain_after_fence_steps_down_once_another_holder_is_seen(
     _step_until(clock, lambda: not leader.elector.holds_lease(), what="fenced")
     now = clock.now()
     store.record = LeaderElectionRecord("b", 15, now, now)  # b took over meanwhile
+    store.version += 1
     store.fail_with = None
     _step_until(clock, leader.probe.stopped.is_set, what="stepped down")
     leader.thread.join(5)
