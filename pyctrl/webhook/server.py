@@ -39,8 +39,9 @@ Contract:
   which the API server's client closes it itself) for its next request and serves at most
   ``max_requests_per_connection``; error answers close. Near ``max_connections`` no
   connection is kept, and a new client above a cap takes the slot of the longest idle kept
-  connection, so idle kept connections never keep a new client out (see
-  :mod:`pyctrl.frontend.server`).
+  connection, else of the connection whose request head has been incomplete longest
+  (counted in :attr:`evicted`), so neither idle nor slow connections, from any address,
+  keep out a client that sends its review promptly (see :mod:`pyctrl.frontend.server`).
 
 Deadlines are real time (they bound sockets), whatever Clock drives the certificate polling.
 """
@@ -181,6 +182,11 @@ class WebhookServer:
     def refused(self) -> int:
         """Connections closed at once because of ``max_connections`` or the per-peer cap."""
         return self._frontend.refused if self._frontend is not None else 0
+
+    @property
+    def evicted(self) -> int:
+        """Connections without a complete request head cut off to make room at a cap."""
+        return self._frontend.evicted if self._frontend is not None else 0
 
     def check(self) -> str | None:
         """A readiness check: None once listening with a loaded certificate."""
