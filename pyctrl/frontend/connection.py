@@ -48,6 +48,7 @@ import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
+from pyctrl.clock import RealClock
 from pyctrl.frontend.http import (
     Handler,
     Reply,
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = ["LINGER_SECONDS", "Conn"]
 
 LINGER_SECONDS = 1.0
+_REAL = RealClock()
 _READ = 64 * 1024
 
 
@@ -274,7 +276,8 @@ class Conn(asyncio.Protocol):
         self.transport.pause_reading()
         body = bytes(self._buf[:self._length])
         del self._buf[:self._length]  # what follows is the next request
-        self.server.submit(self, self._handler, Request(self._head, body, self.peer))
+        self.server.submit(self, self._handler,
+                           Request(self._head, body, self.peer, _REAL.monotonic()))
 
     def _next_request(self) -> None:
         """The kept answer is flushed: wait for the next request, or read the pipelined one."""

@@ -75,6 +75,7 @@ class Request:
     head: RequestHead
     body: bytes
     peer: str  # the client's address
+    received: float = 0.0  # monotonic seconds when the whole request was read
 
     @property
     def method(self) -> str:

@@ -43,26 +43,34 @@ Contract:
   (counted in :attr:`evicted`), so neither idle nor slow connections, from any address,
   keep out a client that sends its review promptly (see :mod:`pyctrl.frontend.server`).
 
+* Handlers run with the time left to answer (:func:`pyctrl.webhook.deadline.remaining`):
+  from the moment the review was read, the shorter of the API server's ``?timeout=`` and
+  the path's ``Admission.timeout_seconds``, less a margin for writing the answer.
+
 Deadlines are real time (they bound sockets), whatever Clock drives the certificate polling.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
+from urllib.parse import parse_qs
 
 import orjson
 import structlog
 
 from pyctrl.clock import Clock
+from pyctrl.duration import parse_duration
 from pyctrl.frontend import Frontend, FrontendConfig, Reply, Request, RequestHead, text
 from pyctrl.frontend import Handler as HTTPHandler
 from pyctrl.webhook.admission import ReviewError, ServedHandler, handle_review
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
 from pyctrl.webhook.configuration import Admission
+from pyctrl.webhook.deadline import ANSWER_MARGIN, review_deadline
 
 __all__ = ["CertificateError", "WebhookServer", "WebhookServerConfig"]
 
@@ -256,14 +264,27 @@ class WebhookServer:
             return text(404, "not found")
         return lambda request: self._handle(request, handler)
 
-    @staticmethod
-    def _handle(request: Request, handler: ServedHandler) -> Reply:
+    def _deadline(self, request: Request) -> float | None:
+        """When the answer to ``request`` must be written (:mod:`pyctrl.webhook.deadline`)."""
+        timeouts: list[float] = []
+        for value in parse_qs(request.head.query).get("timeout", [])[:1]:
+            with contextlib.suppress(ValueError):
+                timeouts.append(parse_duration(value))
+        admission = self._admission.get(request.path)
+        if admission is not None:
+            timeouts.append(float(admission.timeout_seconds))
+        if not timeouts or not request.received:
+            return None
+        return request.received + min(timeouts) - ANSWER_MARGIN
+
+    def _handle(self, request: Request, handler: ServedHandler) -> Reply:
         path, body = request.path, request.body
         try:
             review = orjson.loads(body)
             if not isinstance(review, dict):
                 raise ReviewError("the body is not a JSON object")
-            answer = orjson.dumps(handle_review(handler, cast(dict[str, object], review)))
+            with review_deadline(self._deadline(request)):
+                answer = orjson.dumps(handle_review(handler, cast(dict[str, object], review)))
         except (orjson.JSONDecodeError, ReviewError) as err:
             log.info("bad admission request", path=path, error=str(err))
             return text(400, str(err))
