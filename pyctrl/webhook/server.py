@@ -38,9 +38,9 @@ Contract:
   A kept connection waits at most ``idle_timeout_seconds`` (120 s, past the 90 s after
   which the API server's client closes it itself) for its next request and serves at most
   ``max_requests_per_connection``; error answers close. Near ``max_connections`` no
-  connection is kept, and a new client above a cap takes the slot of the longest idle kept
-  connection, else of the connection whose request head has been incomplete longest
-  (counted in :attr:`evicted`), so neither idle nor slow connections, from any address,
+  connection is kept, and a new client above a cap takes the slot of the connection whose
+  request head has been incomplete longest (counted in :attr:`evicted`), else of the
+  longest idle kept connection, so neither idle nor slow connections, from any address,
   keep out a client that sends its review promptly (see :mod:`pyctrl.frontend.server`).
 
 * Handlers run with the time left to answer (:func:`pyctrl.webhook.deadline.remaining`):

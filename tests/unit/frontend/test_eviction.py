@@ -73,26 +73,38 @@ def test_a_request_with_a_complete_head_is_never_taken(serve: Any) -> None:
             sock.close()
 
 
-def test_idle_kept_connections_go_before_slow_heads(serve: Any) -> None:
+def test_slow_heads_go_before_idle_kept_connections(serve: Any) -> None:
+    # A kept connection closed under the client races with its next request, which is not
+    # resent when it is a POST: the attacker's incomplete heads go first.
     server = serve(max_connections_per_peer=3, header_timeout_seconds=30.0)
     slow = _hold(server, 1, send=SLOW_HEAD)
     kept = client(server)
     kept.request("GET", "/ok")
     assert kept.getresponse().read() == b"ok"
     eventually(lambda: server.idle_connections() == 1, what="kept idle")
+    late: list[socket.socket] = []
     try:
-        more = _hold(server, 1)
-        eventually(lambda: server.accepted == 3, what="at the cap")
-        late = _hold(server, 1)  # at the cap: the idle kept one goes first
-        eventually(lambda: server.idle_closed == 1, what="the idle one closed")
-        assert server.evicted == 0 and not _closed(slow[0], 0.05)
-        late += _hold(server, 1)  # then the oldest slow head
-        eventually(lambda: server.evicted == 1, what="the slow head evicted")
-        assert _closed(slow[0], 2.0)
-        assert [_closed(c, 0.05) for c in more + late] == [False] * 3
+        for n in range(3):  # at the cap: each takes the oldest incomplete head
+            late += _hold(server, 1)
+            eventually(functools.partial(_accepted, server, n + 3), what="accepted in order")
+        assert server.evicted == 2 and server.idle_closed == 0
+        assert _closed(slow[0], 2.0) and _closed(late[0], 2.0)
+        kept.request("POST", "/echo", body=b"still")
+        assert kept.getresponse().read() == b"POST /echo? b'still'"
+        eventually(lambda: server.idle_connections() == 1, what="kept idle again")
+        late[1].sendall(b"GET /ok HTTP/1.1\r\n\r\n")  # its head done, late[2] is the last
+        eventually(lambda: server.idle_connections() == 2, what="late[1] kept")
+        late += _hold(server, 1)
+        eventually(lambda: server.evicted == 3, what="the last incomplete head taken")
+        late[3].sendall(b"GET /ok HTTP/1.1\r\n\r\n")
+        eventually(lambda: server.idle_connections() == 3, what="all three kept idle")
+        late += _hold(server, 1)  # no incomplete head left: the longest idle goes
+        eventually(lambda: server.idle_closed == 1, what="an idle kept one closed")
+        assert server.evicted == 3
+        assert [_closed(c, 0.05) for c in (late[1], late[3], late[4])] == [False] * 3
     finally:
         kept.close()
-        for sock in slow + more + late:
+        for sock in slow + late:
             sock.close()
 
 
