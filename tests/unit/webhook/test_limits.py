@@ -51,7 +51,7 @@ def _webhook_threads() -> list[str]:
 
 
 SERVING_THREADS = ["webhook-certwatcher", "webhook-loop", *(f"webhook-worker-{i}"
-                                                             for i in range(4))]
+                                                             for i in range(16))]
 
 
 def test_slow_loris_sending_headers_is_cut_off_at_the_deadline(
