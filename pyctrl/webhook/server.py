@@ -101,10 +101,7 @@ class WebhookServerConfig:
     max_header_bytes: int = 64 * 1024
     max_connections: int = 4096
     max_connections_per_peer: int = 512
-    # Reviews wait on I/O (a CronJob review's dry run waits up to 2 s on the API server):
-    # 12 reviews at once against a hung API server took up to 4.75 s with 4 workers (just
-    # inside the 5 s timeoutSeconds, thanks to the deadline), 2.1 s with 16.
-    workers: int = 16
+    workers: int = 16  # reviews wait on I/O (a dry run): docs/DESIGN.md, "deadlines"
     backlog: int = 1024
     cert_poll_seconds: float = 1.0
     shutdown_timeout_seconds: float = 3.0
