@@ -31,9 +31,8 @@ Contract:
   whatever number of idle or slow connections others (or the same address) hold: its
   connection is the newest, the last to go. Incomplete heads go before idle kept
   connections because closing a kept connection races with the client's next request on
-  it, which a client does not resend when it is a POST (Go's transport does not): measured
-  with 700 attacking connections from the reviews' own address, closing idle kept
-  connections first failed 29-41% of the kept-alive reviews (bench/README.md). Connections
+  it, which a client does not resend when it is a POST (Go's transport does not; the
+  measurement is in docs/DESIGN.md). Connections
   with a complete head (a body being read, a request being answered) are never taken. With
   nothing to take, the new connection is accepted and closed at once (counted in
   :attr:`refused`).
