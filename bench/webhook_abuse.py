@@ -12,7 +12,8 @@ process (see :mod:`bench.webhook_abuse_peers`): ``pyctrl`` (the project's Webhoo
 2. abuse: an attacker process opens ``--idle`` connections that never send a byte and
    ``--slowloris`` clients sending one byte a second (half inside the TLS ClientHello, half in
    the request head after a handshake), spread over ``--addresses`` source addresses
-   (127.0.0.2...), reopening whatever the server closes. Once all are open, the client sends
+   (127.0.0.2...; ``--addresses 0``: 127.0.0.1, the valid client's own address), reopening
+   whatever the server closes. Once all are open, the client sends
    valid reviews at ``--rate`` per second for ``--seconds``; reported: ``failures`` (an error
    or a status other than 200, each request with a ``--timeout`` s budget), latency p50/p99/max,
    the server's CPU per valid request during the attack (attack handling included), its RSS
@@ -27,6 +28,7 @@ pyctrl server, ``--pyctrl-root`` points at a checkout of it (a ``git worktree``)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -52,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle", type=int, default=1000, help="idle connections")
     parser.add_argument("--slowloris", type=int, default=500, help="slowloris clients")
     parser.add_argument("--addresses", type=int, default=16,
-                        help="source addresses the attack is spread over")
+                        help="source addresses the attack is spread over (0: the valid "
+                             "client's own address, 127.0.0.1)")
     parser.add_argument("--seconds", type=float, default=20.0, help="valid traffic under attack")
     parser.add_argument("--rate", type=float, default=50.0, help="valid reviews per second")
     parser.add_argument("--quiet-requests", type=int, default=500, help="reviews without attack")
@@ -191,6 +194,7 @@ def run_one(kind: str, args: argparse.Namespace, cert_dir: Path, ca_file: Path) 
     port = _free_port()
     root = args.pyctrl_root if kind == "pyctrl" else str(ROOT)
     server = _spawn_server(kind, cert_dir, port, root)
+    result: dict[str, Any] = {}
     try:
         _await_line(server, "ready")
         client = Client(port, ca_file, args.timeout)
@@ -227,7 +231,7 @@ def run_one(kind: str, args: argparse.Namespace, cert_dir: Path, ca_file: Path) 
         finally:
             counters = attacker.stop()
         attackers = max(1, args.idle + args.slowloris)
-        return {
+        result.update({
             "quiet": {**quiet.summary(),
                       "cpu_ms_per_request": 1000 * cpu_quiet / max(1, args.quiet_requests)},
             "abuse": {**abused.summary(),
@@ -235,9 +239,13 @@ def run_one(kind: str, args: argparse.Namespace, cert_dir: Path, ca_file: Path) 
                       "server_cpu_percent": 100 * cpu_abuse / wall,
                       "rss_kib_per_attacking_connection": (rss_attack - rss_quiet) / attackers,
                       "attacker": counters},
-        }
+        })
     finally:
-        _stop(server)
+        out = _stop(server).strip().splitlines()
+        if kind == "pyctrl" and out:
+            with contextlib.suppress(ValueError):
+                result["server_counters"] = json.loads(out[-1])
+    return result
 
 
 def run(args: argparse.Namespace) -> dict[str, object]:

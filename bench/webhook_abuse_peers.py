@@ -4,7 +4,8 @@ its own process so its CPU is its own (the attacker is :mod:`pyctrl.testing.abus
 ``python bench/webhook_abuse_peers.py KIND CERT_DIR PORT`` (run as a script, so that
 PYTHONPATH decides which ``pyctrl`` serves): serve the CronJob
 validating handler at ``/validate`` on 127.0.0.1:PORT over TLS until stdin closes; prints
-``ready`` once listening. KIND is ``pyctrl`` (:class:`pyctrl.webhook.WebhookServer`, from
+``ready`` once listening, and for ``pyctrl`` its connection counters (JSON) once stopped.
+KIND is ``pyctrl`` (:class:`pyctrl.webhook.WebhookServer`, from
 whatever ``pyctrl`` is on the path: point PYTHONPATH at an older tree to measure an older
 server), ``aiohttp`` (aiohttp.web; the certificate re-selected per handshake through an SNI
 callback on :class:`pyctrl.webhook.CertWatcher`) or ``uvicorn`` (uvicorn + h11 with a
@@ -42,7 +43,12 @@ def serve_pyctrl(cert_dir: str, port: int) -> None:
     server.start()
     print("ready", flush=True)
     _wait_stdin()
+    frontend = server._frontend
+    counters = {} if frontend is None else {
+        "accepted": frontend.accepted, "refused": frontend.refused,
+        "evicted": getattr(frontend, "evicted", None), "idle_closed": frontend.idle_closed}
     server.shutdown()
+    print(orjson.dumps(counters).decode(), flush=True)
 
 
 def _review_answer(body: bytes) -> tuple[int, bytes]:

@@ -22,17 +22,24 @@ Contract:
   webhook never blocks a user on its own trouble. The client bounds the time (the CLI gives it
   a :data:`~cronjob_controller.templatecheck.DRY_RUN_TIMEOUT_SECONDS` timeout and no retries).
   On UPDATE the dry run runs only when ``spec.jobTemplate`` changed (ratcheting, as above).
+  Every review answers within its deadline whatever the dry run does: the dry run runs on a
+  thread of its own (at most :data:`MAX_DRY_RUNS` at once) and is waited for at most
+  :data:`~cronjob_controller.templatecheck.DRY_RUN_TIMEOUT_SECONDS` and at most the time the
+  server says is left to answer (:func:`pyctrl.webhook.remaining`, less a margin); one not
+  answered by then, or not started for lack of time or of a thread, admits with the
+  warning above (a late answer is dropped).
   :data:`HANDLERS` is the pure pair, without a dry run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 from cronjob_controller.api import CRONJOBS, KIND, FieldError, default_patch
 from cronjob_controller.api import validate as validate_object
-from cronjob_controller.templatecheck import dry_run_job
+from cronjob_controller.templatecheck import DRY_RUN_TIMEOUT_SECONDS, Verdict, dry_run_job
 from pyctrl import Clock, Manager, RealClock
 from pyctrl import webhook as serving
 from pyctrl.kube import Client
@@ -45,11 +52,13 @@ from pyctrl.webhook import (
     denied,
     handle_review,
     patched,
+    remaining,
 )
 
 __all__ = [
     "ADMISSION",
     "HANDLERS",
+    "MAX_DRY_RUNS",
     "MUTATE_PATH",
     "VALIDATE_PATH",
     "ReviewError",
@@ -61,6 +70,11 @@ __all__ = [
     "validate",
     "validate_review",
 ]
+
+# Dry runs under way at once (each on a thread, bounded by the client's timeout); past it a
+# review admits without one rather than wait.
+MAX_DRY_RUNS = 32
+_DRY_RUN_MARGIN = 0.05  # seconds kept after a dry run's wait to build the answer
 
 VALIDATE_PATH = "/validate-batch-pyctrl-io-v1-cronjob"
 MUTATE_PATH = "/mutate-batch-pyctrl-io-v1-cronjob"
@@ -134,9 +148,42 @@ def _template_refused(name: str, message: str) -> AdmissionResponse:
                         "field": "spec.jobTemplate"}]})
 
 
+class _DryRuns:
+    """Dry runs on threads of their own, waited for within the review's deadline."""
+
+    def __init__(self) -> None:
+        self._slots = threading.BoundedSemaphore(MAX_DRY_RUNS)
+
+    def run(self, ask: Callable[[], Verdict]) -> Verdict:
+        left = remaining()
+        budget = DRY_RUN_TIMEOUT_SECONDS if left is None else min(
+            DRY_RUN_TIMEOUT_SECONDS, left - _DRY_RUN_MARGIN)
+        if budget <= 0:
+            return Verdict(None, "no time left before the review's deadline")
+        if not self._slots.acquire(blocking=False):
+            return Verdict(None, f"{MAX_DRY_RUNS} dry runs already under way")
+        done = threading.Event()
+        answer: list[Verdict] = []
+
+        def work() -> None:
+            try:
+                answer.append(ask())
+            except Exception as err:  # a bug or a transport failure: admit, as documented
+                answer.append(Verdict(None, f"{type(err).__name__}: {err}"))
+            finally:
+                self._slots.release()
+                done.set()
+
+        threading.Thread(target=work, name="webhook-dry-run", daemon=True).start()
+        if not done.wait(budget):
+            return Verdict(None, f"no answer within {budget:.1f}s")
+        return answer[0]
+
+
 def validate_with_dry_run(client: Client, clock: Clock | None = None) -> Handler:
     """:func:`validate`, then a dry-run create of the template's Job (module docstring)."""
     now = (clock or RealClock()).now
+    runs = _DryRuns()
 
     def handle(request: Mapping[str, object]) -> AdmissionResponse:
         response = validate(request)
@@ -149,7 +196,7 @@ def validate_with_dry_run(client: Client, clock: Clock | None = None) -> Handler
                 and _value_at(obj, "spec.jobTemplate") == _value_at(old, "spec.jobTemplate")):
             return response
         namespace = str(request.get("namespace") or _value_at(obj, "metadata.namespace") or "")
-        verdict = dry_run_job(client, obj, namespace, now())
+        verdict = runs.run(lambda: dry_run_job(client, obj, namespace, now()))
         if verdict.valid is False:
             name = str(_value_at(obj, "metadata.name")
                        or _value_at(obj, "metadata.generateName") or "")

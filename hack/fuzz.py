@@ -16,6 +16,11 @@ CPython 3.11 on Linux x86-64). Targets, each checking the contract its module st
   CronJob handlers) on the input as a body, or on a valid CronJob review with one subtree
   replaced by the input: an AdmissionReview or a clean 400 (``JSONDecodeError`` or
   ``ReviewError``).
+* ``request_head``: :func:`pyctrl.frontend.http.parse_head` and ``body_length`` on the input:
+  an RFC 9112 head that parses back the same once written out, or a 400 (the contract in
+  tests/unit/fuzz/test_fuzz_wire.py, whose driver this reuses).
+* ``response``: :func:`pyctrl.kube.response.read_response` on the input (the first byte picks
+  the read size and the method): a Response, or ProtocolError, DecodeError or NoAnswer.
 
 A crash (any other exception or a broken assertion) stops the run and libFuzzer writes the
 input to ``crash-<sha1>``; replay it with ``python hack/fuzz.py TARGET crash-<sha1>``. The
@@ -36,6 +41,7 @@ with atheris.instrument_imports(include=[
     "pyctrl.kube.chunked", "pyctrl.duration", "pyctrl.webhook.admission",
     "cronjob_controller.dialect", "cronjob_controller.cronmath", "cronjob_controller.webhook",
     "cronjob_controller.validation", "cronjob_controller.defaults",
+    "pyctrl.frontend.http", "pyctrl.kube.response",
 ]):
     import orjson
 
@@ -52,6 +58,7 @@ with atheris.instrument_imports(include=[
         _serve,
     )
     from tests.unit.fuzz.test_fuzz_chunked import decode
+    from tests.unit.fuzz.test_fuzz_wire import check_answer, check_head
 
 _AT = datetime(2026, 11, 26, 8, 30)
 
@@ -109,8 +116,19 @@ def admission(data: bytes) -> None:
         _check_answer(_serve(handler, orjson.dumps(_envelope(request))), "u-1")
 
 
+def request_head(data: bytes) -> None:
+    check_head(data)
+
+
+def response(data: bytes) -> None:
+    if not data:
+        return
+    check_answer(data[1:], 1 + data[0] % 64, ("GET", "HEAD", "POST", "PUT")[data[0] >> 6])
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
-    "chunked": chunked, "cron": cron, "duration": duration, "admission": admission}
+    "chunked": chunked, "cron": cron, "duration": duration, "admission": admission,
+    "request_head": request_head, "response": response}
 
 
 def main() -> None:

@@ -18,8 +18,9 @@ ValueError naming the field otherwise). There is one way to configure each thing
   HTTPS with ``cert_dir``'s tls.crt/tls.key (a self-signed certificate made in memory without
   one; ``cert_dir`` is ignored unless ``secure``) and checks every request with ``auth``
   (default: a :class:`pyctrl.serving.MetricsAuth`, TokenReview + SubjectAccessReview, on a
-  budget of its own: a client of its own limited to ``auth_qps`` (5) requests per second,
-  burst ``auth_burst`` (10), and reviews beyond that answered 429 at once; ``auth_qps <= 0``:
+  budget of its own: reviews of unknown tokens limited to ``auth_qps`` (5) per second,
+  burst ``auth_burst`` (10), beyond that answered 429 at once, tokens allowed before on a
+  small budget of their own; a client of its own limited to the sum; ``auth_qps <= 0``:
   no limit); ``runtime_metrics`` (True) adds the process, GC and platform collectors.
 * :class:`HealthOptions` (``ManagerOptions.health``): ``bind_address`` of /healthz and
   /readyz (``"0"``: off, the default).

@@ -79,6 +79,7 @@ from pyctrl.leaderelection import LeaderElectionConfig, LeaderElector
 from pyctrl.rbac import PolicyRule
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.serving import Check, Checks, MetricsAuth
+from pyctrl.serving.auth import KNOWN_BURST, KNOWN_QPS
 from pyctrl.serving.gcmetrics import register_runtime_collectors
 from pyctrl.serving.servers import ServerSet, server_factories
 
@@ -322,7 +323,10 @@ class Manager:
         """The default /metrics filter, on a client and review budget of its own: a flood of
         bearer tokens must not spend the controllers' API budget (pyctrl.serving.auth)."""
         m = self.options.metrics
-        client = self.client_with_budget(m.auth_qps, m.auth_burst,
+        # The client's own limit covers both review buckets (the shared one and the known
+        # tokens'), so a known scraper's review never waits behind the flood's.
+        qps = m.auth_qps + KNOWN_QPS if m.auth_qps > 0 else m.auth_qps
+        client = self.client_with_budget(qps, m.auth_burst + KNOWN_BURST,
                                          user_agent="pyctrl-metrics-auth", pool_maxsize=4)
         return MetricsAuth(client, clock=self.clock, review_qps=m.auth_qps,
                            review_burst=m.auth_burst)

@@ -15,6 +15,12 @@ Contract:
   (found by converting the stashed hub down and up again and comparing), while the fields
   the spoke holds come from the spoke (so edits made through the old version win). The
   annotation never appears on the hub, and only on a spoke that would lose something.
+  Whoever writes the spoke writes the annotation too, and the API server validates the
+  spoke's schema, not the hub's: every value restored from it is checked against the hub's
+  schema bounds (:func:`pyctrl.api.bounds.violations`: types, minimum/maximum, lengths,
+  patterns, item counts, enums, required fields, map-list keys; not CEL), and a violation
+  fails the conversion (:class:`ConversionError` naming the field), so a forged stash can
+  not store ``maxReplicas: -5`` or 17 routes where the hub allows 16.
 * :meth:`Conversion.handle_review` answers an ``apiextensions.k8s.io/v1`` ConversionReview
   (``pyctrl.webhook.ReviewHandler``): ``server.register("/convert", conversion)``. A failing
   conversion answers ``result.status: Failure`` with the error (the apiserver then fails the
@@ -33,8 +39,10 @@ from typing import Any, Generic, TypeVar
 import orjson
 import structlog
 
+from pyctrl.api.bounds import violations
 from pyctrl.api.crd import kind_info
-from pyctrl.api.typed import decode, encode
+from pyctrl.api.schema import object_schema
+from pyctrl.api.typed import DecodeError, decode, encode
 from pyctrl.api.types import Object
 from pyctrl.webhook.admission import ReviewError
 
@@ -71,6 +79,7 @@ class Conversion(Generic[H]):
         info = kind_info(hub)
         self.group, self.kind = info.group, info.kind
         self._spokes: dict[str, _Spoke] = {}
+        self._schema: Mapping[str, Any] | None = None  # the hub's, built at first need
 
     def spoke(self, cls: type[S], *, to_hub: Callable[[S], H],
               from_hub: Callable[[H], S]) -> None:
@@ -124,8 +133,26 @@ class Conversion(Generic[H]):
             raise ConversionError(f"bad {STASH_ANNOTATION} annotation: {err}") from None
         # What the spoke cannot hold: the differences between the stashed hub and the
         # stashed hub sent down to this spoke and back up.
-        round_trip = self._round_trip(spoke, obj, stashed)
-        return _restore(converted, stashed, round_trip)
+        if not isinstance(stashed, dict):
+            raise ConversionError(f"bad {STASH_ANNOTATION} annotation: not a JSON object")
+        try:
+            round_trip = self._round_trip(spoke, obj, stashed)
+        except DecodeError as err:  # the stash is not even of the hub's types
+            raise ConversionError(f"bad {STASH_ANNOTATION} annotation: {err}") from None
+        restored: list[tuple[str, Any]] = []
+        out = _restore(converted, stashed, round_trip, "", restored)
+        schema = self._hub_schema()
+        problems = [v for path, value in restored
+                    for v in violations(value, _node(schema, path), path)]
+        if problems:
+            raise ConversionError(f"bad {STASH_ANNOTATION} annotation: "
+                                  + "; ".join(problems[:5]))
+        return out
+
+    def _hub_schema(self) -> Mapping[str, Any]:
+        if self._schema is None:
+            self._schema = object_schema(self.hub)
+        return self._schema
 
     def _round_trip(self, spoke: _Spoke, obj: Mapping[str, Any], hub_body: Raw) -> Raw:
         hub_obj = decode(self.hub, _with_body(obj, self.hub_api_version, hub_body))
@@ -199,20 +226,37 @@ def _drop_empty_annotations(obj: Raw) -> None:
         del meta["annotations"]
 
 
-def _restore(converted: Raw, stashed: Raw, round_trip: Raw) -> Raw:
+def _restore(converted: Raw, stashed: Raw, round_trip: Raw, path: str,
+             restored: list[tuple[str, Any]]) -> Raw:
     """``converted`` with every path where ``round_trip`` differs from ``stashed`` set back
-    to the stashed value (removed when the stash did not have it)."""
+    to the stashed value (removed when the stash did not have it); each value set back is
+    added to ``restored`` with its path."""
     out = copy.deepcopy(converted)
     for key in set(stashed) | set(round_trip):
         want = stashed.get(key, _MISSING)
         got = round_trip.get(key, _MISSING)
         if want == got:
             continue
+        where = f"{path}.{key}" if path else str(key)
         if isinstance(want, dict) and isinstance(got, dict):
             base = out.get(key)
-            out[key] = _restore(base if isinstance(base, dict) else {}, want, got)
+            out[key] = _restore(base if isinstance(base, dict) else {}, want, got, where,
+                                restored)
         elif want is _MISSING:
             out.pop(key, None)
         else:
             out[key] = copy.deepcopy(want)
+            restored.append((where, want))
     return out
+
+
+def _node(schema: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    """The schema of the field at ``path`` (dotted names); {} (anything) when unknown."""
+    node: Any = schema
+    for name in path.split("."):
+        props = node.get("properties") or {}
+        extra = node.get("additionalProperties")
+        node = props.get(name, extra if isinstance(extra, Mapping) else None)
+        if not isinstance(node, Mapping):
+            return {}
+    return typing.cast(Mapping[str, Any], node)

@@ -6,19 +6,29 @@ Contract: :func:`main` parses ``argv`` and returns the exit code. Each command i
 parser and a function running it. Commands under ``gen`` are listed in
 :data:`GEN_COMMANDS`, top-level ones in :data:`COMMANDS`; a new command is one entry there
 (its module is imported only when that command runs, so ``--help`` stays fast). Errors the
-user can fix (an unimportable module, a type that cannot be a schema) print one line on
-stderr and exit 2; ``--check`` differences exit 1.
+user can fix print one line on stderr and exit 2, never a traceback: a module name that is
+not one, a module that is missing, does not compile or raises while it is imported
+(:func:`import_user_module`), a type that cannot be a schema or is nested past Python's
+recursion limit, an ``--out`` path that is a file where a directory is wanted or the other
+way round (:func:`write_text`), a ``--crd`` file that is not YAML or holds something other
+than CustomResourceDefinitions. ``--check`` differences exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["COMMANDS", "GEN_COMMANDS", "Command", "UsageError", "main"]
+__all__ = ["COMMANDS", "GEN_COMMANDS", "Command", "UsageError", "call_setup",
+           "import_user_module", "main", "read_old", "write_text"]
+
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 class UsageError(Exception):
@@ -56,6 +66,67 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+def import_user_module(name: str, spec: str) -> types.ModuleType:
+    """The user's module ``name`` (from the argument ``spec``), the current directory
+    importable as ``python -m`` makes it; every way it can fail is a :class:`UsageError`."""
+    if not _MODULE_NAME.fullmatch(name):
+        raise UsageError(f"{spec!r}: {name!r} is not a module name")
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # the user's project, as `python -m` would
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:
+        raise UsageError(f"cannot import {name!r}: {err}") from None
+    except SyntaxError as err:
+        raise UsageError(f"cannot import {name!r}: {err.filename}:{err.lineno}: "
+                         f"{err.msg}") from None
+    except RecursionError:
+        raise UsageError(f"cannot import {name!r}: nested past Python's recursion "
+                         "limit") from None
+    except Exception as err:
+        where = _user_frame(err)
+        raise UsageError(f"cannot import {name!r}: {type(err).__name__}: {err}"
+                         f"{f' (at {where})' if where else ''}") from None
+
+
+def _user_frame(err: BaseException) -> str:
+    """``file:line`` of the innermost frame of ``err``'s traceback."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
+
+
+def call_setup(setup: Callable[..., object], manager: object, spec: str) -> None:
+    """``setup(manager)`` for a generator; what it raises is a UsageError."""
+    try:
+        setup(manager)
+    except UsageError:
+        raise
+    except Exception as err:
+        where = _user_frame(err)
+        raise UsageError(f"{spec} raised {type(err).__name__}: {err}"
+                         f"{f' (at {where})' if where else ''}") from None
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, making its directory; a path that can not be written (a
+    file where a directory is wanted, a directory where a file is) is a UsageError."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as err:
+        raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def read_old(path: Path) -> str:
+    """The text at ``path`` ("" when missing); a directory there is a UsageError."""
+    try:
+        return path.read_text() if path.exists() else ""
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror or err}") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pyctrl",
                                      description="pyctrl's generators and tools")
@@ -81,4 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command.run(args)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except RecursionError:  # a user's type or document nested past the limit
+        print("error: the input is nested past Python's recursion limit", file=sys.stderr)
         return 2

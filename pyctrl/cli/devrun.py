@@ -18,7 +18,9 @@ Contract:
 * Ctrl-C (SIGINT) or SIGTERM stops it: the controllers get a 1 s graceful shutdown, then the
   local control plane is SIGKILLed (its data is throwaway) and its files removed; a second
   Ctrl-C exits at once. Exit status 0 after a clean stop, 1 if the manager failed, 2 for a
-  usage error (unknown context, unimportable setup).
+  usage error (unknown context, unimportable setup, a ``--crd`` or ``--apply`` file that is
+  not YAML, a ``--crd`` document that is not a CustomResourceDefinition): usage errors are
+  found before anything starts.
 
 :class:`DevCluster` (the control plane or context, with CRDs installed) and
 :func:`free_ports` are what ``make run`` (hack/run.py) reuses around the CronJob controller's
@@ -36,14 +38,14 @@ import threading
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyctrl.cli import UsageError
 
 if TYPE_CHECKING:
     from pyctrl.testing.envtest import ControlPlane
 
-__all__ = ["DevCluster", "add_arguments", "free_ports", "run", "say"]
+__all__ = ["DevCluster", "add_arguments", "check_crds", "free_ports", "run", "say"]
 
 
 def say(message: str) -> None:
@@ -161,6 +163,48 @@ class DevCluster:
         return flags + ([f"--context={self.context}"] if self.context else [])
 
 
+def _documents(path: Path) -> list[dict[str, Any]]:
+    """The manifests in ``path`` (a file of any name, or a directory's YAML/JSON files); a
+    file that is not YAML, or a document that is not a mapping, is a UsageError."""
+    import yaml
+
+    from pyctrl.testing.envtest.manifests import load_manifests
+
+    if path.is_file() and path.suffix not in (".yaml", ".yml", ".json"):
+        raise UsageError(f"{path}: not a .yaml, .yml or .json file")
+    try:
+        docs = load_manifests([path])
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise UsageError(f"{path}: not valid YAML{where}: {problem}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: cannot read it: {err}") from None
+    return docs
+
+
+def check_crds(paths: Sequence[Path]) -> None:
+    """Every document of every ``--crd`` path is an apiextensions.k8s.io/v1
+    CustomResourceDefinition, and each path has one at least (UsageError otherwise), before
+    anything starts."""
+    for given in paths:
+        files = sorted(p for p in given.iterdir() if p.suffix in (".yaml", ".yml", ".json")
+                       ) if given.is_dir() else [given]
+        docs = [(path, doc) for path in files for doc in _documents(path)]
+        if not docs:
+            raise UsageError(f"--crd {given}: no CustomResourceDefinition in it")
+        for path, doc in docs:
+            if (doc.get("apiVersion"), doc.get("kind")) != (
+                    "apiextensions.k8s.io/v1", "CustomResourceDefinition"):
+                meta = doc.get("metadata")
+                name = meta.get("name") if isinstance(meta, dict) else None
+                raise UsageError(
+                    f"--crd {path}: {doc.get('apiVersion')!s} {doc.get('kind')!s} "
+                    f"{name or ''} is not an apiextensions.k8s.io/v1 "
+                    "CustomResourceDefinition (give other manifests with --apply)")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("setup", metavar="MODULE:FUNCTION",
                         help="a function setup(manager) building the controllers")
@@ -239,6 +283,9 @@ def run(args: argparse.Namespace) -> int:
     for path in (*args.crd, *args.apply):
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
+    check_crds(args.crd)
+    for path in args.apply:
+        _documents(path)
     try:
         with DevCluster(args.crd, context=args.context, kubeconfig=args.kubeconfig,
                         pods=args.pods) as cluster:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
 import inspect
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 from pyctrl.api.crd import crds, to_yaml
 from pyctrl.api.schema import SchemaError
 from pyctrl.api.types import Object
-from pyctrl.cli import UsageError
+from pyctrl.cli import UsageError, import_user_module, read_old, write_text
 
 __all__ = ["add_arguments", "load_types", "run"]
 
@@ -36,15 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_types(specs: list[str]) -> list[type[Object]]:
     """The classes named by ``MODULE[:TYPE]`` arguments, in order, without repeats."""
-    if "" not in sys.path and "." not in sys.path:
-        sys.path.insert(0, "")  # the user's project, as `python -m` would
     out: list[type[Object]] = []
     for spec in specs:
         module_name, _, type_name = spec.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as err:
-            raise UsageError(f"cannot import {module_name!r}: {err}") from None
+        module = import_user_module(module_name, spec)
         if type_name:
             found = getattr(module, type_name, None)
             if not (inspect.isclass(found) and issubclass(found, Object)
@@ -67,18 +61,24 @@ def load_types(specs: list[str]) -> list[type[Object]]:
 def run(args: argparse.Namespace) -> int:
     if args.check and args.out is None:
         raise UsageError("--check needs --out DIR")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out}: not a directory")
+    types = load_types(args.types)
     try:
-        docs = crds(load_types(args.types))
+        texts = {f"{d['metadata']['name']}.yaml": to_yaml(d, args.types)
+                 for d in crds(types)}
     except SchemaError as err:
         raise UsageError(str(err)) from None
-    texts = {f"{d['metadata']['name']}.yaml": to_yaml(d, args.types) for d in docs}
+    except RecursionError:
+        raise UsageError(f"{' '.join(args.types)}: a type is nested past Python's recursion "
+                         "limit") from None
     if args.out is None:
         sys.stdout.write("---\n".join(texts.values()))
         return 0
     status = 0
     for name, text in texts.items():
         path: Path = args.out / name
-        old = path.read_text() if path.exists() else ""
+        old = read_old(path)
         if args.check:
             if old != text:
                 status = 1
@@ -89,7 +89,6 @@ def run(args: argparse.Namespace) -> int:
                       f"{' '.join(args.types)} --out {args.out}", file=sys.stderr)
             continue
         if old != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            write_text(path, text)
             print(f"{path}: written")
     return status

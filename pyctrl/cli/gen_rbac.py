@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pyctrl.cli import UsageError
+from pyctrl.cli import UsageError, call_setup, import_user_module, read_old, write_text
 
 __all__ = ["add_arguments", "check_or_write", "command_line", "load_setup", "pairs", "render",
            "run"]
@@ -55,12 +54,7 @@ def load_setup(spec: str) -> Callable[..., object]:
     module_name, sep, function = spec.partition(":")
     if not sep or not module_name or not function:
         raise UsageError(f"{spec!r}: expected MODULE:FUNCTION")
-    if "" not in sys.path and "." not in sys.path:
-        sys.path.insert(0, "")  # the user's project, as `python -m` would
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise UsageError(f"cannot import {module_name!r}: {err}") from None
+    module = import_user_module(module_name, spec)
     found = getattr(module, function, None)
     if not callable(found):
         raise UsageError(f"{spec}: {module_name} has no function {function!r}")
@@ -92,7 +86,7 @@ def check_or_write(text: str, args: argparse.Namespace, generator: str) -> int:
     """``--check FILE`` (exit 1 with a diff when it differs), ``--out FILE``, or stdout."""
     if args.check is not None:
         path = Path(args.check)
-        old = path.read_text() if path.exists() else ""
+        old = read_old(path)
         if old == text:
             return 0
         sys.stdout.writelines(difflib.unified_diff(
@@ -103,9 +97,8 @@ def check_or_write(text: str, args: argparse.Namespace, generator: str) -> int:
         return 1
     if args.out is not None:
         path = Path(args.out)
-        if not path.exists() or path.read_text() != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+        if read_old(path) != text or not path.exists():
+            write_text(path, text)
             print(f"{path}: written")
         return 0
     sys.stdout.write(text)
@@ -127,7 +120,7 @@ def render(args: argparse.Namespace) -> str:
         leader_election=election,
         metrics=MetricsOptions(secure=args.metrics_secure, runtime_metrics=False)))
     try:
-        setup(manager)
+        call_setup(setup, manager, args.setup)
         roles = derive(manager)
     finally:
         manager.discard()

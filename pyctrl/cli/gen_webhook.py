@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from pyctrl.cli import UsageError
+from pyctrl.cli import UsageError, call_setup
 from pyctrl.cli.gen_rbac import check_or_write, command_line, load_setup, pairs
 
 __all__ = ["add_arguments", "run"]
@@ -62,7 +62,7 @@ def render(args: argparse.Namespace) -> str:
     assert isinstance(target, ServiceTarget | str)
     manager = Manager(FakeClient())
     try:
-        setup(manager)
+        call_setup(setup, manager, args.setup)
     finally:
         manager.discard()
     admission: dict[str, Admission] = {}

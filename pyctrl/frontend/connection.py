@@ -8,6 +8,10 @@ Contract:
   handshake), parses the head, asks the server's route what to do and buffers the body. Only
   a complete request reaches a worker thread; an idle or slow client costs a few objects on
   the loop, no thread.
+* While the TLS handshake or the head of a request is incomplete the connection is
+  *reading its head* (told to the server: :meth:`Frontend.reading_head
+  <pyctrl.frontend.server.Frontend.reading_head>` / ``head_read``), and the server may cut
+  it off at once to make room for a new client at a cap.
 * Deadlines (loop time): the TLS handshake and the head must arrive within
   ``header_timeout`` of the request's start, the whole request within ``request_timeout``
   (Go's ReadHeaderTimeout and ReadTimeout); the first request starts at the accept, a later
@@ -44,6 +48,7 @@ import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
+from pyctrl.clock import RealClock
 from pyctrl.frontend.http import (
     Handler,
     Reply,
@@ -62,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = ["LINGER_SECONDS", "Conn"]
 
 LINGER_SECONDS = 1.0
+_REAL = RealClock()
 _READ = 64 * 1024
 
 
@@ -177,6 +183,7 @@ class Conn(asyncio.Protocol):
         config = self.server.config
         self.state = State.HEAD
         self.server.busy(self)
+        self.server.reading_head(self)
         self.started_at = self.server.loop_time()
         self._arm(min(config.header_timeout_seconds, config.request_timeout_seconds),
                   self._deadline)
@@ -218,8 +225,10 @@ class Conn(asyncio.Protocol):
         end = self._buf.find(b"\r\n\r\n", start)
         if end < 0:
             if len(self._buf) > config.max_header_bytes:
+                self.server.head_read(self)
                 self.answer(text(431, "request headers too large"))
             return
+        self.server.head_read(self)
         if end > config.max_header_bytes:
             self.answer(text(431, "request headers too large"))
             return
@@ -267,7 +276,8 @@ class Conn(asyncio.Protocol):
         self.transport.pause_reading()
         body = bytes(self._buf[:self._length])
         del self._buf[:self._length]  # what follows is the next request
-        self.server.submit(self, self._handler, Request(self._head, body, self.peer))
+        self.server.submit(self, self._handler,
+                           Request(self._head, body, self.peer, _REAL.monotonic()))
 
     def _next_request(self) -> None:
         """The kept answer is flushed: wait for the next request, or read the pipelined one."""

@@ -5,11 +5,21 @@ Contract:
 * :func:`parse_head` takes the bytes of a request line and headers (without the blank line
   that ends them) and returns a :class:`RequestHead`, or a :data:`Reply` (400) for a
   malformed head. Header names are lower-cased; a repeated header keeps its last value.
+  As RFC 9112 asks of a server (a proxy in front could frame the request otherwise, the
+  smuggling vectors), these are malformed: a request line that is not exactly ``method SP
+  target SP HTTP/1.d`` with a token for the method (so never empty) and a target without
+  controls; a field name that is not a token (whitespace before the colon, section 5.1);
+  a line starting with whitespace (obs-fold, section 5.2); a field value with a control
+  character other than HTAB (a bare CR or LF, NUL); a ``Content-Length`` that is not
+  ``1*DIGIT`` once the whitespace around the value is dropped (``+5``, ``1_0``, ``0x5``;
+  `` 5`` is ``5``), or repeated with a different value (identical repeats are one value, as
+  RFC 9110 section 8.6 allows).
 * :func:`wants_keep_alive` is the client's side of persistence (RFC 9112 section 9.3): an
   HTTP/1.1 request keeps the connection unless its ``Connection`` header lists ``close``;
   an HTTP/1.0 request only when it lists ``keep-alive``.
 * :func:`body_length` applies the framing rules the servers share: no chunked bodies (411),
-  ``Content-Length`` required except for GET/HEAD (411), never negative (400).
+  ``Content-Length`` required except for GET/HEAD (411), digits only (400), more than 18
+  digits 413.
 * :func:`response` is the bytes of a response with a ``Content-Length``: with
   ``keep_alive=False`` (the default) it says ``Connection: close``; with ``keep_alive=True``
   it says nothing for an HTTP/1.1 request (persistence is the default there) and
@@ -19,6 +29,7 @@ Contract:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -64,6 +75,7 @@ class Request:
     head: RequestHead
     body: bytes
     peer: str  # the client's address
+    received: float = 0.0  # monotonic seconds when the whole request was read
 
     @property
     def method(self) -> str:
@@ -83,18 +95,34 @@ a :data:`Handler` to run with the body, or a :data:`Reply` answered at once (aft
 and dropping a bounded amount of the body, so the client sees it instead of a reset)."""
 
 
+# RFC 9110 section 5.6.2: tchar.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TARGET = re.compile(r"[\x21-\x7e\x80-\xff]+")  # no whitespace, no controls
+_VERSION = re.compile(r"HTTP/1\.[0-9]")
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # controls but HTAB
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def parse_head(data: bytes) -> RequestHead | Reply:
     """Parse the request line and headers (see module docstring)."""
     lines = data.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+    if (len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not _TARGET.fullmatch(parts[1])
+            or not _VERSION.fullmatch(parts[2])):
         return text(400, "bad request line")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
-        if not sep:
-            return text(400, "bad header line")
-        headers[name.strip().lower()] = value.strip()
+        if not sep or not _TOKEN.fullmatch(name):
+            return text(400, "bad header line")  # also obs-fold and "Name :"
+        value = value.strip(" \t")
+        if _BAD_VALUE.search(value):
+            return text(400, "bad header value")
+        key = name.lower()
+        if key == "content-length" and (not _DIGITS.fullmatch(value)
+                                        or headers.get(key, value) != value):
+            return text(400, "bad Content-Length")
+        headers[key] = value
     path, _, query = parts[1].partition("?")
     version = "HTTP/1.0" if parts[2] == "HTTP/1.0" else "HTTP/1.1"
     return RequestHead(parts[0], path, query, headers, version)
@@ -112,11 +140,11 @@ def body_length(head: RequestHead) -> int | Reply:
     """The declared body length, or the error reply (see module docstring)."""
     if "transfer-encoding" in head.headers:
         return text(411, "Content-Length required")
-    default = "0" if head.method in ("GET", "HEAD") else ""
-    try:
-        length = int(head.headers.get("content-length", default))
-    except ValueError:
-        return text(411, "Content-Length required")
-    if length < 0:
+    value = head.headers.get("content-length")
+    if value is None:
+        return 0 if head.method in ("GET", "HEAD") else text(411, "Content-Length required")
+    if not _DIGITS.fullmatch(value):  # parse_head refuses these; a head built otherwise
         return text(400, "bad Content-Length")
-    return length
+    if len(value) > 18:  # past any body limit (and int() refuses over 4300 digits)
+        return text(413, "request body too large")
+    return int(value)

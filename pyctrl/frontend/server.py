@@ -22,11 +22,20 @@ Contract:
   ``max_requests_per_connection`` requests. :meth:`keep_alive` refuses to keep any
   connection while shutting down or while ``max_connections`` minus an eighth of it (the
   keep-alive threshold) or more are open, so a server near its cap hands slots back.
-* A new connection above a cap first takes the slot of an idle kept connection (the one
-  idle longest: of the same client address for the per-address cap, of any for the global
-  one), which is closed at once (counted in :attr:`idle_closed`): idle keep-alive
-  connections never keep a new client out. With no idle connection to close, the new one
-  is accepted and closed at once (counted in :attr:`refused`).
+* A new connection above a cap takes the slot of one already open, of the same client
+  address for the per-address cap, of any for the global one: first the connection whose
+  request head has been incomplete longest (its TLS handshake or head not done since the
+  accept or, on a kept connection, since the request's first byte; cut off, counted in
+  :attr:`evicted`), else the idle kept connection idle longest (closed, counted in
+  :attr:`idle_closed`). A client that sends a whole request head promptly is so served
+  whatever number of idle or slow connections others (or the same address) hold: its
+  connection is the newest, the last to go. Incomplete heads go before idle kept
+  connections because closing a kept connection races with the client's next request on
+  it, which a client does not resend when it is a POST (Go's transport does not; the
+  measurement is in docs/DESIGN.md). Connections
+  with a complete head (a body being read, a request being answered) are never taken. With
+  nothing to take, the new connection is accepted and closed at once (counted in
+  :attr:`refused`).
 * :meth:`bind` (or else :meth:`start`) binds synchronously (a busy port raises ``OSError``
   to the caller); :meth:`start` returns once the loop serves. :meth:`shutdown` is graceful
   and bounded: it closes the listener and, at once, every connection without a complete
@@ -127,6 +136,7 @@ class Frontend:
         self.refused = 0  # connections closed at once because of a cap
         self.deadlines = 0  # connections cut off by a deadline
         self.idle_closed = 0  # idle kept connections closed for a new one
+        self.evicted = 0  # connections without a complete head cut off for a new one
         self._lock = threading.Lock()
         self._started = False
         self._closing = False
@@ -143,10 +153,14 @@ class Frontend:
         # Idle kept connections, longest idle first (dicts keep insertion order):
         self._idle: dict[Conn, None] = {}
         self._idle_per_peer: dict[str, dict[Conn, None]] = {}
+        # Connections reading a request head, the oldest request first:
+        self._heads: dict[Conn, None] = {}
+        self._heads_per_peer: dict[str, dict[Conn, None]] = {}
         self._keep_alive_below = config.max_connections - config.max_connections // 8
         self._draining = False
         self._drained: asyncio.Event | None = None
-        self._next_log = {"refused": 0.0, "deadline": 0.0, "loop": 0.0, "idle": 0.0}
+        self._next_log = {"refused": 0.0, "deadline": 0.0, "loop": 0.0, "idle": 0.0,
+                          "evicted": 0.0}
 
     # -- public -------------------------------------------------------------------------
     @property
@@ -291,26 +305,29 @@ class Frontend:
         self._loop.call_soon(callback)
 
     def admit(self, conn: Conn) -> bool:
-        """Whether ``conn`` may be served (the caps, after closing an idle connection to make
-        room); counts it when it may."""
+        """Whether ``conn`` may be served (the caps, after closing an idle connection or one
+        without a complete head to make room); counts it when it may."""
         config = self.config
         if self._closing:
             return False
-        if (self._per_peer[conn.peer] >= config.max_connections_per_peer
-                and not self._close_idle(self._idle_per_peer.get(conn.peer))):
+        peer = conn.peer
+        if (self._per_peer[peer] >= config.max_connections_per_peer
+                and not self._make_room(self._idle_per_peer.get(peer),
+                                        self._heads_per_peer.get(peer))):
             reason, limit = "too many connections from one client", \
                 config.max_connections_per_peer
-        elif len(self._conns) >= config.max_connections and not self._close_idle(self._idle):
+        elif (len(self._conns) >= config.max_connections
+              and not self._make_room(self._idle, self._heads)):
             reason, limit = "too many connections", config.max_connections
         else:
             self._conns.add(conn)
-            self._per_peer[conn.peer] += 1
+            self._per_peer[peer] += 1
             self.accepted += 1
             return True
         self.refused += 1
         if self._due("refused"):
             log.warning("connections refused", server=self.name, reason=reason, limit=limit,
-                        refused_total=self.refused, client=conn.peer)
+                        refused_total=self.refused, client=peer)
         return False
 
     def release(self, conn: Conn) -> None:
@@ -320,6 +337,7 @@ class Frontend:
             if not self._per_peer[conn.peer]:
                 del self._per_peer[conn.peer]
             self.busy(conn)
+            self.head_read(conn)
             if self._draining and not self._conns and self._drained is not None:
                 self._drained.set()
 
@@ -332,30 +350,42 @@ class Frontend:
 
     def idle(self, conn: Conn) -> None:
         """``conn`` (kept) waits for its next request: the newest idle connection."""
-        self._idle[conn] = None
-        self._idle_per_peer.setdefault(conn.peer, {})[conn] = None
+        _push(self._idle, self._idle_per_peer, conn)
 
     def busy(self, conn: Conn) -> None:
         """``conn`` is no longer idle (a request started, or it closed)."""
-        if conn not in self._idle:
-            return
-        del self._idle[conn]
-        peers = self._idle_per_peer[conn.peer]
-        del peers[conn]
-        if not peers:
-            del self._idle_per_peer[conn.peer]
+        _pop(self._idle, self._idle_per_peer, conn)
 
-    def _close_idle(self, pool: dict[Conn, None] | None) -> bool:
-        """Close the longest idle connection of ``pool`` now, freeing its slot at once."""
-        if not pool:
+    def reading_head(self, conn: Conn) -> None:
+        """A request started on ``conn`` (the accept, or a kept one's first byte): the
+        newest connection without a complete head."""
+        _push(self._heads, self._heads_per_peer, conn)
+
+    def head_read(self, conn: Conn) -> None:
+        """``conn``'s request head is complete (or it closed)."""
+        _pop(self._heads, self._heads_per_peer, conn)
+
+    def _make_room(self, idle: dict[Conn, None] | None,
+                   heads: dict[Conn, None] | None) -> bool:
+        """Free a slot now: cut off the oldest of ``heads``, else close the longest idle
+        connection of ``idle`` (see the module docstring); False when both are empty."""
+        if heads:
+            what, conn = "evicted", next(iter(heads))
+            self.evicted += 1
+        elif idle:
+            what, conn = "idle", next(iter(idle))
+            self.idle_closed += 1
+        else:
             return False
-        conn = next(iter(pool))
         self.release(conn)
-        conn.close()
-        self.idle_closed += 1
-        if self._due("idle"):
-            log.info("closed idle keep-alive connections for new ones", server=self.name,
-                     client=conn.peer, idle_closed_total=self.idle_closed)
+        conn.close(abort=what == "evicted")
+        if self._due(what):
+            if what == "idle":
+                log.info("closed idle keep-alive connections for new ones", server=self.name,
+                         client=conn.peer, idle_closed_total=self.idle_closed)
+            else:
+                log.info("cut off connections without a complete request head for new ones",
+                         server=self.name, client=conn.peer, evicted_total=self.evicted)
         return True
 
     def note(self, kind: str, peer: str, detail: str) -> None:
@@ -423,3 +453,17 @@ class Frontend:
             log.exception("request handler failed", server=self.name, path=request.path)
             return text(500, "internal error")
 
+
+def _push(pool: dict[Conn, None], per_peer: dict[str, dict[Conn, None]], conn: Conn) -> None:
+    pool[conn] = None
+    per_peer.setdefault(conn.peer, {})[conn] = None
+
+
+def _pop(pool: dict[Conn, None], per_peer: dict[str, dict[Conn, None]], conn: Conn) -> None:
+    if conn not in pool:
+        return
+    del pool[conn]
+    peers = per_peer[conn.peer]
+    del peers[conn]
+    if not peers:
+        del per_peer[conn.peer]

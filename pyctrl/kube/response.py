@@ -11,10 +11,13 @@ Contract of :func:`read_response` (``reader`` a buffered binary reader on a sock
   keep-alive``; never after a body delimited by the end of the connection.
 * Body: none for HEAD, 204 and 304; else chunked (trailer fields read and dropped), else
   ``Content-Length`` bytes (repeated identical values tolerated, as RFC 9110 and urllib3 do;
-  conflicting, negative or non-numeric ones are a ProtocolError), else everything up to the
+  conflicting ones, or one that is not ``1*DIGIT`` (``+5``, ``-1``, ``1_0``), are a
+  ProtocolError), else everything up to the
   end of the connection. A ``gzip``/``x-gzip`` or ``deflate`` (zlib or raw) Content-Encoding
-  is decoded (a body that does not decode raises :class:`~urllib3.exceptions.DecodeError`);
-  any other coding is returned as it came.
+  is decoded (a body that does not decode, or inflates past :data:`MAX_DECODED` (64 MiB;
+  we ask for identity, so only a broken or hostile peer codes at all), raises
+  :class:`~urllib3.exceptions.DecodeError`, memory bounded by the cap); any other coding is
+  returned as it came.
 * Memory is taken as the bytes arrive (at most 1 MiB ahead): a size from the answer never
   allocates by itself. Lines are at most 64 KiB, header fields at most 100.
 * The peer closing or resetting the connection before the first byte of the answer raises
@@ -25,6 +28,7 @@ Contract of :func:`read_response` (``reader`` a buffered binary reader on a sock
 
 from __future__ import annotations
 
+import re
 import ssl
 import zlib
 from typing import BinaryIO
@@ -33,12 +37,14 @@ from urllib3.exceptions import DecodeError, ProtocolError
 
 from pyctrl.kube.chunked import chunk_size
 
-__all__ = ["PEER_GONE", "NoAnswer", "Response", "read_response"]
+__all__ = ["MAX_DECODED", "PEER_GONE", "NoAnswer", "Response", "read_response"]
 
+MAX_DECODED = 64 << 20  # the most a content-coded body inflates to
 _MAX_LINE = 65536
 _READ_STEP = 1 << 20  # the most a body read allocates ahead of the bytes it gets
 _MAX_HEADERS = 100
 _END_OF_HEADERS = (b"\r\n", b"\n")
+_DIGITS = re.compile(r"[0-9]+")
 # The errors of a socket whose peer closed or reset the connection.
 PEER_GONE = (ConnectionError, ssl.SSLEOFError, ssl.SSLZeroReturnError)
 
@@ -150,16 +156,13 @@ def _read_headers(reader: BinaryIO) -> dict[str, str]:
 
 def _content_length(value: str) -> int:
     # Repeated identical values ("12, 12") are tolerated, as by RFC 9110 and urllib3.
-    values = {v.strip() for v in value.split(",")}
+    values = {v.strip(" \t") for v in value.split(",")}
     if len(values) != 1:
-        raise ProtocolError(f"conflicting Content-Length {value!r}")
-    try:
-        length = int(values.pop())
-    except ValueError:
-        raise ProtocolError(f"invalid Content-Length {value!r}") from None
-    if length < 0:
-        raise ProtocolError(f"invalid Content-Length {value!r}")
-    return length
+        raise ProtocolError(f"conflicting Content-Length {value[:80]!r}")
+    length = values.pop()
+    if not _DIGITS.fullmatch(length) or len(length) > 18:
+        raise ProtocolError(f"invalid Content-Length {value[:80]!r}")
+    return int(length)
 
 
 def _read_upto(reader: BinaryIO, size: int) -> bytes:
@@ -209,12 +212,24 @@ def _decode(coding: str, body: bytes) -> bytes:
     coding = coding.strip().lower()
     try:
         if coding in ("gzip", "x-gzip"):
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+            return _inflate(coding, body, 16 + zlib.MAX_WBITS)
         if coding == "deflate":
             try:
-                return zlib.decompress(body)
+                return _inflate(coding, body, zlib.MAX_WBITS)
             except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)  # raw deflate, no zlib header
+                return _inflate(coding, body, -zlib.MAX_WBITS)  # raw deflate, no zlib header
     except zlib.error as exc:
         raise DecodeError(f"cannot decode a {coding} body: {exc}") from exc
     return body  # identity, or a coding urllib3 would not decode either
+
+
+def _inflate(coding: str, body: bytes, wbits: int) -> bytes:
+    """``body`` inflated, at most :data:`MAX_DECODED` bytes of it (a DecodeError past)."""
+    inflater = zlib.decompressobj(wbits)
+    data = inflater.decompress(body, MAX_DECODED)
+    if inflater.unconsumed_tail:
+        raise DecodeError(f"a {coding} body inflates past {MAX_DECODED >> 20} MiB "
+                          f"({len(body)} bytes sent); refused")
+    if not inflater.eof:
+        raise zlib.error("incomplete or truncated stream")
+    return data

@@ -16,13 +16,21 @@ scaffolds it since v4):
   first, then the oldest. Failed reviews (API errors) and 429s are never cached. A scraper
   costs two API calls per token and path every ``ttl``, not per scrape. The token itself is
   never stored or logged.
+* Known tokens: a token allowed once is *known* (by its SHA-256, at most ``max_entries``,
+  oldest dropped first) for ``known_ttl`` seconds after its last allowed review. Its decision
+  still expires after ``ttl`` (so a revoked token or a withdrawn permission is honoured
+  within ``ttl``; a refusal forgets it at once), but its reviews draw from a bucket of their
+  own (``known_qps``, ``known_burst``; the shared one only when that is empty), so a flood
+  of bad tokens spending the shared budget never blinds a scraper that was allowed before.
+  A random token can not become known without passing both reviews.
 * The API budget is bounded: every review call (TokenReview, then SubjectAccessReview) takes a
   token from a bucket of ``review_burst`` tokens refilled at ``review_qps`` per second (by the
-  clock; ``review_qps <= 0``: no bound). With none left the request is answered 429 at once,
+  clock; ``review_qps <= 0``: no bound; known tokens first use theirs, above). With none
+  left the request is answered 429 at once,
   without an API call and without waiting. Give it a client of its own (the Manager does:
-  ``MetricsOptions.auth_qps``/``auth_burst`` set both that client's rate limit and this
-  bucket), so a flood of random tokens spends neither the controller's client-side rate
-  limit nor more than ``review_qps`` of the API server's attention.
+  ``MetricsOptions.auth_qps``/``auth_burst`` set this bucket, and that client's rate limit
+  to the sum of both buckets), so a flood of random tokens spends neither the controller's
+  client-side rate limit nor more than ``review_qps`` of the API server's attention.
 
 The server's TLS context comes from :func:`pyctrl.serving.certs.serving_context`.
 """
@@ -41,7 +49,7 @@ from pyctrl.kube.resource import Resource
 from pyctrl.serving.http import TEXT as _TEXT
 from pyctrl.serving.http import Response
 
-__all__ = ["SUBJECT_ACCESS_REVIEWS", "TOKEN_REVIEWS", "MetricsAuth"]
+__all__ = ["KNOWN_BURST", "KNOWN_QPS", "SUBJECT_ACCESS_REVIEWS", "TOKEN_REVIEWS", "MetricsAuth"]
 
 log = structlog.get_logger(__name__)
 
@@ -51,6 +59,12 @@ SUBJECT_ACCESS_REVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessre
                                   "SubjectAccessReview", namespaced=False)
 
 Denial = Response  # the response that refuses a request
+
+KNOWN_TTL = 600.0  # how long a token allowed once keeps its own review budget
+# Known tokens' own budget: a few scrapers (an HA Prometheus pair, an agent) re-reviewed every
+# ttl (10 s), two calls each, need well under one call a second.
+KNOWN_QPS = 2.0
+KNOWN_BURST = 4
 
 
 def _deny(status: int, message: str) -> Denial:
@@ -88,11 +102,16 @@ class MetricsAuth:
     def __init__(self, client: Client, *, clock: Clock | None = None, ttl: float = 10.0,
                  negative_ttl: float = 10.0, verb: str = "get", max_entries: int = 1024,
                  max_negative: int = 4096, review_qps: float = 5.0,
-                 review_burst: int = 10) -> None:
-        if ttl < 0 or negative_ttl < 0 or max_entries < 1 or max_negative < 1:
-            raise ValueError("need ttl, negative_ttl >= 0 and max_entries, max_negative >= 1")
+                 review_burst: int = 10, known_ttl: float = KNOWN_TTL,
+                 known_qps: float = KNOWN_QPS, known_burst: int = KNOWN_BURST) -> None:
+        if (ttl < 0 or negative_ttl < 0 or known_ttl < 0 or max_entries < 1
+                or max_negative < 1):
+            raise ValueError("need ttl, negative_ttl, known_ttl >= 0 and max_entries, "
+                             "max_negative >= 1")
         if review_qps > 0 and review_burst < 1:
             raise ValueError("review_burst must be >= 1 when review_qps > 0")
+        if known_qps > 0 and known_burst < 1:
+            raise ValueError("known_burst must be >= 1 when known_qps > 0")
         self._client = client
         self._clock: Clock = clock or RealClock()
         self._verb = verb
@@ -100,11 +119,21 @@ class MetricsAuth:
         self._allowed = _Decisions(ttl, max_entries)
         self._refused = _Decisions(negative_ttl, max_negative)
         self._budget = TokenBucketRateLimiter(review_qps, review_burst, clock=self._clock)
+        self._known_budget = TokenBucketRateLimiter(known_qps, known_burst, clock=self._clock)
+        self._known_ttl = known_ttl
+        self._max_known = max_entries
+        self._known: dict[str, float] = {}  # token hash -> known until
 
     def cached(self) -> tuple[int, int]:
         """How many allowed and refused decisions are cached (for tests and debugging)."""
         with self._mu:
             return len(self._allowed), len(self._refused)
+
+    def known(self) -> int:
+        """How many tokens are known now (see the module docstring)."""
+        now = self._clock.monotonic()
+        with self._mu:
+            return sum(1 for until in self._known.values() if until > now)
 
     def __call__(self, path: str, authorization: str | None) -> Denial | None:
         """None to serve the request, else the response that refuses it."""
@@ -112,23 +141,40 @@ class MetricsAuth:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return _deny(401, "Unauthorized")
-        key = (hashlib.sha256(token.encode()).hexdigest(), path)
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        key = (digest, path)
         now = self._clock.monotonic()
         with self._mu:
             for cache in (self._allowed, self._refused):
                 found, decision = cache.get(key, now)
                 if found:
                     return decision
-        decision, cacheable = self._review(token, path)
+            known = self._known.get(digest, 0.0) > now
+        decision, cacheable = self._review(token, path, known)
         if cacheable:
             with self._mu:
                 (self._allowed if decision is None else self._refused).put(key, now, decision)
+                self._known.pop(digest, None)  # re-inserted last when allowed: the newest
+                if decision is None:
+                    self._remember(digest, now)
         return decision
 
-    def _review(self, token: str, path: str) -> tuple[Denial | None, bool]:
+    def _remember(self, digest: str, now: float) -> None:
+        if len(self._known) >= self._max_known:
+            for k in [k for k, until in self._known.items() if until <= now]:
+                del self._known[k]
+            while len(self._known) >= self._max_known:
+                del self._known[next(iter(self._known))]
+        self._known[digest] = now + self._known_ttl
+
+    def _take(self, known: bool) -> bool:
+        """A review call's token: a known token's bucket first, else the shared one."""
+        return (known and self._known_budget.try_accept()) or self._budget.try_accept()
+
+    def _review(self, token: str, path: str, known: bool) -> tuple[Denial | None, bool]:
         """The decision, and whether it may be cached (not when a review failed or the
         budget was spent)."""
-        if not self._budget.try_accept():
+        if not self._take(known):
             return _deny(429, "Too many authentication requests; retry later"), False
         try:
             review = self._client.create(TOKEN_REVIEWS, {
@@ -149,7 +195,7 @@ class MetricsAuth:
             spec["uid"] = user["uid"]
         if user.get("extra"):
             spec["extra"] = user["extra"]
-        if not self._budget.try_accept():
+        if not self._take(known):
             return _deny(429, "Too many authorization requests; retry later"), False
         try:
             sar = self._client.create(SUBJECT_ACCESS_REVIEWS, {

@@ -7,10 +7,12 @@ Contract:
   sending one byte a second (half inside a TLS ClientHello, half in a request head, after a
   real handshake unless ``tls=False``), spread over ``addresses`` source addresses
   (127.0.0.2, 127.0.0.3, ...; Linux routes all of 127/8 to loopback) so per-client caps
-  see many clients. Every connection the server closes is reopened at once, as an attacker
-  keeps up the pressure. Entering returns once every connection was opened once (or failed
-  to); :meth:`Attacker.stop` ends the child and returns its counters (``open_at_end``,
-  ``reopened``, ``connect_errors``).
+  see many clients; ``addresses=0`` attacks from 127.0.0.1, the address the tests' and
+  benches' valid clients use (as when the API server reaches a webhook through the same
+  egress address, a proxy or SNAT, as the attacker). Every connection the server closes
+  is reopened at once, as an attacker keeps up the pressure. Entering returns once every
+  connection was opened once (or failed to); :meth:`Attacker.stop` ends the child and
+  returns its counters (``open_at_end``, ``reopened``, ``connect_errors``).
 * The attack runs in its own process so its event loop never competes with the server or
   the measuring client for a GIL; the child inherits the open-file limit (see
   :func:`raise_open_file_limit`).
@@ -98,6 +100,8 @@ class _Attack:
         self.client.verify_mode = ssl.CERT_NONE
 
     def _source(self) -> tuple[str, int]:
+        if not self.addresses:
+            return "127.0.0.1", 0
         self._n += 1
         return f"127.0.0.{2 + self._n % self.addresses}", 0
 

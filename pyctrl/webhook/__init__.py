@@ -27,6 +27,7 @@ from pyctrl.webhook.admission import (
 )
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
 from pyctrl.webhook.configuration import Admission, ServiceTarget
+from pyctrl.webhook.deadline import remaining
 from pyctrl.webhook.server import WebhookServer, WebhookServerConfig
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "generate_certs",
     "handle_review",
     "patched",
+    "remaining",
     "review_request",
     "review_response",
 ]

@@ -38,30 +38,39 @@ Contract:
   A kept connection waits at most ``idle_timeout_seconds`` (120 s, past the 90 s after
   which the API server's client closes it itself) for its next request and serves at most
   ``max_requests_per_connection``; error answers close. Near ``max_connections`` no
-  connection is kept, and a new client above a cap takes the slot of the longest idle kept
-  connection, so idle kept connections never keep a new client out (see
-  :mod:`pyctrl.frontend.server`).
+  connection is kept, and a new client above a cap takes the slot of the connection whose
+  request head has been incomplete longest (counted in :attr:`evicted`), else of the
+  longest idle kept connection, so neither idle nor slow connections, from any address,
+  keep out a client that sends its review promptly (see :mod:`pyctrl.frontend.server`).
+
+* Handlers run with the time left to answer (:func:`pyctrl.webhook.deadline.remaining`):
+  from the moment the review was read, the shorter of the API server's ``?timeout=`` and
+  the path's ``Admission.timeout_seconds``, less a margin for writing the answer.
 
 Deadlines are real time (they bound sockets), whatever Clock drives the certificate polling.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
+from urllib.parse import parse_qs
 
 import orjson
 import structlog
 
 from pyctrl.clock import Clock
+from pyctrl.duration import parse_duration
 from pyctrl.frontend import Frontend, FrontendConfig, Reply, Request, RequestHead, text
 from pyctrl.frontend import Handler as HTTPHandler
 from pyctrl.webhook.admission import ReviewError, ServedHandler, handle_review
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
 from pyctrl.webhook.configuration import Admission
+from pyctrl.webhook.deadline import ANSWER_MARGIN, review_deadline
 
 __all__ = ["CertificateError", "WebhookServer", "WebhookServerConfig"]
 
@@ -92,7 +101,7 @@ class WebhookServerConfig:
     max_header_bytes: int = 64 * 1024
     max_connections: int = 4096
     max_connections_per_peer: int = 512
-    workers: int = 4
+    workers: int = 16  # reviews wait on I/O (a dry run): docs/DESIGN.md, "deadlines"
     backlog: int = 1024
     cert_poll_seconds: float = 1.0
     shutdown_timeout_seconds: float = 3.0
@@ -182,6 +191,11 @@ class WebhookServer:
         """Connections closed at once because of ``max_connections`` or the per-peer cap."""
         return self._frontend.refused if self._frontend is not None else 0
 
+    @property
+    def evicted(self) -> int:
+        """Connections without a complete request head cut off to make room at a cap."""
+        return self._frontend.evicted if self._frontend is not None else 0
+
     def check(self) -> str | None:
         """A readiness check: None once listening with a loaded certificate."""
         if self.ready.is_set() and self.certs.loaded:
@@ -250,14 +264,27 @@ class WebhookServer:
             return text(404, "not found")
         return lambda request: self._handle(request, handler)
 
-    @staticmethod
-    def _handle(request: Request, handler: ServedHandler) -> Reply:
+    def _deadline(self, request: Request) -> float | None:
+        """When the answer to ``request`` must be written (:mod:`pyctrl.webhook.deadline`)."""
+        timeouts: list[float] = []
+        for value in parse_qs(request.head.query).get("timeout", [])[:1]:
+            with contextlib.suppress(ValueError):
+                timeouts.append(parse_duration(value))
+        admission = self._admission.get(request.path)
+        if admission is not None:
+            timeouts.append(float(admission.timeout_seconds))
+        if not timeouts or not request.received:
+            return None
+        return request.received + min(timeouts) - ANSWER_MARGIN
+
+    def _handle(self, request: Request, handler: ServedHandler) -> Reply:
         path, body = request.path, request.body
         try:
             review = orjson.loads(body)
             if not isinstance(review, dict):
                 raise ReviewError("the body is not a JSON object")
-            answer = orjson.dumps(handle_review(handler, cast(dict[str, object], review)))
+            with review_deadline(self._deadline(request)):
+                answer = orjson.dumps(handle_review(handler, cast(dict[str, object], review)))
         except (orjson.JSONDecodeError, ReviewError) as err:
             log.info("bad admission request", path=path, error=str(err))
             return text(400, str(err))

@@ -1,6 +1,8 @@
 """Issue 25 item 1: the webhook can not be starved. With 1000 idle connections and 500
 slowloris clients open (loopback, TLS; :class:`pyctrl.testing.abuse.Attacker`, reopening every
-connection the server cuts off), every valid AdmissionReview is answered (each within a 2 s
+connection the server cuts off; spread over 16 addresses, or all from the address the valid
+reviews and the kube-apiserver come from: issue 35 item 2), every valid AdmissionReview is
+answered (each within a 2 s
 client budget: a generous bound, not a latency figure; ``python -m bench webhook-abuse``
 measures p99), the attackers cost no thread, the header deadline keeps cutting the slow
 ones, and the real kube-apiserver's calls (failurePolicy Fail) keep succeeding.
@@ -47,9 +49,10 @@ def _review(uid: str) -> bytes:
                                    "object": cronjob}}).encode()
 
 
-def _valid_review(port: int, context: ssl.SSLContext, uid: str) -> str | None:
-    """None when answered allowed, else what went wrong."""
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=2.0)
+def _valid_review(port: int, context: ssl.SSLContext, uid: str,
+                  budget: float = 2.0) -> str | None:
+    """None when answered allowed within ``budget`` seconds, else what went wrong."""
+    conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=budget)
     try:
         conn.request("POST", VALIDATE_PATH, body=_review(uid),
                      headers={"Content-Type": "application/json"})
@@ -83,9 +86,14 @@ def server(tmp_path: Path) -> Iterator[tuple[WebhookServer, CertificatePaths]]:
         resource.setrlimit(resource.RLIMIT_NOFILE, limits)
 
 
+@pytest.mark.parametrize("addresses", [16, 0], ids=["spread", "from-the-reviews-address"])
 def test_valid_reviews_are_answered_under_idle_and_slowloris_connections(
         server: tuple[WebhookServer, CertificatePaths], control_plane: ControlPlane,
-        namespace: str) -> None:
+        namespace: str, addresses: int) -> None:
+    # addresses=0: the attack comes from 127.0.0.1, the address of the valid client and of
+    # the kube-apiserver (as through one egress address, a proxy or SNAT), three times the
+    # per-address cap of 512 (issue 35 item 2): the server makes room by cutting off the
+    # oldest incomplete heads, never the reviews.
     srv, certs = server
     context = ssl.create_default_context(cafile=str(certs.ca_file))
     threads_before = threading.active_count()
@@ -94,26 +102,40 @@ def test_valid_reviews_are_answered_under_idle_and_slowloris_connections(
         if hook is not None:
             hook.apply(certs)
             assert poll(hook.denied_by_webhook, timeout=30, interval=0.2), "webhook not called"
-        with Attacker(srv.port, idle=IDLE, slowloris=SLOWLORIS) as attacker:
-            assert poll(lambda: srv.active_connections() >= IDLE + SLOWLORIS * 0.9,
+        with Attacker(srv.port, idle=IDLE, slowloris=SLOWLORIS,
+                      addresses=addresses) as attacker:
+            want = IDLE + SLOWLORIS * 0.9 if addresses else 512
+            assert poll(lambda: srv.active_connections() >= want,
                         timeout=30), srv.active_connections()
             assert threading.active_count() == threads_before  # no thread per connection
             failures = []
+            # From the attack's address every cut-off connection is reopened at once and
+            # takes a slot (a TLS handshake) right away: the server does ~1000 handshakes a
+            # second, and on a loaded machine a review's own handshake can wait past 2 s
+            # behind them. Its budget is then the kube-apiserver's (timeoutSeconds 5).
+            budget = 2.0 if addresses else 5.0
             for i in range(VALID_REQUESTS):  # ~10 s: two rounds of header deadlines
-                if (failure := _valid_review(srv.port, context, f"uid-{i}")) is not None:
+                if (failure := _valid_review(srv.port, context, f"uid-{i}",
+                                             budget)) is not None:
                     failures.append(failure)
                 if hook is not None and i % 40 == 0:
                     admitted, text = hook.create(f"abuse-{i}", "*/5 * * * *")
                     if not admitted:
                         failures.append(f"apiserver: {text}")
                 pause(0.05)
-            held = srv.active_connections()
+            # The attack was still on at the end (polled: the 5 s header deadline cuts the
+            # connections opened together, and they take a moment to reopen).
+            floor = IDLE if addresses else 500
+            held = poll(lambda: srv.active_connections() >= floor, timeout=10)
             counters = attacker.stop()
         assert failures == []
-        assert held >= IDLE  # the attack was still on at the end
-        assert srv.refused == 0  # spread over 16 addresses: under both caps
-        # The header deadline (5 s) cut the idle and slow clients, which reopened.
-        assert counters["reopened"] >= IDLE, counters
+        assert srv.refused == 0  # nothing refused: room was made
+        assert held, f"the attack ended early: {srv.active_connections()} connections"
+        if addresses:
+            # The header deadline (5 s) cut the idle and slow clients, which reopened.
+            assert counters["reopened"] >= IDLE, counters
+        else:
+            assert srv.evicted >= IDLE  # the attack's oldest heads made room
         if hook is not None:
             assert hook.denied_by_webhook()  # the apiserver still reaches the webhook
     finally:

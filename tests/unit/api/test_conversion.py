@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import orjson
@@ -128,3 +129,57 @@ def test_conversion_review_failure_is_reported_not_raised() -> None:
 def test_unreadable_reviews_raise_review_error(body: dict[str, object]) -> None:
     with pytest.raises(ReviewError):
         website_conversion().handle_review(body)
+
+
+# -- a forged stash (issue 35 item 6): what comes out of it is checked against the hub ------
+def _forged(stash: dict[str, Any]) -> dict[str, Any]:
+    down = alpha()
+    down["metadata"]["annotations"] = {api.STASH_ANNOTATION: orjson.dumps(stash).decode()}
+    return down
+
+
+def _hub_spec(**spec: Any) -> dict[str, Any]:
+    return {"spec": {"host": "example.com", "image": "nginx", "replicas": 2, **spec}}
+
+
+@pytest.mark.parametrize(("spec", "problem"), [
+    ({"maxReplicas": -5}, "spec.maxReplicas: must be at least 0"),
+    ({"maxReplicas": 101}, "spec.maxReplicas: must be at most 100"),
+    ({"maxReplicas": "5"}, "spec.maxReplicas: must be of type integer"),
+    ({"maxReplicas": True}, "got `bool` - at `$.spec.maxReplicas`"),
+    ({"routes": [{"path": f"/{i}"} for i in range(17)]}, "spec.routes: must have at most 16"),
+    ({"routes": [{"path": "/", "port": 0}]}, "spec.routes[0].port: must be at least 1"),
+    ({"routes": [{"path": "x"}]}, "spec.routes[0].path: must match '^/'"),
+    ({"routes": [{"path": "/"}, {"path": "/"}]}, "spec.routes[1]: duplicate entry"),
+    ({"routes": [{"port": 80}]}, "missing required field `path` - at `$.spec.routes[0]`"),
+    ({"tier": "gold"}, "Invalid enum value 'gold' - at `$.spec.tier`"),
+])
+def test_a_stash_past_the_hubs_bounds_fails_the_conversion(spec: dict[str, Any],
+                                                            problem: str) -> None:
+    with pytest.raises(api.ConversionError,
+                       match=re.escape(f"bad {api.STASH_ANNOTATION} annotation: ") + ".*"
+                       + re.escape(problem)):
+        website_conversion().convert(_forged(_hub_spec(**spec)), V1)
+
+
+def test_a_stash_that_is_not_an_object_fails_the_conversion() -> None:
+    down = alpha()
+    down["metadata"]["annotations"] = {api.STASH_ANNOTATION: "[1, 2]"}
+    with pytest.raises(api.ConversionError, match="not a JSON object"):
+        website_conversion().convert(down, V1)
+
+
+def test_a_stash_within_the_bounds_is_restored() -> None:
+    spec = {"maxReplicas": 0, "tier": "paid",
+            "routes": [{"path": f"/{i}", "port": 65535} for i in range(16)]}
+    back = website_conversion().convert(_forged(_hub_spec(**spec)), V1)
+    assert back["spec"] == {**_hub_spec(**spec)["spec"]}
+
+
+def test_a_forged_stash_in_a_review_is_a_failure_result() -> None:
+    review = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+              "request": {"uid": "u", "desiredAPIVersion": V1,
+                          "objects": [_forged(_hub_spec(maxReplicas=-5))]}}
+    answer = handle_review(website_conversion(), review)["response"]
+    assert isinstance(answer, dict) and answer["result"]["status"] == "Failure"
+    assert "spec.maxReplicas: must be at least 0" in answer["result"]["message"]

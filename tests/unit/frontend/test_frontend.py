@@ -4,6 +4,7 @@ the header deadline is separate from the request's, per-client caps, routes and 
 
 from __future__ import annotations
 
+import functools
 import resource
 import socket
 import ssl
@@ -97,27 +98,43 @@ def test_a_slow_body_after_a_prompt_head_gets_the_request_deadline(serve: Any) -
     assert answer.endswith(b"POST /echo? b'abc'")
 
 
-def test_per_peer_cap_refuses_one_client_and_serves_another(serve: Any) -> None:
+def test_per_peer_cap_takes_the_oldest_silent_connections_of_that_client(serve: Any) -> None:
     server = serve(max_connections_per_peer=3, header_timeout_seconds=30.0)
-    held = [socket.create_connection(server.address, timeout=5, source_address=("127.0.0.2", 0))
-            for _ in range(5)]
+    held = []
+    for n in range(1, 6):
+        held.append(socket.create_connection(server.address, timeout=5,
+                                              source_address=("127.0.0.2", 0)))
+        eventually(functools.partial(_accepted, server, n), what="accepted in order")
     try:
-        eventually(lambda: server.refused == 2 and server.active_connections() == 3,
-                   what="3 held, 2 refused")
-        assert [_closed(c, 2.0) for c in held[3:]] == [True, True]
+        eventually(lambda: server.evicted == 2 and server.active_connections() == 3,
+                   what="3 held, 2 evicted")
+        assert server.refused == 0
+        assert [_closed(c, 2.0) for c in held[:2]] == [True, True]
+        assert [_closed(c, 0.05) for c in held[2:]] == [False] * 3
         assert get(server, "/ok", source="127.0.0.1") == (200, b"ok")
+        assert server.evicted == 2  # another client's connection took no slot of 127.0.0.2
     finally:
         for sock in held:
             sock.close()
 
 
-def test_global_cap(serve: Any) -> None:
+def test_global_cap_refuses_only_when_every_connection_has_a_complete_request(
+        serve: Any) -> None:
     server = serve(max_connections=2, header_timeout_seconds=30.0)
     held = [socket.create_connection(server.address, timeout=5, source_address=(f"127.0.0.{i}", 0))
-            for i in range(2, 5)]
+            for i in range(2, 4)]
     try:
-        eventually(lambda: server.refused == 1 and server.active_connections() == 2,
-                   what="2 held, 1 refused")
+        for sock in held:  # both busy in a handler: nothing to take
+            sock.sendall(b"GET /gate HTTP/1.1\r\n\r\n")
+        eventually(lambda: server.active_connections() == 2 and not server._heads,
+                   what="2 heads read")
+        late = socket.create_connection(server.address, timeout=5,
+                                        source_address=("127.0.0.9", 0))
+        eventually(lambda: server.refused == 1, what="1 refused")
+        assert _closed(late, 2.0)
+        late.close()
+        GATE.set()
+        assert [c.recv(100).startswith(b"HTTP/1.1 200") for c in held] == [True, True]
     finally:
         for sock in held:
             sock.close()
@@ -161,3 +178,7 @@ def test_config_is_validated() -> None:
                 {"max_requests_per_connection": 0}):
         with pytest.raises(ValueError):
             FrontendConfig(**bad)  # type: ignore[arg-type]
+
+
+def _accepted(server: Any, n: int) -> bool:
+    return bool(server.accepted == n)

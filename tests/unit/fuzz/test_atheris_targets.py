@@ -24,7 +24,8 @@ targets = runpy.run_path({str(ROOT / "hack" / "fuzz.py")!r})["TARGETS"]
 rng = random.Random(25)
 inputs = [bytes(rng.randrange(256) for _ in range(rng.randrange(64))) for _ in range(300)]
 inputs += [b"5\\r\\nhello\\r\\n0\\r\\n\\r\\n", b"*/5 1-3 * jan mon", b"1m30s",
-           b'{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{}}}}']
+           b'{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{}}}}',
+           b"GET /a?b HTTP/1.1\r\nContent-Length: 3", b"\x00HTTP/1.1 200 OK\r\n\r\nhi"]
 for name, target in sorted(targets.items()):
     for data in inputs:
         target(data)
@@ -37,7 +38,7 @@ def test_every_target_takes_random_inputs() -> None:
                           text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(line.split()[0] for line in proc.stdout.splitlines()) == [
-        "admission", "chunked", "cron", "duration"]
+        "admission", "chunked", "cron", "duration", "request_head", "response"]
 
 
 def test_libfuzzer_runs_a_target_clean(tmp_path: Path) -> None:
