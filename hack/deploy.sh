@@ -7,7 +7,8 @@
 #             UNINSTALL_CRD=1: deleting it deletes every CronJob in every namespace and, through
 #             garbage collection, the Jobs (and their pods) those CronJobs own.
 #   render    Print the overlay as `deploy` would apply it (IMG applied).
-#   image     docker build -t $IMG . (one-line error when docker or its engine is missing).
+#   image     docker build -t $IMG . (one-line error when docker or its engine is missing);
+#             without docker but with buildah: hack/cluster/image.sh $IMG (buildah bud).
 #
 # deploy and undeploy first check that a cluster answers (kubectl version, 5 s), else say
 # "no cluster reachable: set KUBECONFIG or CONTEXT" instead of kubectl's localhost:8080 error.
@@ -15,7 +16,7 @@
 # Env: KUBECTL (default kubectl; honours KUBECONFIG), CONTEXT (a kubeconfig context),
 #      OVERLAY (default manifests/default),
 #      IMG (default pyctrl/cronjob-controller:dev; name[:tag] or name@sha256:...),
-#      UNINSTALL_CRD=1, DOCKER (default docker).
+#      UNINSTALL_CRD=1, DOCKER (default docker), BUILDAH (default buildah).
 # IMG never edits the checkout: a temporary kustomization wraps a copy of manifests/.
 set -euo pipefail
 
@@ -121,8 +122,12 @@ undeploy() {
 }
 
 image() {
+  if ! command -v "${docker}" >/dev/null 2>&1 && command -v "${BUILDAH:-buildah}" >/dev/null 2>&1; then
+    # No Docker: buildah (hack/cluster/image.sh; imports into `make cluster`'s node if up).
+    exec bash "${root}/hack/cluster/image.sh" "${img}"
+  fi
   command -v "${docker}" >/dev/null 2>&1 \
-    || die "image: docker not found: install Docker (or set DOCKER=...) to build ${img}"
+    || die "image: docker not found: install Docker or buildah (or set DOCKER=...) to build ${img}"
   "${docker}" info >/dev/null 2>&1 \
     || die "image: docker is installed but no engine answers (docker info failed);" \
            "start the Docker daemon"
