@@ -111,4 +111,4 @@ cluster-down:
 e2e: setup
 	@test -f "$${PYCTRL_E2E_KUBECONFIG:-/var/lib/pyctrl-cluster/kubeconfig}" \
 		|| { echo "e2e: no node: make cluster && make image && make deploy first" >&2; exit 1; }
-	$(VENV)/bin/pytest -q -p no:randomly tests/e2e $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q tests/e2e $(PYTEST_ARGS)

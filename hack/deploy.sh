@@ -8,7 +8,7 @@
 #             garbage collection, the Jobs (and their pods) those CronJobs own.
 #   render    Print the overlay as `deploy` would apply it (IMG applied).
 #   image     docker build -t $IMG . (one-line error when docker or its engine is missing);
-#             without docker but with buildah: hack/cluster/image.sh $IMG (buildah bud).
+#             without docker or its engine but with buildah: hack/cluster/image.sh $IMG.
 #
 # deploy and undeploy first check that a cluster answers (kubectl version, 5 s), else say
 # "no cluster reachable: set KUBECONFIG or CONTEXT" instead of kubectl's localhost:8080 error.
@@ -122,8 +122,9 @@ undeploy() {
 }
 
 image() {
-  if ! command -v "${docker}" >/dev/null 2>&1 && command -v "${BUILDAH:-buildah}" >/dev/null 2>&1; then
-    # No Docker: buildah (hack/cluster/image.sh; imports into `make cluster`'s node if up).
+  if command -v "${BUILDAH:-buildah}" >/dev/null 2>&1 \
+      && ! { command -v "${docker}" >/dev/null 2>&1 && "${docker}" info >/dev/null 2>&1; }; then
+    # No Docker engine: buildah (hack/cluster/image.sh; imports into `make cluster`'s node).
     exec bash "${root}/hack/cluster/image.sh" "${img}"
   fi
   command -v "${docker}" >/dev/null 2>&1 \

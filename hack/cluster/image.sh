@@ -8,7 +8,8 @@
 # environment is passed on as that build arg. Unset, the upstream image is tried (a 60 s pull);
 # when no registry answers, images.sh's local base (debootstrap'd bookworm with Debian's
 # python3 3.11: localhost/pyctrl/python:3.11-bookworm) is built once and used instead, and
-# the script says so. buildah keeps its storage under the node cache (common.sh: vfs, no
+# the script says so. The host's /etc/pip.conf and CA bundle are mounted into RUN steps (not
+# into the image). buildah keeps its storage under the node cache (common.sh: vfs, no
 # mounts on the host). Stdout: nothing; the size and the import go to stderr.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -17,12 +18,8 @@ img="${1:?usage: $0 IMG}"
 command -v "${BUILDAH:-buildah}" >/dev/null 2>&1 || die "image: neither docker (with an engine) nor buildah found"
 mkdir -p "${node_cache}"
 
-# Which host paths buildah creates on its own (its CNI lock, its blob-info cache): removed
-# again when they did not exist before.
-created=()
-for p in /etc/cni /var/lib/containers; do [[ -e "${p}" ]] || created+=("${p}"); done
-cleanup() { if (( ${#created[@]} )); then rm -rf "${created[@]}"; fi; }
-trap cleanup EXIT
+buildah_guard_host
+trap buildah_unguard_host EXIT
 
 base="${PYTHON_IMAGE:-}"
 if [[ -z "${base}" ]]; then
@@ -48,9 +45,16 @@ elif [[ "${first}" != *.* && "${first}" != *:* && "${first}" != localhost ]]; th
 fi
 [[ "${full##*/}" == *:* || "${full}" == *@* ]] || full="${full}:latest"
 
+# The host's pip configuration and CA bundle are lent (read-only, RUN steps only) to the build:
+# behind a proxy with its own CA, pip in the image trusts what pip on the host trusts.
+lend=()
+for f in /etc/pip.conf /etc/ssl/certs/ca-certificates.crt; do
+  [[ -f "${f}" ]] && lend+=(--volume "${f}:${f}:ro")
+done
+
 log "image: buildah bud -t ${full} (FROM ${base})"
 start=$SECONDS
-buildah_ bud --isolation chroot --layers=false --build-arg "PYTHON_IMAGE=${base}" \
+buildah_ bud --isolation chroot --layers=false --build-arg "PYTHON_IMAGE=${base}" "${lend[@]}" \
   -t "${full}" -f "${repo_root}/Dockerfile" "${repo_root}" >&2
 log "image: built ${full} in $((SECONDS - start))s, size $(buildah_ images --format '{{.Size}}' "${full}" | head -1)" \
     "(uncompressed; base $(buildah_ images --format '{{.Size}}' "${base}" | head -1))"

@@ -26,7 +26,9 @@ cleanup() {
     umount -l "${m}" || true
   done
   rm -rf "${work}"
+  buildah_unguard_host
 }
+buildah_guard_host
 trap cleanup EXIT
 
 # archive NAME IMAGE: push IMAGE from buildah's storage to <images>/NAME.tar.
