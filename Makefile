@@ -104,6 +104,14 @@ cluster:
 cluster-down:
 	@bash hack/cluster/down.sh
 
+# Stands in for cert-manager on that node only (quay.io is unreachable here): its CRDs, the
+# webhook component's self-signed Secret and caBundles. Run it before and after `make deploy`
+# of an overlay with the webhook (hack/cluster/cert_manager_standin.py).
+.PHONY: cluster-cert-manager
+cluster-cert-manager:
+	@python3 hack/cluster/cert_manager_standin.py "$$(bash hack/controlplane/build.sh)/kubectl" \
+		"$${KUBECONFIG:-/var/lib/pyctrl-cluster/kubeconfig}"
+
 # e2e on the real node, with the controller as the deployed pod (tests/e2e; issue 34):
 #   make cluster && make image && make deploy OVERLAY=manifests/base && make e2e
 # Not part of `make test` or CI (see README "A real node").

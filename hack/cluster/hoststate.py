@@ -26,6 +26,7 @@ watched paths that did not exist before.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -186,10 +187,8 @@ def _kill_leftovers() -> None:
     pids = [int(p.split()[0]) for p in processes()]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
             time.sleep(0.1)
@@ -239,7 +238,8 @@ def restore(before: dict[str, Any]) -> None:
     old_mounts = {m.split()[0] for m in before["mounts"]}
     for mountpoint in sorted({m.split()[0] for m in mounts()} - old_mounts,
                              key=len, reverse=True):
-        if subprocess.run(["umount", mountpoint], capture_output=True).returncode != 0:
+        if subprocess.run(["umount", mountpoint], capture_output=True,
+                          check=False).returncode != 0:
             subprocess.run(["umount", "-l", mountpoint], check=False)
     old_links = {item.split()[1] for item in before["links"] if item.startswith("link ")}
     for item in links():
