@@ -76,8 +76,11 @@ def _self_signed(cert: dict[str, Any]) -> dict[str, str]:
             capture_output=True, check=True)
         pem_key = key.read_bytes()
         pem_crt = crt.read_bytes()
-    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
-    return {"tls.crt": b64(pem_crt), "tls.key": b64(pem_key), "ca.crt": b64(pem_crt)}
+    return {"tls.crt": _b64(pem_crt), "tls.key": _b64(pem_key), "ca.crt": _b64(pem_crt)}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
 
 
 def issue() -> None:
