@@ -31,13 +31,15 @@ buildah_() {
     --storage-driver vfs "$@"
 }
 
-# buildah creates /etc/cni (its CNI lock) and /var/lib/containers (its blob-info cache) on
-# its own: buildah_guard_host records which of them are missing, buildah_unguard_host (call
-# it on EXIT) removes those again.
+# Made on their own: /etc/cni (buildah's CNI lock), /var/lib/containers (its blob-info cache),
+# /run/mount (libmount's, when debootstrap mounts). buildah_guard_host records which of them
+# are missing, buildah_unguard_host (call it on EXIT) removes those again.
 buildah_created=()
 buildah_guard_host() {
   local p
-  for p in /etc/cni /var/lib/containers; do [[ -e "${p}" ]] || buildah_created+=("${p}"); done
+  for p in /etc/cni /var/lib/containers /run/mount; do
+    [[ -e "${p}" ]] || buildah_created+=("${p}")
+  done
 }
 buildah_unguard_host() {
   if (( ${#buildah_created[@]} )); then rm -rf "${buildah_created[@]}"; fi

@@ -44,7 +44,8 @@ WATCHED_PATHS = (
     "/run/containerd", "/var/lib/containerd", "/run/netns", "/var/lib/cni", "/run/cni",
     "/etc/cni", "/opt/cni", "/var/log/containers", "/var/log/pods", "/var/lib/kubelet",
     "/etc/kubernetes", "/var/run/kubernetes", "/run/xtables.lock", "/run/runc",
-    "/var/lib/containers", "/run/containers", "/var/lib/kube-proxy",
+    "/var/lib/containers", "/run/containers", "/var/lib/kube-proxy", "/run/mount",
+    "/opt/containerd",
 )
 VOLATILE_SYSCTLS = re.compile(
     r"^(kernel\.ns_last_pid|kernel\.random\..*|fs\.dentry-state|fs\.file-nr|fs\.inode-.*"
