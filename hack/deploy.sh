@@ -100,7 +100,16 @@ deploy() {
   need_cluster deploy
   echo "deploy: CRD (crds/), server-side"
   kc apply --server-side --force-conflicts -f "${root}/crds/"
-  kc wait --for=condition=Established --timeout=60s -f "${root}/crds/"
+  # A CRD just created has no .status.conditions yet, and kubectl wait fails at once on that
+  # ("accessor error: <nil>") instead of waiting: retry it for up to 60 s.
+  local deadline=$((SECONDS + 60))
+  until kc wait --for=condition=Established --timeout=60s -f "${root}/crds/" >/dev/null 2>&1; do
+    if (( SECONDS >= deadline )); then
+      kc wait --for=condition=Established --timeout=1s -f "${root}/crds/"
+      die "deploy: the CRD is not Established after 60 s"
+    fi
+    sleep 0.5
+  done
   echo "deploy: ${overlay} with image ${img}"
   with_overlay kc apply -k
 }

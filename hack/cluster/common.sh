@@ -6,7 +6,7 @@
 #   state  ${PYCTRL_CLUSTER_DIR:-/var/lib/pyctrl-cluster}: everything one running cluster owns
 #          (certs, etcd data, containerd root and state, kubelet root, logs, pids, the host
 #          snapshot taken before it started); removed by down.sh.
-# The node: a dummy interface ${node_if} holding ${node_ip} (TEST-NET-1, never routed), pods
+# The node: a dummy (or port-less bridge) interface ${node_if} holding ${node_ip} (TEST-NET-1, never routed), pods
 # on the CNI bridge ${cni_bridge} in ${pod_cidr}, services in ${service_cidr}.
 
 cluster_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

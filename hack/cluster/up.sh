@@ -95,7 +95,9 @@ wait_for() {
 }
 
 # -- the node's address --------------------------------------------------------------------
-ip link add "${node_if}" type dummy
+# A dummy interface where the kernel has them, else a bridge without ports (both hold a local
+# address that nothing routes; this machine's kernel has no dummy driver).
+ip link add "${node_if}" type dummy 2>/dev/null || ip link add "${node_if}" type bridge
 ip addr add "${node_ip}/32" dev "${node_if}"
 ip link set "${node_if}" up
 
