@@ -10,7 +10,7 @@ Recorded, one section each (a section's items are strings, compared as sets, exc
     iptables   iptables-save and ip6tables-save per table, counters dropped, a built-in chain
                with policy ACCEPT and no rule left out (so a flushed table equals an absent one)
     mounts     /proc/mounts as "mountpoint fstype source"
-    cgroups    every directory under /sys/fs/cgroup
+    cgroups    every directory under /sys/fs/cgroup but IGNORED_CGROUPS (the machine's own)
     listeners  listening sockets owned by a node process (NODE_PROCESSES) or bound to the node
                IP; other listeners (other tests' control planes on random ports) are not ours
     processes  live processes named in NODE_PROCESSES or whose command line names the
@@ -53,6 +53,10 @@ VOLATILE_SYSCTLS = re.compile(
     r"|fs\.quota\..*|kernel\.tainted|vm\.stat_refresh|net\.ipv4\.route\.flush"
     r"|net\.ipv6\.route\.flush|vm\.drop_caches|vm\.compact_memory)$"
 )
+# The cgroups this machine's own process runner makes and removes per command, whatever runs:
+# not the node's (PYCTRL_HOSTSTATE_IGNORE_CGROUPS, a regular expression, replaces it).
+IGNORED_CGROUPS = re.compile(
+    os.environ.get("PYCTRL_HOSTSTATE_IGNORE_CGROUPS", r"/process_api(/|$)"))
 STATE_DIR = os.environ.get("PYCTRL_CLUSTER_DIR", "/var/lib/pyctrl-cluster")
 NODE_IP = os.environ.get("PYCTRL_NODE_IP", "192.0.2.10")
 
@@ -104,7 +108,8 @@ def mounts() -> list[str]:
 
 
 def cgroups() -> list[str]:
-    return [dirpath for dirpath, _d, _f in os.walk("/sys/fs/cgroup")]
+    return [dirpath for dirpath, _d, _f in os.walk("/sys/fs/cgroup")
+            if not IGNORED_CGROUPS.search(dirpath)]
 
 
 def _proc_name(pid: str) -> str:
@@ -179,6 +184,9 @@ def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     for section in ("iptables", "mounts", "cgroups", "listeners", "processes", "links",
                     "paths"):
         b, a = set(before[section]), set(after[section])
+        if section == "cgroups":  # also for a record taken with another IGNORED_CGROUPS
+            b = {d for d in b if not IGNORED_CGROUPS.search(d)}
+            a = {d for d in a if not IGNORED_CGROUPS.search(d)}
         out += [f"{section} -{item}" for item in sorted(b - a)]
         out += [f"{section} +{item}" for item in sorted(a - b)]
     return out
