@@ -9,6 +9,8 @@ Recorded, one section each (a section's items are strings, compared as sets, exc
     sysctl     every writable /proc/sys value but the few the kernel changes on its own
     iptables   iptables-save and ip6tables-save per table, counters dropped, a built-in chain
                with policy ACCEPT and no rule left out (so a flushed table equals an absent one)
+    nft        nftables tables (`nft list tables`, when nft is installed): iptables-nft leaves
+               the tables it created behind, empty, after a flush
     mounts     /proc/mounts as "mountpoint fstype source"
     cgroups    every directory under /sys/fs/cgroup but IGNORED_CGROUPS (the machine's own)
     listeners  listening sockets owned by a node process (NODE_PROCESSES) or bound to the node
@@ -19,9 +21,9 @@ Recorded, one section each (a section's items are strings, compared as sets, exc
     paths      which of WATCHED_PATHS exist (what a kubelet, containerd, CNI or iptables create)
 
 restore writes back the sysctls that differ, restores each changed iptables table from BEFORE
-(flushes a table that was empty), kills leftover node processes, unmounts new mounts (deepest
-first), deletes new interfaces, removes new cgroup directories (deepest first) and removes the
-watched paths that did not exist before.
+(flushes a table that was empty), deletes the nftables tables that were not there, kills
+leftover node processes, unmounts new mounts (deepest first), deletes new interfaces, removes
+new cgroup directories (deepest first) and removes the watched paths that did not exist before.
 """
 
 from __future__ import annotations
@@ -102,6 +104,12 @@ def iptables() -> list[str]:
     return items
 
 
+def nft_tables() -> list[str]:
+    """``nft list tables`` (empty without nft): iptables-nft creates a table on first use and
+    leaves it, empty, when flushed."""
+    return [line.strip() for line in _run("nft", "list", "tables").splitlines() if line.strip()]
+
+
 def mounts() -> list[str]:
     with open("/proc/mounts") as f:
         return [" ".join((p[1], p[2], p[0])) for p in (line.split() for line in f)]
@@ -169,7 +177,8 @@ def paths() -> list[str]:
 
 def snapshot() -> dict[str, Any]:
     return {
-        "sysctl": sysctls(), "iptables": iptables(), "mounts": mounts(), "cgroups": cgroups(),
+        "sysctl": sysctls(), "iptables": iptables(), "nft": nft_tables(), "mounts": mounts(),
+        "cgroups": cgroups(),
         "listeners": listeners(), "processes": processes(), "links": links(),
         "paths": paths(),
     }
@@ -181,9 +190,9 @@ def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     for key in sorted(set(b_sys) | set(a_sys)):
         if b_sys.get(key) != a_sys.get(key):
             out.append(f"sysctl {key}: {b_sys.get(key)!r} -> {a_sys.get(key)!r}")
-    for section in ("iptables", "mounts", "cgroups", "listeners", "processes", "links",
+    for section in ("iptables", "nft", "mounts", "cgroups", "listeners", "processes", "links",
                     "paths"):
-        b, a = set(before[section]), set(after[section])
+        b, a = set(before.get(section, [])), set(after.get(section, []))
         if section == "cgroups":  # also for a record taken with another IGNORED_CGROUPS
             b = {d for d in b if not IGNORED_CGROUPS.search(d)}
             a = {d for d in a if not IGNORED_CGROUPS.search(d)}
@@ -244,6 +253,8 @@ def restore(before: dict[str, Any]) -> None:
             except OSError as e:
                 print(f"hoststate: cannot restore sysctl {key}: {e}", file=sys.stderr)
     _restore_iptables(before)
+    for table in sorted(set(nft_tables()) - set(before.get("nft", []))):
+        subprocess.run(["nft", "delete", *table.split()], check=False)
     old_mounts = {m.split()[0] for m in before["mounts"]}
     for mountpoint in sorted({m.split()[0] for m in mounts()} - old_mounts,
                              key=len, reverse=True):

@@ -36,7 +36,7 @@ declare -A pkg_of=(
   [containerd]=containerd [runc]=runc [ctr]=containerd [iptables]=iptables
   [ip6tables]=iptables [conntrack]=conntrack [ip]=iproute2 [openssl]=openssl
   [buildah]=buildah [gcc]=gcc [busybox]=busybox-static [debootstrap]=debootstrap
-  [ss]=iproute2 [python3]=python3 [flock]=util-linux [go]=golang
+  [ss]=iproute2 [python3]=python3 [flock]=util-linux [nft]=nftables [go]=golang
 )
 missing=()
 for tool in "${!pkg_of[@]}"; do

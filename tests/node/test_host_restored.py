@@ -70,8 +70,8 @@ def test_cluster_up_and_down_leave_the_host_as_it_was() -> None:
         # The node changed the host in every way the record covers; otherwise the comparison
         # after the teardown would prove nothing.
         kinds = {line.split()[0] for line in during}
-        assert {"sysctl", "iptables", "mounts", "cgroups", "listeners", "processes", "links",
-                "paths"} <= kinds, during
+        assert {"sysctl", "iptables", "nft", "mounts", "cgroups", "listeners", "processes",
+                "links", "paths"} <= kinds, during
     finally:
         down = subprocess.run(["bash", str(ROOT / "hack/cluster/down.sh")], capture_output=True,
                               text=True, timeout=300, check=False)
