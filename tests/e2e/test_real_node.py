@@ -2,8 +2,9 @@
 
 Against `make cluster && make image && make deploy OVERLAY=manifests/base` (tests/e2e/
 conftest.py). Every scenario is one a fake node (kwok) cannot show: a container that really
-exits 1 and is retried per backoffLimit, the sample's container printing its line, and the
-leader pod deleted just before a tick with every scheduled time getting exactly one Job.
+exits 1 and is retried per backoffLimit, the sample's container printing its line, the
+leader pod deleted just before a tick with every scheduled time getting exactly one Job, and
+concurrencyPolicy Forbid and Replace meeting a container that is still running.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 import pytest
@@ -134,3 +136,33 @@ def test_the_leader_deleted_before_a_tick_loses_and_doubles_no_run(kubectl: Kube
     print(f"leader {old} deleted before {first_missing:%H:%M}: {len(jobs)} Jobs for "
           f"{len(times)} scheduled times {minutes[0]:%H:%M}..{minutes[-1]:%H:%M}, "
           f"0 duplicate, 0 missed")
+
+
+def test_forbid_and_replace_with_containers_that_really_run(kubectl: Kubectl,
+                                                            namespace: str) -> None:
+    for policy in ("Forbid", "Replace"):
+        cronjob = _cronjob(policy.lower(), "sleep 100")
+        cronjob["spec"]["concurrencyPolicy"] = policy
+        kubectl.apply(namespace, cronjob)
+
+    def running(owner: str) -> dict[str, Any] | None:
+        return next((j for j in _jobs(kubectl, namespace)
+                     if j["metadata"]["name"].startswith(owner + "-")
+                     and j.get("status", {}).get("ready") == 1), None)
+
+    first = {owner: _until(f"{owner}'s first Job running", 150, partial(running, owner))
+             for owner in ("forbid", "replace")}
+    first_time = first["forbid"]["metadata"]["annotations"][SCHEDULED]
+    assert first["replace"]["metadata"]["annotations"][SCHEDULED] == first_time
+    # The next tick comes while both first containers still sleep (100 s).
+    tick = datetime.fromisoformat(first_time).timestamp() + 60
+    time.sleep(max(0.0, tick - time.time()) + 20)
+    names = {j["metadata"]["name"]: j for j in _jobs(kubectl, namespace)
+             if not j["metadata"].get("deletionTimestamp")}
+    forbid = sorted(n for n in names if n.startswith("forbid-"))
+    replace = sorted(n for n in names if n.startswith("replace-"))
+    # Forbid: the tick is skipped while the first Job runs.
+    assert forbid == [first["forbid"]["metadata"]["name"]]
+    # Replace: the running Job is deleted and the tick's Job runs instead.
+    assert len(replace) == 1 and replace[0] != first["replace"]["metadata"]["name"]
+    print(f"at {first_time} + 80 s: Forbid {forbid}, Replace {replace}")
