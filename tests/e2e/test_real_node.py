@@ -4,11 +4,13 @@ Against `make cluster && make image && make deploy OVERLAY=manifests/base` (test
 conftest.py). Every scenario is one a fake node (kwok) cannot show: a container that really
 exits 1 and is retried per backoffLimit, the sample's container printing its line, the
 leader pod deleted just before a tick with every scheduled time getting exactly one Job, and
-concurrencyPolicy Forbid and Replace meeting a container that is still running.
+concurrencyPolicy Forbid and Replace meeting a container that is still running, and a Job
+whose container runs through a kubelet restart (hack/cluster/restart.sh).
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -166,3 +168,27 @@ def test_forbid_and_replace_with_containers_that_really_run(kubectl: Kubectl,
     # Replace: the running Job is deleted and the tick's Job runs instead.
     assert len(replace) == 1 and replace[0] != first["replace"]["metadata"]["name"]
     print(f"at {first_time} + 80 s: Forbid {forbid}, Replace {replace}")
+
+
+def test_a_job_runs_to_completion_across_a_kubelet_restart(kubectl: Kubectl,
+                                                          namespace: str) -> None:
+    kubectl.apply(namespace, _cronjob("across", "sleep 30; echo done"))
+
+    def running() -> dict[str, Any] | None:
+        return next((j for j in _jobs(kubectl, namespace)
+                     if j.get("status", {}).get("ready") == 1), None)
+
+    job = _until("a Job running", 150, running)
+    subprocess.run(["bash", str(ROOT / "hack/cluster/restart.sh"), "kubelet"], check=True,
+                   capture_output=True, timeout=60)
+    name = job["metadata"]["name"]
+    done = _until("the Job Complete after the kubelet restart", 120, lambda: next(
+        (j for j in _jobs(kubectl, namespace)
+         if j["metadata"]["name"] == name and _condition(j, "Complete")), None))
+    pods = kubectl.json("-n", namespace, "get", "pods", "-l", f"job-name={name}")["items"]
+    # The same container ran through: no second pod, no container restart.
+    assert len(pods) == 1 and pods[0]["status"]["containerStatuses"][0]["restartCount"] == 0
+    assert kubectl("-n", namespace, "logs", pods[0]["metadata"]["name"]).strip() == "done"
+    assert _condition(done, "Complete")
+    node = kubectl.json("get", "node", "pyctrl-node")
+    assert _condition(node, "Ready")
