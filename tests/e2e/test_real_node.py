@@ -3,9 +3,11 @@
 Against `make cluster && make image && make deploy OVERLAY=manifests/base` (tests/e2e/
 conftest.py). Every scenario is one a fake node (kwok) cannot show: a container that really
 exits 1 and is retried per backoffLimit, the sample's container printing its line, the
-leader pod deleted just before a tick with every scheduled time getting exactly one Job, and
-concurrencyPolicy Forbid and Replace meeting a container that is still running, and a Job
-whose container runs through a kubelet restart (hack/cluster/restart.sh).
+leader pod deleted just before a tick with every scheduled time getting exactly one Job,
+concurrencyPolicy Forbid and Replace meeting a container that is still running, a Job whose
+container runs through a kubelet restart (hack/cluster/restart.sh), and a `kubectl set image`
+rolling upgrade across ticks (to a second tag of the same build: the mechanism, not a change
+of code) with every scheduled time getting exactly one Job.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from tests.e2e.conftest import ROOT, Kubectl
+from tests.e2e.conftest import KUBECONFIG, ROOT, Kubectl
 
 pytestmark = [pytest.mark.node, pytest.mark.timeout(600)]
 
@@ -126,6 +129,15 @@ def test_the_leader_deleted_before_a_tick_loses_and_doubles_no_run(kubectl: Kube
     kubectl("-n", SYSTEM_NS, "rollout", "status", "deployment/cronjob-controller",
             "--timeout=120s")
     jobs = _jobs(kubectl, namespace)
+    minutes = _one_job_per_minute(jobs)
+    assert first_missing in minutes, f"the tick during the hand-over is missing: {minutes}"
+    assert minutes[-1] > first_missing
+    print(f"leader {old} deleted before {first_missing:%H:%M}: {len(jobs)} Jobs for "
+          f"{len(minutes)} scheduled times {minutes[0]:%H:%M}..{minutes[-1]:%H:%M}, "
+          f"0 duplicate, 0 missed")
+
+
+def _one_job_per_minute(jobs: list[dict[str, Any]]) -> list[datetime]:
     times = Counter(j["metadata"]["annotations"][SCHEDULED] for j in jobs)
     assert all(n == 1 for n in times.values()), f"duplicate runs: {times}"
     minutes = sorted(datetime.fromisoformat(t).astimezone(UTC) for t in times)
@@ -133,11 +145,7 @@ def test_the_leader_deleted_before_a_tick_loses_and_doubles_no_run(kubectl: Kube
     while expected[-1] < minutes[-1]:
         expected.append(datetime.fromtimestamp(expected[-1].timestamp() + 60, UTC))
     assert minutes == expected, f"missed runs: {sorted(times)}"
-    assert first_missing in minutes, f"the tick during the hand-over is missing: {sorted(times)}"
-    assert minutes[-1] > first_missing
-    print(f"leader {old} deleted before {first_missing:%H:%M}: {len(jobs)} Jobs for "
-          f"{len(times)} scheduled times {minutes[0]:%H:%M}..{minutes[-1]:%H:%M}, "
-          f"0 duplicate, 0 missed")
+    return minutes
 
 
 def test_forbid_and_replace_with_containers_that_really_run(kubectl: Kubectl,
@@ -192,3 +200,41 @@ def test_a_job_runs_to_completion_across_a_kubelet_restart(kubectl: Kubectl,
     assert _condition(done, "Complete")
     node = kubectl.json("get", "node", "pyctrl-node")
     assert _condition(node, "Ready")
+
+
+def test_a_rolling_upgrade_across_ticks_loses_and_doubles_no_run(kubectl: Kubectl,
+                                                                 namespace: str) -> None:
+    state = Path(KUBECONFIG).parent
+    current = kubectl.json("-n", SYSTEM_NS, "get", "deployment", "cronjob-controller")
+    image = current["spec"]["template"]["spec"]["containers"][0]["image"]
+    subprocess.run(["ctr", "--address", str(state / "run/containerd/containerd.sock"),
+                    "-n", "k8s.io", "images", "tag", "--force", f"docker.io/{image}",
+                    "docker.io/pyctrl/cronjob-controller:e2e-next"],
+                   check=True, capture_output=True)
+    kubectl.apply(namespace, _cronjob("upgrade", "echo tick"))
+    _until("the first Job", 150, lambda: _jobs(kubectl, namespace))
+    time.sleep(60 - time.time() % 60 - 5)  # the rollout starts 5 s before a tick
+    started = time.time()
+    try:
+        kubectl("-n", SYSTEM_NS, "set", "image", "deployment/cronjob-controller",
+                "controller=pyctrl/cronjob-controller:e2e-next")
+        kubectl("-n", SYSTEM_NS, "rollout", "status", "deployment/cronjob-controller",
+                "--timeout=180s")
+        rolled = time.time() - started
+        time.sleep(60 - time.time() % 60 + 60 + 15)  # two more ticks on the new pods
+        pods = kubectl.json("-n", SYSTEM_NS, "get", "pods", "-l",
+                            "app.kubernetes.io/name=cronjob-controller")["items"]
+        assert {p["spec"]["containers"][0]["image"] for p in pods} == {
+            "pyctrl/cronjob-controller:e2e-next"}
+        minutes = _one_job_per_minute(_jobs(kubectl, namespace))
+        last_tick = datetime.fromtimestamp(time.time() - time.time() % 60, UTC)
+        assert minutes[-1] == last_tick, (
+            f"the last tick {last_tick:%H:%M:%S} has no Job (rollout took {rolled:.0f} s): "
+            f"{[f'{m:%H:%M}' for m in minutes]}")
+        print(f"rollout in {rolled:.0f} s from {image}: {len(minutes)} scheduled times "
+              f"{minutes[0]:%H:%M}..{minutes[-1]:%H:%M}, one Job each")
+    finally:
+        kubectl("-n", SYSTEM_NS, "set", "image", "deployment/cronjob-controller",
+                f"controller={image}")
+        kubectl("-n", SYSTEM_NS, "rollout", "status", "deployment/cronjob-controller",
+                "--timeout=180s")
