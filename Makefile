@@ -87,7 +87,36 @@ undeploy:
 	@$(DEPLOY_ENV) bash hack/deploy.sh undeploy
 
 image:
-	@$(DEPLOY_ENV) DOCKER="$(or $(DOCKER),docker)" bash hack/deploy.sh image
+	@$(DEPLOY_ENV) DOCKER="$(or $(DOCKER),docker)" BUILDAH="$(or $(BUILDAH),buildah)" \
+		bash hack/deploy.sh image
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site
+
+# One real node on this machine (root; no Docker, no registry): hack/cluster/up.sh, README
+# "A real node". cluster-down stops it and restores every host change it made.
+# PYCTRL_CLUSTER_APT=1 lets it apt-get install the missing Debian packages.
+.PHONY: cluster cluster-down
+cluster:
+	@bash hack/prereqs.sh go
+	@bash hack/cluster/up.sh
+
+cluster-down:
+	@bash hack/cluster/down.sh
+
+# Stands in for cert-manager on that node only (quay.io is unreachable here): its CRDs, the
+# webhook component's self-signed Secret and caBundles. Run it before and after `make deploy`
+# of an overlay with the webhook (hack/cluster/cert_manager_standin.py).
+.PHONY: cluster-cert-manager
+cluster-cert-manager:
+	@python3 hack/cluster/cert_manager_standin.py "$$(bash hack/controlplane/build.sh)/kubectl" \
+		"$${KUBECONFIG:-/var/lib/pyctrl-cluster/kubeconfig}"
+
+# e2e on the real node, with the controller as the deployed pod (tests/e2e; issue 34):
+#   make cluster && make image && make deploy OVERLAY=manifests/base && make e2e
+# Not part of `make test` or CI (see README "A real node").
+.PHONY: e2e
+e2e: setup
+	@test -f "$${PYCTRL_E2E_KUBECONFIG:-/var/lib/pyctrl-cluster/kubeconfig}" \
+		|| { echo "e2e: no node: make cluster && make image && make deploy first" >&2; exit 1; }
+	$(VENV)/bin/pytest -q tests/e2e $(PYTEST_ARGS)

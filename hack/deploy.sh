@@ -7,7 +7,8 @@
 #             UNINSTALL_CRD=1: deleting it deletes every CronJob in every namespace and, through
 #             garbage collection, the Jobs (and their pods) those CronJobs own.
 #   render    Print the overlay as `deploy` would apply it (IMG applied).
-#   image     docker build -t $IMG . (one-line error when docker or its engine is missing).
+#   image     docker build -t $IMG . (one-line error when docker or its engine is missing);
+#             without docker or its engine but with buildah: hack/cluster/image.sh $IMG.
 #
 # deploy and undeploy first check that a cluster answers (kubectl version, 5 s), else say
 # "no cluster reachable: set KUBECONFIG or CONTEXT" instead of kubectl's localhost:8080 error.
@@ -15,7 +16,7 @@
 # Env: KUBECTL (default kubectl; honours KUBECONFIG), CONTEXT (a kubeconfig context),
 #      OVERLAY (default manifests/default),
 #      IMG (default pyctrl/cronjob-controller:dev; name[:tag] or name@sha256:...),
-#      UNINSTALL_CRD=1, DOCKER (default docker).
+#      UNINSTALL_CRD=1, DOCKER (default docker), BUILDAH (default buildah).
 # IMG never edits the checkout: a temporary kustomization wraps a copy of manifests/.
 set -euo pipefail
 
@@ -99,7 +100,16 @@ deploy() {
   need_cluster deploy
   echo "deploy: CRD (crds/), server-side"
   kc apply --server-side --force-conflicts -f "${root}/crds/"
-  kc wait --for=condition=Established --timeout=60s -f "${root}/crds/"
+  # A CRD just created has no .status.conditions yet, and kubectl wait fails at once on that
+  # ("accessor error: <nil>") instead of waiting: retry it for up to 60 s.
+  local deadline=$((SECONDS + 60))
+  until kc wait --for=condition=Established --timeout=60s -f "${root}/crds/" >/dev/null 2>&1; do
+    if (( SECONDS >= deadline )); then
+      kc wait --for=condition=Established --timeout=1s -f "${root}/crds/"
+      die "deploy: the CRD is not Established after 60 s"
+    fi
+    sleep 0.5
+  done
   echo "deploy: ${overlay} with image ${img}"
   with_overlay kc apply -k
 }
@@ -121,8 +131,13 @@ undeploy() {
 }
 
 image() {
+  if command -v "${BUILDAH:-buildah}" >/dev/null 2>&1 \
+      && ! { command -v "${docker}" >/dev/null 2>&1 && "${docker}" info >/dev/null 2>&1; }; then
+    # No Docker engine: buildah (hack/cluster/image.sh; imports into `make cluster`'s node).
+    exec bash "${root}/hack/cluster/image.sh" "${img}"
+  fi
   command -v "${docker}" >/dev/null 2>&1 \
-    || die "image: docker not found: install Docker (or set DOCKER=...) to build ${img}"
+    || die "image: docker not found: install Docker or buildah (or set DOCKER=...) to build ${img}"
   "${docker}" info >/dev/null 2>&1 \
     || die "image: docker is installed but no engine answers (docker info failed);" \
            "start the Docker daemon"

@@ -15,6 +15,8 @@
 #     from, so bumping kwok/go.mod rebuilds them and nothing else.
 #   - Concurrent runs take turns (flock on <dir>/.build.lock when flock exists).
 #   - Progress goes to stderr; stdout carries only the directory.
+#   - `build.sh --node` also builds kubelet and kube-proxy from the same k8s.io/kubernetes
+#     module (hack/cluster/, `make cluster`, runs a real node with them).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -115,5 +117,9 @@ build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "${s
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "${stamp}"
 build kubectl k8s.io/kubernetes/cmd/kubectl "${stamp}"
 build_kwok
+if [[ "${1:-}" == "--node" ]]; then
+  build kubelet k8s.io/kubernetes/cmd/kubelet "${stamp}"
+  build kube-proxy k8s.io/kubernetes/cmd/kube-proxy "${stamp}"
+fi
 
 echo "${out}"

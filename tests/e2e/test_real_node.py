@@ -1,0 +1,240 @@
+"""The deployed controller on a real node: Jobs run real containers (make e2e; issue 34).
+
+Against `make cluster && make image && make deploy OVERLAY=manifests/base` (tests/e2e/
+conftest.py). Every scenario is one a fake node (kwok) cannot show: a container that really
+exits 1 and is retried per backoffLimit, the sample's container printing its line, the
+leader pod deleted just before a tick with every scheduled time getting exactly one Job,
+concurrencyPolicy Forbid and Replace meeting a container that is still running, a Job whose
+container runs through a kubelet restart (hack/cluster/restart.sh), and a `kubectl set image`
+rolling upgrade across ticks (to a second tag of the same build: the mechanism, not a change
+of code) with every scheduled time getting exactly one Job.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.e2e.conftest import KUBECONFIG, ROOT, Kubectl
+
+pytestmark = [pytest.mark.node, pytest.mark.timeout(600)]
+
+T = TypeVar("T")
+SYSTEM_NS = "pyctrl-system"
+SCHEDULED = "batch.pyctrl.io/scheduled-timestamp"
+
+
+def _until(what: str, timeout: float, probe: Callable[[], T | None]) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:.0f}s")
+        time.sleep(1)
+
+
+def _cronjob(name: str, command: str, backoff_limit: int = 0, keep: int = 10) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.pyctrl.io/v1", "kind": "CronJob", "metadata": {"name": name},
+        "spec": {
+            "schedule": "* * * * *", "concurrencyPolicy": "Allow",
+            "successfulJobsHistoryLimit": keep, "failedJobsHistoryLimit": keep,
+            "jobTemplate": {"spec": {"backoffLimit": backoff_limit, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox:1.36",
+                                "imagePullPolicy": "IfNotPresent",
+                                "command": ["sh", "-c", command]}]}}}},
+        },
+    }
+
+
+def _jobs(kubectl: Kubectl, namespace: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = kubectl.json("-n", namespace, "get", "jobs")["items"]
+    return items
+
+
+def _condition(job: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for c in job.get("status", {}).get("conditions") or []:
+        if c["type"] == kind and c["status"] == "True":
+            return dict(c)
+    return None
+
+
+def test_the_controller_runs_as_the_deployed_pod_and_leads(kubectl: Kubectl) -> None:
+    deploy = kubectl.json("-n", SYSTEM_NS, "get", "deployment", "cronjob-controller")
+    assert deploy["status"].get("readyReplicas") == deploy["spec"]["replicas"]
+    pods = {p["metadata"]["name"] for p in kubectl.json(
+        "-n", SYSTEM_NS, "get", "pods", "-l", "app.kubernetes.io/name=cronjob-controller")["items"]}
+    holder = _leader(kubectl)
+    assert holder in pods
+
+
+def _leader(kubectl: Kubectl) -> str:
+    lease = kubectl.json("-n", SYSTEM_NS, "get", "lease", "pyctrl-cronjob-controller")
+    holder: str = lease["spec"]["holderIdentity"]
+    return holder.split("_", maxsplit=1)[0]
+
+
+def test_a_failing_container_is_retried_per_backoff_limit(kubectl: Kubectl,
+                                                         namespace: str) -> None:
+    kubectl.apply(namespace, _cronjob("fails", "echo failing; exit 1", backoff_limit=2))
+    job = _until("a Job failed with BackoffLimitExceeded", 240, lambda: next(
+        (j for j in _jobs(kubectl, namespace) if _condition(j, "Failed")), None))
+    assert _condition(job, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
+    pods = kubectl.json("-n", namespace, "get", "pods", "-l",
+                        f"job-name={job['metadata']['name']}")["items"]
+    # backoffLimit 2: the first run and two retries, each a real container that exited 1.
+    assert len(pods) == 3
+    for pod in pods:
+        state = pod["status"]["containerStatuses"][0]["state"]
+        assert state["terminated"]["exitCode"] == 1
+    log = kubectl("-n", namespace, "logs", pods[0]["metadata"]["name"])
+    assert log.strip() == "failing"
+
+
+def test_the_sample_cronjob_runs_a_real_container(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "apply", "-f", str(ROOT / "manifests/samples/cronjob.yaml"))
+    job = _until("the sample's Job Complete", 150, lambda: next(
+        (j for j in _jobs(kubectl, namespace) if _condition(j, "Complete")), None))
+    pods = kubectl.json("-n", namespace, "get", "pods", "-l",
+                        f"job-name={job['metadata']['name']}")["items"]
+    assert [p["status"]["phase"] for p in pods] == ["Succeeded"]
+    assert "Hello from a pyctrl CronJob" in kubectl(
+        "-n", namespace, "logs", pods[0]["metadata"]["name"])
+
+
+def test_the_leader_deleted_before_a_tick_loses_and_doubles_no_run(kubectl: Kubectl,
+                                                                   namespace: str) -> None:
+    kubectl.apply(namespace, _cronjob("ticks", "echo tick"))
+    _until("the first Job", 150, lambda: _jobs(kubectl, namespace))
+    # Delete the leader 3 s before the next minute: the tick falls in the hand-over.
+    now = time.time()
+    time.sleep(60 - now % 60 - 3)
+    first_missing = datetime.fromtimestamp(time.time() + 3, UTC).replace(second=0, microsecond=0)
+    old = _leader(kubectl)
+    kubectl("-n", SYSTEM_NS, "delete", "pod", old, "--wait=false")
+    _until("a new leader", 120, lambda: _leader(kubectl) != old)
+    # Two more ticks after the hand-over.
+    time.sleep(60 - time.time() % 60 + 60 + 15)
+    kubectl("-n", SYSTEM_NS, "rollout", "status", "deployment/cronjob-controller",
+            "--timeout=120s")
+    jobs = _jobs(kubectl, namespace)
+    minutes = _one_job_per_minute(jobs)
+    assert first_missing in minutes, f"the tick during the hand-over is missing: {minutes}"
+    assert minutes[-1] > first_missing
+    print(f"leader {old} deleted before {first_missing:%H:%M}: {len(jobs)} Jobs for "
+          f"{len(minutes)} scheduled times {minutes[0]:%H:%M}..{minutes[-1]:%H:%M}, "
+          f"0 duplicate, 0 missed")
+
+
+def _one_job_per_minute(jobs: list[dict[str, Any]]) -> list[datetime]:
+    times = Counter(j["metadata"]["annotations"][SCHEDULED] for j in jobs)
+    assert all(n == 1 for n in times.values()), f"duplicate runs: {times}"
+    minutes = sorted(datetime.fromisoformat(t).astimezone(UTC) for t in times)
+    expected = [minutes[0]]
+    while expected[-1] < minutes[-1]:
+        expected.append(datetime.fromtimestamp(expected[-1].timestamp() + 60, UTC))
+    assert minutes == expected, f"missed runs: {sorted(times)}"
+    return minutes
+
+
+def test_forbid_and_replace_with_containers_that_really_run(kubectl: Kubectl,
+                                                            namespace: str) -> None:
+    for policy in ("Forbid", "Replace"):
+        cronjob = _cronjob(policy.lower(), "sleep 100")
+        cronjob["spec"]["concurrencyPolicy"] = policy
+        kubectl.apply(namespace, cronjob)
+
+    def running(owner: str) -> dict[str, Any] | None:
+        return next((j for j in _jobs(kubectl, namespace)
+                     if j["metadata"]["name"].startswith(owner + "-")
+                     and j.get("status", {}).get("ready") == 1), None)
+
+    first = {owner: _until(f"{owner}'s first Job running", 150, partial(running, owner))
+             for owner in ("forbid", "replace")}
+    first_time = first["forbid"]["metadata"]["annotations"][SCHEDULED]
+    assert first["replace"]["metadata"]["annotations"][SCHEDULED] == first_time
+    # The next tick comes while both first containers still sleep (100 s).
+    tick = datetime.fromisoformat(first_time).timestamp() + 60
+    time.sleep(max(0.0, tick - time.time()) + 20)
+    names = {j["metadata"]["name"]: j for j in _jobs(kubectl, namespace)
+             if not j["metadata"].get("deletionTimestamp")}
+    forbid = sorted(n for n in names if n.startswith("forbid-"))
+    replace = sorted(n for n in names if n.startswith("replace-"))
+    # Forbid: the tick is skipped while the first Job runs.
+    assert forbid == [first["forbid"]["metadata"]["name"]]
+    # Replace: the running Job is deleted and the tick's Job runs instead.
+    assert len(replace) == 1 and replace[0] != first["replace"]["metadata"]["name"]
+    print(f"at {first_time} + 80 s: Forbid {forbid}, Replace {replace}")
+
+
+def test_a_job_runs_to_completion_across_a_kubelet_restart(kubectl: Kubectl,
+                                                          namespace: str) -> None:
+    kubectl.apply(namespace, _cronjob("across", "sleep 30; echo done"))
+
+    def running() -> dict[str, Any] | None:
+        return next((j for j in _jobs(kubectl, namespace)
+                     if j.get("status", {}).get("ready") == 1), None)
+
+    job = _until("a Job running", 150, running)
+    subprocess.run(["bash", str(ROOT / "hack/cluster/restart.sh"), "kubelet"], check=True,
+                   capture_output=True, timeout=60)
+    name = job["metadata"]["name"]
+    done = _until("the Job Complete after the kubelet restart", 120, lambda: next(
+        (j for j in _jobs(kubectl, namespace)
+         if j["metadata"]["name"] == name and _condition(j, "Complete")), None))
+    pods = kubectl.json("-n", namespace, "get", "pods", "-l", f"job-name={name}")["items"]
+    # The same container ran through: no second pod, no container restart.
+    assert len(pods) == 1 and pods[0]["status"]["containerStatuses"][0]["restartCount"] == 0
+    assert kubectl("-n", namespace, "logs", pods[0]["metadata"]["name"]).strip() == "done"
+    assert _condition(done, "Complete")
+    node = kubectl.json("get", "node", "pyctrl-node")
+    assert _condition(node, "Ready")
+
+
+def test_a_rolling_upgrade_across_ticks_loses_and_doubles_no_run(kubectl: Kubectl,
+                                                                 namespace: str) -> None:
+    state = Path(KUBECONFIG).parent
+    current = kubectl.json("-n", SYSTEM_NS, "get", "deployment", "cronjob-controller")
+    image = current["spec"]["template"]["spec"]["containers"][0]["image"]
+    subprocess.run(["ctr", "--address", str(state / "run/containerd/containerd.sock"),
+                    "-n", "k8s.io", "images", "tag", "--force", f"docker.io/{image}",
+                    "docker.io/pyctrl/cronjob-controller:e2e-next"],
+                   check=True, capture_output=True)
+    kubectl.apply(namespace, _cronjob("upgrade", "echo tick"))
+    _until("the first Job", 150, lambda: _jobs(kubectl, namespace))
+    time.sleep(60 - time.time() % 60 - 5)  # the rollout starts 5 s before a tick
+    started = time.time()
+    try:
+        kubectl("-n", SYSTEM_NS, "set", "image", "deployment/cronjob-controller",
+                "controller=pyctrl/cronjob-controller:e2e-next")
+        kubectl("-n", SYSTEM_NS, "rollout", "status", "deployment/cronjob-controller",
+                "--timeout=180s")
+        rolled = time.time() - started
+        time.sleep(60 - time.time() % 60 + 60 + 15)  # two more ticks on the new pods
+        pods = kubectl.json("-n", SYSTEM_NS, "get", "pods", "-l",
+                            "app.kubernetes.io/name=cronjob-controller")["items"]
+        assert {p["spec"]["containers"][0]["image"] for p in pods} == {
+            "pyctrl/cronjob-controller:e2e-next"}
+        minutes = _one_job_per_minute(_jobs(kubectl, namespace))
+        last_tick = datetime.fromtimestamp(time.time() - time.time() % 60, UTC)
+        assert minutes[-1] == last_tick, (
+            f"the last tick {last_tick:%H:%M:%S} has no Job (rollout took {rolled:.0f} s): "
+            f"{[f'{m:%H:%M}' for m in minutes]}")
+        print(f"rollout in {rolled:.0f} s from {image}: {len(minutes)} scheduled times "
+              f"{minutes[0]:%H:%M}..{minutes[-1]:%H:%M}, one Job each")
+    finally:
+        kubectl("-n", SYSTEM_NS, "set", "image", "deployment/cronjob-controller",
+                f"controller={image}")
+        kubectl("-n", SYSTEM_NS, "rollout", "status", "deployment/cronjob-controller",
+                "--timeout=180s")
