@@ -13,7 +13,7 @@ WORKDIR /src
 COPY requirements/runtime.lock requirements/runtime.lock
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-deps -r requirements/runtime.lock
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY pyctrl ./pyctrl
 COPY cronjob_controller ./cronjob_controller
 RUN /opt/venv/bin/pip install --no-deps . \
