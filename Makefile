@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
 .PHONY: run test setup controlplane lint typecheck unit integration bench clean \
-	deploy undeploy image urllib3-range docs
+	deploy undeploy image urllib3-range docs pythons
 
 setup: $(VENV)/.installed
 	@bash hack/bubblewrap.sh
@@ -40,6 +40,11 @@ unit: setup
 # paths pyctrl.kube takes through urllib3's internals.
 urllib3-range: setup
 	PY=$(PY) bash hack/urllib3_range.sh $(PYTEST_ARGS)
+
+# The unit suite and mypy on each CPython the classifiers name that is installed here (3.11,
+# 3.12, 3.13: python3.X on PATH or under pyenv), each in its own venv (.venv3X); CI runs it.
+pythons:
+	bash hack/pythons.sh $(PYTEST_ARGS)
 
 # The docs site (mkdocs.yml: README, docs/*.md, the API reference from the docstrings) into
 # site/, strict: a broken link, anchor or cross-reference, or a docstring warning, fails.
@@ -90,4 +95,4 @@ image:
 	@$(DEPLOY_ENV) DOCKER="$(or $(DOCKER),docker)" bash hack/deploy.sh image
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site
+	rm -rf $(VENV) .venv3?? .mypy_cache .ruff_cache .pytest_cache site
