@@ -3,7 +3,8 @@
 #
 # Build:  docker build -t pyctrl/cronjob-controller:dev .
 # Pins:   requirements/runtime.lock is `pip freeze` of a clean venv holding only the runtime
-#         dependencies from pyproject.toml; regenerate it when those change.
+#         dependencies of pyctrl-k8s[cronjob] (the framework's plus tzdata); regenerate it
+#         when those change.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
