@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
 .PHONY: run test setup controlplane lint typecheck unit integration bench clean \
-	deploy undeploy image urllib3-range docs pythons
+	deploy undeploy image urllib3-range docs pythons dist
 
 setup: $(VENV)/.installed
 	@bash hack/bubblewrap.sh
@@ -40,6 +40,12 @@ unit: setup
 # paths pyctrl.kube takes through urllib3's internals.
 urllib3-range: setup
 	PY=$(PY) bash hack/urllib3_range.sh $(PYTEST_ARGS)
+
+# The sdist and the wheel (pyctrl-k8s) into dist/; tests/integration/test_dist.py installs the
+# wheel into a clean venv and runs its commands.
+dist: setup
+	rm -rf dist
+	$(PY) -m build --outdir dist .
 
 # The unit suite and mypy on each CPython the classifiers name that is installed here (3.11,
 # 3.12, 3.13: python3.X on PATH or under pyenv), each in its own venv (.venv3X); CI runs it.
