@@ -29,7 +29,7 @@ Contract:
   keeps a cold start of a few thousand writes under a minute while staying far below what API
   Priority and Fairness grants a single workload. A WATCH takes a token to start, never while
   it streams. ``qps <= 0`` disables the limiter (``python -m cronjob_controller`` does by
-  default, relying on APF and the 429 retries below; README "Rate limits").
+  default, relying on APF and the 429 retries below; docs/OPERATOR.md "Rate limits").
 * Non-2xx answers and transport failures raise as :mod:`pyctrl.kube.httperrors` maps them
   (:func:`pyctrl.errors.from_status`; :class:`pyctrl.errors.Timeout`,
   :class:`pyctrl.errors.Unreachable`). A 429 means the server did not process the request,
