@@ -28,6 +28,7 @@ Contract:
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -70,6 +71,25 @@ def _parse_time(value: str) -> datetime:
     return parsed
 
 
+def _cluster_info(cluster: Mapping[str, Any]) -> dict[str, Any]:
+    """ExecCredential's spec.cluster (client-go's Cluster type spells its fields as the
+    kubeconfig does); a ``certificate-authority`` file (an absolute path here) is handed over
+    as its bytes, as client-go does."""
+    info: dict[str, Any] = {"server": cluster.get("server")}
+    for key in ("certificate-authority-data", "tls-server-name", "proxy-url"):
+        if cluster.get(key):
+            info[key] = cluster[key]
+    if cluster.get("certificate-authority") and "certificate-authority-data" not in info:
+        raw = Path(cluster["certificate-authority"]).read_bytes()
+        info["certificate-authority-data"] = base64.b64encode(raw).decode()
+    if cluster.get("insecure-skip-tls-verify"):
+        info["insecure-skip-tls-verify"] = True
+    for ext in cluster.get("extensions") or []:
+        if isinstance(ext, dict) and ext.get("name") == _EXEC_EXTENSION:
+            info["config"] = ext.get("extension")
+    return info
+
+
 @dataclass(eq=False)
 class ExecPlugin:
     """One kubeconfig user's exec plugin (see the module docstring)."""
@@ -87,7 +107,6 @@ class ExecPlugin:
     clock: Clock = field(default_factory=RealClock)
     stdin_is_tty: Callable[[], bool] = field(default=lambda: sys.stdin is not None
                                              and sys.stdin.isatty())
-    runs: int = 0
     _cached: ExecCredential | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -113,26 +132,12 @@ class ExecPlugin:
         env: dict[str, str] = {}
         for entry in stanza.get("env") or []:
             env[str(entry["name"])] = str(entry["value"])
-        info: dict[str, Any] = {"server": cluster.get("server")}
-        for key in ("certificate-authority-data", "tls-server-name", "proxy-url"):
-            if cluster.get(key):
-                info[key] = cluster[key]
-        if cluster.get("certificate-authority") and "certificate-authority-data" not in info:
-            # The plugin gets the CA's bytes, as client-go hands them over.
-            import base64
-            ca = Path(cluster["certificate-authority"]).expanduser()
-            ca = ca if ca.is_absolute() else base_dir / ca
-            info["certificate-authority-data"] = base64.b64encode(ca.read_bytes()).decode()
-        if cluster.get("insecure-skip-tls-verify"):
-            info["insecure-skip-tls-verify"] = True
-        for ext in cluster.get("extensions") or []:
-            if isinstance(ext, dict) and ext.get("name") == _EXEC_EXTENSION:
-                info["config"] = ext.get("extension")
+        provide = bool(stanza.get("provideClusterInfo"))
         return cls(command=command, api_version=api_version,
                    args=tuple(str(a) for a in stanza.get("args") or ()), env=env,
-                   interactive_mode=mode,
-                   provide_cluster_info=bool(stanza.get("provideClusterInfo")),
-                   cluster=info, install_hint=stanza.get("installHint"), base_dir=base_dir,
+                   interactive_mode=mode, provide_cluster_info=provide,
+                   cluster=_cluster_info(cluster) if provide else {},
+                   install_hint=stanza.get("installHint"), base_dir=base_dir,
                    clock=clock or RealClock())
 
     def credential(self) -> ExecCredential:
@@ -169,12 +174,10 @@ class ExecPlugin:
         interactive = tty and self.interactive_mode != "Never"
         spec: dict[str, Any] = {"interactive": interactive}
         if self.provide_cluster_info:
-            # client-go's Cluster type spells its fields as the kubeconfig does.
             spec["cluster"] = dict(self.cluster)
         exec_info = {"apiVersion": self.api_version, "kind": "ExecCredential", "spec": spec}
         environ = {**os.environ, **self.env, "KUBERNETES_EXEC_INFO": json.dumps(exec_info)}
         argv = [self._executable(), *self.args]
-        self.runs += 1
         try:
             done = subprocess.run(argv, env=environ, stdout=subprocess.PIPE, stderr=None,
                                   stdin=None if interactive else subprocess.DEVNULL,

@@ -233,8 +233,11 @@ def load_kubeconfig(paths: str, context: str | None,
     settings.tls_server_name = cluster.get("tls-server-name") or None
     settings.proxy = cluster.get("proxy-url") or None
     if user.get("exec"):
-        settings.exec_plugin = ExecPlugin.from_kubeconfig(user["exec"], cluster, user_base,
-                                                           _CLOCK)
+        plugin_cluster = dict(cluster)
+        if cluster.get("certificate-authority"):  # relative to the file naming the cluster
+            plugin_cluster["certificate-authority"] = settings.ssl_ca_cert
+        settings.exec_plugin = ExecPlugin.from_kubeconfig(user["exec"], plugin_cluster,
+                                                           user_base, _CLOCK)
     if user.get("client-certificate-data"):
         settings.cert_file = _data_file(user["client-certificate-data"])
     elif user.get("client-certificate"):
