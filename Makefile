@@ -12,11 +12,14 @@ PYTEST_ARGS ?=
 setup: $(VENV)/.installed
 	@bash hack/bubblewrap.sh
 
-$(VENV)/.installed: pyproject.toml
+# requirements/dev.lock pins the dev tools (ruff, mypy, pytest, ...) and everything else the
+# dev extra pulls in, so a tool release cannot turn make test red on its own.
+$(VENV)/.installed: pyproject.toml requirements/dev.lock
 	@bash hack/prereqs.sh python $(PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
+	$(VENV)/bin/pip install --quiet --config-settings editable_mode=compat \
+		-c requirements/dev.lock -e '.[dev]'
 	touch $@
 
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from

@@ -57,3 +57,20 @@ def test_classifiers_name_the_pythons_we_test() -> None:
     assert versions == {"3.11", "3.12", "3.13"}
     assert PROJECT["project"]["requires-python"] == ">=3.11"
     assert PROJECT["project"]["name"] != "pyctrl", "PyPI's pyctrl is another project"
+
+
+def test_dev_tools_are_pinned_by_the_lock_make_setup_uses() -> None:
+    """A ruff or mypy release cannot turn make test red: setup installs under the lock."""
+    lock = (ROOT / "requirements" / "dev.lock").read_text(encoding="utf-8").splitlines()
+    pins = dict(line.lower().split("==", 1) for line in lock if line and line[0] != "#")
+    extras = PROJECT["project"]["optional-dependencies"]
+    for extra in ("test", "docs", "bench"):
+        for requirement in extras[extra]:
+            name = re.match(r"[A-Za-z0-9._-]+", requirement)
+            assert name is not None
+            normalized = name.group(0).lower()
+            if normalized != "pyctrl-k8s":
+                assert normalized in pins, f"{normalized} ({extra}) is not pinned"
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "-c requirements/dev.lock -e '.[dev]'" in makefile
+    assert "-c requirements/dev.lock -e '.[test]'" in (ROOT / "hack" / "pythons.sh").read_text()
