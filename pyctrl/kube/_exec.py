@@ -19,7 +19,8 @@ Contract:
 * The plugin's output must be an ``ExecCredential`` of the same apiVersion whose ``status``
   has a ``token``, or ``clientCertificateData`` and ``clientKeyData`` (PEM), or both, and
   optionally ``expirationTimestamp`` (RFC 3339). The result is cached until that time (for
-  ever without one); :meth:`ExecPlugin.invalidate` drops it (after a 401). A non-zero exit,
+  ever without one); :meth:`ExecPlugin.invalidate` drops it (the RESTClient does after a 401,
+  then retries the request once with a fresh credential). A non-zero exit,
   a timeout (``timeout``, 60 s by default), unparsable output or a missing credential raise
   :class:`ExecCredentialError` naming the command (and the ``installHint`` when the command
   is not found).

@@ -12,7 +12,9 @@ when it is missing), whose loaders then fill a ``kubernetes.client.Configuration
 refresh through ``Configuration.refresh_api_key_hook`` included (called by
 :meth:`KubeConfig.authorization` on every request, which is cheap: the hooks only reload once
 their token has expired). Both kinds have the attributes the RESTClient reads. A failing exec
-plugin fails :func:`load_config` with :class:`ConfigError`.
+plugin fails :func:`load_config` with :class:`ConfigError`; later (its credential expired, or
+renewed by :meth:`KubeConfig.renew_credentials` after a 401) the request that runs it raises
+its :class:`~pyctrl.kube._exec.ExecCredentialError`.
 
 Lookup order for ``load_config(kubeconfig=None)`` (the controller-runtime order, except that an
 existing ``~/.kube/config`` wins over the pod's service account, so a developer's laptop inside
@@ -92,6 +94,15 @@ class KubeConfig:
     def netloc(self) -> str:
         """``host:port`` of the server (the ``host`` label of request metrics)."""
         return urlsplit(self.host).netloc
+
+    def renew_credentials(self) -> bool:
+        """Forget a cached exec-plugin credential (the server refused it with a 401), so the
+        next :meth:`authorization` runs the plugin again; False when there is none to renew."""
+        cfg = self.configuration
+        if isinstance(cfg, ConnectionSettings) and cfg.exec_plugin is not None:
+            cfg.exec_plugin.invalidate()
+            return True
+        return False
 
     def authorization(self) -> str | None:
         """The ``Authorization`` header value, refreshed if the token expired, or None.

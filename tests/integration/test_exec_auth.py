@@ -73,3 +73,25 @@ def test_a_token_the_apiserver_does_not_know_is_refused(plane: ControlPlane,
             client.get(NAMESPACES, "default")
     finally:
         client.close()
+
+
+def test_a_refused_credential_is_renewed_once_and_the_request_retried(
+        plane: ControlPlane, tmp_path: Path) -> None:
+    """client-go's exec authenticator: a 401 drops the cached credential and the plugin runs
+    again; the request succeeds with the new token. A second 401 is the caller's."""
+    plugin = Plugin(tmp_path / "bin")
+    plugin.answer({"token": "stale-" + TOKEN})  # cached at load: no expiry
+    client = RESTClient(load_config(_kubeconfig(tmp_path, plane, plugin)), max_retries=0)
+    try:
+        plugin.answer({"token": TOKEN})
+        assert client.get(NAMESPACES, "default")["metadata"]["name"] == "default"
+        assert len(plugin.runs()) == 2
+        assert client.get(NAMESPACES, "default")["metadata"]["name"] == "default"
+        assert len(plugin.runs()) == 2  # the renewed token is cached again
+        plugin.answer({"token": "revoked-" + TOKEN})
+        client.config.renew_credentials()
+        with pytest.raises(Unauthorized):
+            client.get(NAMESPACES, "default")
+        assert len(plugin.runs()) == 4  # renewed once on the 401, then the 401 is raised
+    finally:
+        client.close()
