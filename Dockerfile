@@ -3,7 +3,8 @@
 #
 # Build:  docker build -t pyctrl/cronjob-controller:dev .
 # Pins:   requirements/runtime.lock is `pip freeze` of a clean venv holding only the runtime
-#         dependencies from pyproject.toml; regenerate it when those change.
+#         dependencies of pyctrl-k8s[cronjob] (the framework's plus tzdata); regenerate it
+#         when those change.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -13,7 +14,7 @@ WORKDIR /src
 COPY requirements/runtime.lock requirements/runtime.lock
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-deps -r requirements/runtime.lock
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY pyctrl ./pyctrl
 COPY cronjob_controller ./cronjob_controller
 RUN /opt/venv/bin/pip install --no-deps . \

@@ -7,16 +7,19 @@ PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
 .PHONY: run test setup controlplane lint typecheck unit integration bench clean \
-	deploy undeploy image urllib3-range docs
+	deploy undeploy image urllib3-range docs pythons dist
 
 setup: $(VENV)/.installed
 	@bash hack/bubblewrap.sh
 
-$(VENV)/.installed: pyproject.toml
+# requirements/dev.lock pins the dev tools (ruff, mypy, pytest, ...) and everything else the
+# dev extra pulls in, so a tool release cannot turn make test red on its own.
+$(VENV)/.installed: pyproject.toml requirements/dev.lock
 	@bash hack/prereqs.sh python $(PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
+	$(VENV)/bin/pip install --quiet --config-settings editable_mode=compat \
+		-c requirements/dev.lock -e '.[dev]'
 	touch $@
 
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from
@@ -40,6 +43,17 @@ unit: setup
 # paths pyctrl.kube takes through urllib3's internals.
 urllib3-range: setup
 	PY=$(PY) bash hack/urllib3_range.sh $(PYTEST_ARGS)
+
+# The sdist and the wheel (pyctrl-k8s) into dist/; tests/integration/test_dist.py installs the
+# wheel into a clean venv and runs its commands.
+dist: setup
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
+# The unit suite and mypy on each CPython the classifiers name that is installed here (3.11,
+# 3.12, 3.13: python3.X on PATH or under pyenv), each in its own venv (.venv3X); CI runs it.
+pythons:
+	bash hack/pythons.sh $(PYTEST_ARGS)
 
 # The docs site (mkdocs.yml: README, docs/*.md, the API reference from the docstrings) into
 # site/, strict: a broken link, anchor or cross-reference, or a docstring warning, fails.
@@ -91,7 +105,7 @@ image:
 		bash hack/deploy.sh image
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site
+	rm -rf $(VENV) .venv3?? .mypy_cache .ruff_cache .pytest_cache site
 
 # One real node on this machine (root; no Docker, no registry): hack/cluster/up.sh, README
 # "A real node". cluster-down stops it and restores every host change it made.

@@ -69,7 +69,7 @@ log = structlog.get_logger("cronjob_controller")
 DEFAULT_QPS = 0.0
 DEFAULT_BURST = 100
 # The sharding leader's share of the CronJobs against another replica's (it also runs the
-# sharder): see README, Sharding, for the figures behind the value.
+# sharder): see docs/OPERATOR.md, Sharding, for the figures behind the value.
 DEFAULT_SHARD_LEADER_WEIGHT = 1.0
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_LEADERSHIP_LOST = 0, 1, 2, 3
@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sharding", action="store_true",
                         help="active-active: every replica reconciles the CronJobs labelled "
                              "for its shard; the leader (--leader-elect is implied) assigns "
-                             "them (see README, Sharding)")
+                             "them (see docs/OPERATOR.md, Sharding)")
     parser.add_argument("--shard-id",
                         default=(os.environ.get("POD_NAME") or os.uname().nodename).lower(),
                         help="this replica's shard name (default: $POD_NAME, else the host "

@@ -5,11 +5,11 @@
   and kwok playing the kubelet of two fake nodes), whatever $KUBECONFIG or ~/.kube/config
   point at: a production context never gets the CRD or a running controller by accident.
   The CRD and the sample CronJob (manifests/samples/) are installed and the controller runs
-  in the foreground. Jobs' pods "run" on kwok for as long as their template's annotations say
-  (README, "Jobs that run under make run") and end Succeeded or Failed, so Jobs complete and
-  history limits delete old ones. A live view prints what it waits for ("waiting for the
-  first run at HH:MM:SS") and each Job as the API server reports it: created, Complete or
-  Failed, deleted.
+  in the foreground. Jobs' pods "run" on kwok for as long as their template's annotations
+  say (docs/OPERATOR.md, "Jobs that run under make run") and end Succeeded or Failed, so
+  Jobs complete and history limits delete old ones. A live view prints what it waits for
+  ("waiting for the first run at HH:MM:SS") and each Job as the API server reports it:
+  created, Complete or Failed, deleted.
 * `make run CONTEXT=name` (``--context NAME``, optionally ``--kubeconfig PATH``) runs against
   that kubeconfig context of a real cluster instead: the server and context are printed
   first, then the CRD is applied and the controller runs there (no sample is installed).

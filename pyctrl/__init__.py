@@ -9,6 +9,7 @@ Subpackages (``pyctrl.cache``, ``pyctrl.workqueue``, ``pyctrl.kube``, ``pyctrl.r
 """
 
 from pyctrl._deprecation import alias_getattr
+from pyctrl._version import __version__ as __version__
 from pyctrl.api.client import TypedClient
 from pyctrl.apply import OperationResult, apply, create_or_update
 from pyctrl.builder import Builder

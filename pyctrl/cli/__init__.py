@@ -1,5 +1,5 @@
-"""``python -m pyctrl``: the command line (``gen crd``, ``gen rbac``, ``run``; more plug in the
-same way).
+"""``python -m pyctrl`` (or the ``pyctrl`` console script): the command line (``gen crd``,
+``gen rbac``, ``run``, ``--version``; more plug in the same way).
 
 Contract: :func:`main` parses ``argv`` and returns the exit code. Each command is a
 :class:`Command`: a name, a one-line help, a function adding its arguments to an argparse
@@ -24,6 +24,8 @@ import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from pyctrl._version import __version__
 
 __all__ = ["COMMANDS", "GEN_COMMANDS", "Command", "UsageError", "call_setup",
            "import_user_module", "main", "read_old", "write_text"]
@@ -130,6 +132,7 @@ def read_old(path: Path) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pyctrl",
                                      description="pyctrl's generators and tools")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     gen = top.add_parser("gen", help="generate manifests from code")
     gens = gen.add_subparsers(dest="generator", required=True, metavar="GENERATOR")

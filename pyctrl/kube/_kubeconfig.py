@@ -12,7 +12,10 @@ Contract:
   ``ca_cert_data``, ``cert_file``, ``key_file``, ``assert_hostname``, ``tls_server_name``,
   ``proxy``, ``proxy_headers``, ``no_proxy``) and answers :meth:`~ConnectionSettings.authorization`
   itself: a fixed token, a token file re-read at most once a minute (rotated service-account
-  tokens), or basic auth.
+  tokens), an exec credential plugin's token (:mod:`pyctrl.kube._exec`: run at load and
+  again when its credential expires; a client certificate it returns is written to the
+  ``cert_file``/``key_file`` pair, replaced atomically on renewal, so new connections present
+  it), or basic auth.
 * :func:`in_cluster_settings` is the pod's service account: ``https://`` +
   ``$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`` (IPv6 bracketed), the mounted CA and
   token file (the header reads ``bearer <token>``, as ``kubernetes``' loader writes it).
@@ -21,11 +24,12 @@ Contract:
   ``current-context`` wins; relative file paths resolve against the file that named them) and
   returns the settings of ``context`` (default: the current one) and its name, or None when
   that context needs more than this module does: a user with anything but ``token``,
-  ``tokenFile``, ``client-certificate[-data]``, ``client-key[-data]``, ``username`` and
-  ``password`` (exec plugins, auth providers, impersonation, ...), or a cluster with anything
-  but ``server``, ``certificate-authority[-data]``, ``insecure-skip-tls-verify``,
-  ``tls-server-name`` and ``extensions``. A missing context or cluster or user raises
-  :class:`KeyError`; an unreadable file :class:`OSError`; undecodable YAML or base64
+  ``tokenFile``, ``client-certificate[-data]``, ``client-key[-data]``, ``username``,
+  ``password`` and ``exec`` (legacy auth providers, impersonation, ...), or a cluster with
+  anything but ``server``, ``certificate-authority[-data]``, ``insecure-skip-tls-verify``,
+  ``tls-server-name``, ``proxy-url`` and ``extensions``. ``proxy-url`` becomes ``proxy``
+  (:mod:`pyctrl.kube.pool` decides whether it is used). A missing context or cluster or
+  user raises :class:`KeyError`; an unreadable file :class:`OSError`; undecodable YAML or base64
   :class:`ValueError`.
 * Client certificate and key data are written to private (0600) temporary files for the TLS
   layer, removed at interpreter exit; CA data is handed over in memory.
@@ -44,14 +48,16 @@ from pathlib import Path
 from typing import Any
 
 from pyctrl.clock import RealClock
+from pyctrl.kube._exec import ExecCredential, ExecPlugin
 
 __all__ = ["ConnectionSettings", "in_cluster_settings", "load_kubeconfig"]
 
 _TOKEN_FILE_REFRESH = 60.0  # seconds, as kubernetes' in-cluster loader
 _USER_KEYS = frozenset({"token", "tokenFile", "client-certificate", "client-certificate-data",
-                        "client-key", "client-key-data", "username", "password"})
+                        "client-key", "client-key-data", "username", "password", "exec"})
 _CLUSTER_KEYS = frozenset({"server", "certificate-authority", "certificate-authority-data",
-                           "insecure-skip-tls-verify", "tls-server-name", "extensions"})
+                           "insecure-skip-tls-verify", "tls-server-name", "proxy-url",
+                           "extensions"})
 _CLOCK = RealClock()
 _temp_files: list[str] = []
 _temp_lock = threading.Lock()
@@ -77,6 +83,8 @@ class ConnectionSettings:
     token_scheme: str = "Bearer"
     username: str | None = None
     password: str | None = None
+    exec_plugin: ExecPlugin | None = None
+    _exec_cert: ExecCredential | None = field(default=None, repr=False)
     _token_read_at: float | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -89,12 +97,33 @@ class ConnectionSettings:
                         _TOKEN_FILE_REFRESH):
                     self.token = Path(self.token_file).read_text().strip()
                     self._token_read_at = now
+        if self.exec_plugin is not None:
+            credential = self.exec_plugin.credential()
+            if credential.client_certificate_data:
+                self._use_client_certificate(credential)
+            if credential.token:
+                return f"Bearer {credential.token}"
         if self.token:
             return f"{self.token_scheme} {self.token}"
         if self.username and self.password:
             raw = f"{self.username}:{self.password}".encode()
             return "Basic " + base64.b64encode(raw).decode()
         return None
+
+
+    def _use_client_certificate(self, credential: ExecCredential) -> None:
+        with self._lock:
+            if credential is self._exec_cert:
+                return
+            assert credential.client_certificate_data and credential.client_key_data
+            cert = credential.client_certificate_data.encode()
+            key = credential.client_key_data.encode()
+            if self._exec_cert is None or self.cert_file is None or self.key_file is None:
+                self.cert_file, self.key_file = _private_file(cert), _private_file(key)
+            else:  # renewed: replace the pair (ours) that new connections load
+                _replace(self.key_file, key)
+                _replace(self.cert_file, cert)
+            self._exec_cert = credential
 
 
 def in_cluster_settings(environ: dict[str, str] | os._Environ[str],
@@ -125,7 +154,20 @@ def _file(value: str, base: Path) -> str:
 
 def _data_file(data: str) -> str:
     """Decoded base64 ``data`` in a private temporary file (removed at exit)."""
-    raw = base64.b64decode(data, validate=True)
+    return _private_file(base64.b64decode(data, validate=True))
+
+
+def _replace(path: str, raw: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix="pyctrl-kubeconfig-", dir=os.path.dirname(path))
+    try:
+        os.write(fd, raw)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _private_file(raw: bytes) -> str:
+    """``raw`` in a private temporary file (removed at exit)."""
     fd, path = tempfile.mkstemp(prefix="pyctrl-kubeconfig-")
     try:
         os.write(fd, raw)
@@ -189,6 +231,13 @@ def load_kubeconfig(paths: str, context: str | None,
     elif cluster.get("certificate-authority"):
         settings.ssl_ca_cert = _file(cluster["certificate-authority"], cluster_base)
     settings.tls_server_name = cluster.get("tls-server-name") or None
+    settings.proxy = cluster.get("proxy-url") or None
+    if user.get("exec"):
+        plugin_cluster = dict(cluster)
+        if cluster.get("certificate-authority"):  # relative to the file naming the cluster
+            plugin_cluster["certificate-authority"] = settings.ssl_ca_cert
+        settings.exec_plugin = ExecPlugin.from_kubeconfig(user["exec"], plugin_cluster,
+                                                           user_base, _CLOCK)
     if user.get("client-certificate-data"):
         settings.cert_file = _data_file(user["client-certificate-data"])
     elif user.get("client-certificate"):
@@ -203,5 +252,5 @@ def load_kubeconfig(paths: str, context: str | None,
         settings.token_file = _file(user["tokenFile"], user_base)
     settings.username = user.get("username")
     settings.password = user.get("password")
-    settings.authorization()  # a token file that cannot be read fails now
+    settings.authorization()  # a token file that cannot be read, or a failing plugin, fails now
     return settings, name

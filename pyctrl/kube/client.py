@@ -29,7 +29,7 @@ Contract:
   keeps a cold start of a few thousand writes under a minute while staying far below what API
   Priority and Fairness grants a single workload. A WATCH takes a token to start, never while
   it streams. ``qps <= 0`` disables the limiter (``python -m cronjob_controller`` does by
-  default, relying on APF and the 429 retries below; README "Rate limits").
+  default, relying on APF and the 429 retries below; docs/OPERATOR.md "Rate limits").
 * Non-2xx answers and transport failures raise as :mod:`pyctrl.kube.httperrors` maps them
   (:func:`pyctrl.errors.from_status`; :class:`pyctrl.errors.Timeout`,
   :class:`pyctrl.errors.Unreachable`). A 429 means the server did not process the request,
@@ -223,9 +223,11 @@ class RESTClient:
     def _exchange(self, call: _Call) -> Response | urllib3.BaseHTTPResponse:
         """The one request/retry loop: limiter token, credentials, the send (by the lean
         transport, else the urllib3 pool: streams, ``transport="urllib3"``, a proxy), request
-        metrics, errors, and 429 retries after Retry-After on the clock."""
+        metrics, errors, 429 retries after Retry-After on the clock, and one retry after a 401
+        when the configuration could renew its credential (an exec plugin's, run again)."""
         send = self._send_pool if call.stream or self._lean is None else self._send_lean
         attempt = 0
+        renewed = False
         while True:
             self._admit()
             auth = self.config.authorization()
@@ -247,6 +249,9 @@ class RESTClient:
                    if isinstance(reply, Response) else error_from_pool_answer(reply))
             if self._retry_throttled(err, status, attempt, call.method, call.path):
                 attempt += 1
+                continue
+            if status == 401 and not renewed and self.config.renew_credentials():
+                renewed = True  # the server refused the cached credential: ask for a new one
                 continue
             raise err
 

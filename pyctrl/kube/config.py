@@ -1,16 +1,20 @@
 """Where the API server is and how to authenticate to it.
 
 Contract: :func:`load_config` returns a :class:`KubeConfig`. The in-cluster service account
-and kubeconfig contexts whose user has a token, token file, client certificate or basic auth
-(nearly every deployment, envtest and kind included) are loaded by
-:mod:`pyctrl.kube._kubeconfig` without importing ``kubernetes`` (a third of the controller's
-start-up import time); the configuration is then a
-:class:`~pyctrl.kube._kubeconfig.ConnectionSettings`. Any other context (exec credential
-plugins, auth providers, ...) is loaded by the ``kubernetes`` package's own loaders, imported
-only then, into a ``kubernetes.client.Configuration``, so everything they support keeps
-working, token refresh through ``Configuration.refresh_api_key_hook`` included (called by
+and kubeconfig contexts whose user has a token, token file, client certificate, basic auth or
+an exec credential plugin (client.authentication.k8s.io/v1 and v1beta1, as EKS, GKE and AKS
+use; :mod:`pyctrl.kube._exec`), on clusters with or without a ``proxy-url``, are loaded by
+:mod:`pyctrl.kube._kubeconfig` without the ``kubernetes`` package; the configuration is then a
+:class:`~pyctrl.kube._kubeconfig.ConnectionSettings`. Any other context (legacy
+``auth-provider`` plugins, impersonation, ...) needs the optional ``kubernetes`` package (the
+``kubernetes`` extra: ``pip install 'pyctrl-k8s[kubernetes]'``; :class:`ConfigError` says so
+when it is missing), whose loaders then fill a ``kubernetes.client.Configuration``, token
+refresh through ``Configuration.refresh_api_key_hook`` included (called by
 :meth:`KubeConfig.authorization` on every request, which is cheap: the hooks only reload once
-their token has expired). Both kinds have the attributes the RESTClient reads.
+their token has expired). Both kinds have the attributes the RESTClient reads. A failing exec
+plugin fails :func:`load_config` with :class:`ConfigError`; later (its credential expired, or
+renewed by :meth:`KubeConfig.renew_credentials` after a 401) the request that runs it raises
+its :class:`~pyctrl.kube._exec.ExecCredentialError`.
 
 Lookup order for ``load_config(kubeconfig=None)`` (the controller-runtime order, except that an
 existing ``~/.kube/config`` wins over the pod's service account, so a developer's laptop inside
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from pyctrl.kube._exec import ExecCredentialError
 from pyctrl.kube._kubeconfig import ConnectionSettings, in_cluster_settings, load_kubeconfig
 
 if TYPE_CHECKING:
@@ -90,6 +95,15 @@ class KubeConfig:
         """``host:port`` of the server (the ``host`` label of request metrics)."""
         return urlsplit(self.host).netloc
 
+    def renew_credentials(self) -> bool:
+        """Forget a cached exec-plugin credential (the server refused it with a 401), so the
+        next :meth:`authorization` runs the plugin again; False when there is none to renew."""
+        cfg = self.configuration
+        if isinstance(cfg, ConnectionSettings) and cfg.exec_plugin is not None:
+            cfg.exec_plugin.invalidate()
+            return True
+        return False
+
     def authorization(self) -> str | None:
         """The ``Authorization`` header value, refreshed if the token expired, or None.
 
@@ -134,7 +148,7 @@ def load_config(kubeconfig: str | None = None, context: str | None = None) -> Ku
         )
     try:
         native = load_kubeconfig(paths, context)
-    except (OSError, KeyError, ValueError, TypeError) as exc:
+    except (OSError, KeyError, ValueError, TypeError, ExecCredentialError) as exc:
         raise ConfigError(f"kubeconfig {paths}: {exc!s}") from exc
     if native is not None:
         settings, used = native
@@ -144,7 +158,13 @@ def load_config(kubeconfig: str | None = None, context: str | None = None) -> Ku
 
 def _load_with_kubernetes(paths: str, context: str | None) -> KubeConfig:
     """A context :mod:`pyctrl.kube._kubeconfig` does not handle, by ``kubernetes``' loader."""
-    from kubernetes.client import Configuration
+    try:
+        from kubernetes.client import Configuration
+    except ImportError as exc:
+        raise ConfigError(
+            f"kubeconfig {paths}: context {context or '(current)'} needs the kubernetes "
+            "package (an auth-provider plugin, impersonation or another setting pyctrl does "
+            "not load itself): pip install 'pyctrl-k8s[kubernetes]'") from exc
     from kubernetes.config import kube_config
     from kubernetes.config.config_exception import ConfigException
 

@@ -16,6 +16,12 @@ discarded). :func:`serving_context` builds a TLS 1.2+ server context: from
 ``tls.crt``/``tls.key`` in a cert dir (FileNotFoundError or ValueError naming the file when
 missing or unusable), or, without one, from :func:`self_signed_cert`; the generated key
 touches disk only inside a private temporary directory while the ssl module loads it.
+
+Every certificate made here passes strict X.509 verification (OpenSSL's
+``X509_V_FLAG_X509_STRICT``, which Python 3.13's default client context sets): Subject and
+Authority Key Identifiers, critical key usage (certificate and CRL signing on the CA, digital
+signature on leaves), critical basic constraints (CA:TRUE, path length 0, on the CA only) and,
+on leaves, the extended key usage asked for.
 """
 
 from __future__ import annotations
@@ -77,6 +83,26 @@ def _validity(days: int, clock: Clock | None) -> tuple[datetime, datetime]:
     return now - timedelta(minutes=5), now + timedelta(days=days)
 
 
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    """A CA signs certificates and CRLs; an ECDSA leaf only signs handshakes."""
+    from cryptography import x509
+    return x509.KeyUsage(
+        digital_signature=True, key_cert_sign=ca, crl_sign=ca, content_commitment=False,
+        key_encipherment=False, data_encipherment=False, key_agreement=False,
+        encipher_only=False, decipher_only=False)
+
+
+def _authority_key_id(ca_cert: x509.Certificate) -> x509.AuthorityKeyIdentifier:
+    """The issuer's Subject Key Identifier, or one derived from its key when it has none."""
+    from cryptography import x509
+    try:
+        ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    except x509.ExtensionNotFound:
+        return x509.AuthorityKeyIdentifier.from_issuer_public_key(
+            ca_cert.public_key())  # type: ignore[arg-type]
+    return x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski)
+
+
 def new_ca(common_name: str = "pyctrl-webhook-ca", *, days: int = 365,
            clock: Clock | None = None) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     """A self-signed CA (ECDSA P-256) that may sign leaf certificates only."""
@@ -91,10 +117,11 @@ def new_ca(common_name: str = "pyctrl-webhook-ca", *, days: int = 365,
         .public_key(key.public_key()).serial_number(x509.random_serial_number())
         .not_valid_before(not_before).not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(
-            digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-            key_encipherment=False, data_encipherment=False, key_agreement=False,
-            encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(_key_usage(ca=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                       critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(key.public_key()),
+                       critical=False)
         .sign(key, hashes.SHA256())
     )
     return key, cert
@@ -130,7 +157,11 @@ def issue_cert(
         .serial_number(x509.random_serial_number())
         .not_valid_before(not_before).not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                       critical=False)
+        .add_extension(_authority_key_id(ca_cert), critical=False)
     )
     sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
     sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]

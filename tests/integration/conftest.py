@@ -37,6 +37,7 @@ EXPECTED_SECONDS: dict[str, float] = {
     "tests/integration/webhook/test_admission.py": 45,
     "tests/integration/test_envtest.py": 45,
     "tests/integration/cronjob/test_problems.py": 40,
+    "tests/integration/test_dist.py": 40,
     "tests/integration/test_kube_client.py": 30,
     "tests/integration/chaos/test_bad_input.py": 27,
     "tests/integration/test_leaderelection.py": 20,

@@ -73,7 +73,7 @@ OVERLAY = MANIFESTS / "default"  # what `make deploy` applies
 
 # -- what the image is (tests/unit/test_container_parity.py checks these against the Dockerfile)
 LOCK_FILE = "requirements/runtime.lock"
-IMAGE_SOURCES = ("pyproject.toml", "README.md", "pyctrl", "cronjob_controller")
+IMAGE_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "pyctrl", "cronjob_controller")
 VENV = "/opt/venv"
 BUILD_STEPS: tuple[tuple[str, ...], ...] = (
     ("python", "-m", "venv", VENV),
@@ -298,7 +298,7 @@ def build_runtime(directory: Path) -> Path:
     shutil.copytree(deps, venv, symlinks=True)
     src = directory / "src"
     src.mkdir()
-    for name in IMAGE_SOURCES:  # COPY pyproject.toml README.md ./ ; COPY pyctrl ./pyctrl ...
+    for name in IMAGE_SOURCES:  # COPY pyproject.toml README.md LICENSE ./ ; COPY pyctrl ...
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, src / name,

@@ -4,7 +4,7 @@
 controller's ClusterRole must allow the TokenReview and SubjectAccessReview it makes) and its
 default ``--metrics-secure``. A ServiceAccount bound to manifests/base/metrics-reader.yaml's
 ClusterRole scrapes 200 over HTTPS; one without the binding gets 403; no token gets 401. The
-scrape then holds every metric the README's Metrics section lists.
+scrape then holds every metric the operator guide's Metrics section lists (docs/OPERATOR.md).
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def test_metrics_need_a_token_allowed_by_the_metrics_reader_role(
 
 
 def _readme_metric_names() -> set[str]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "OPERATOR.md").read_text()
     section = text.split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
     names: set[str] = set()
     for line in section.splitlines():

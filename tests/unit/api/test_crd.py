@@ -184,10 +184,10 @@ def test_python_dash_m_pyctrl_runs(tmp_path: Path) -> None:
     assert "kind: CustomResourceDefinition" in result.stdout
 
 
-def test_the_readme_example_generates_its_crd(tmp_path: Path,
+def test_the_framework_guide_example_generates_its_crd(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme[readme.index("### Your own API"):]
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "FRAMEWORK.md").read_text()
+    section = guide[guide.index("### Your own API"):]
     code = section[section.index("```python\n") + 10:section.index("```\n", 10)]
     (tmp_path / "readme_website.py").write_text(code)
     monkeypatch.syspath_prepend(str(tmp_path))
