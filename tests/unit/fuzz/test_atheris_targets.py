@@ -25,7 +25,7 @@ rng = random.Random(25)
 inputs = [bytes(rng.randrange(256) for _ in range(rng.randrange(64))) for _ in range(300)]
 inputs += [b"5\\r\\nhello\\r\\n0\\r\\n\\r\\n", b"*/5 1-3 * jan mon", b"1m30s",
            b'{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{}}}}',
-           b"GET /a?b HTTP/1.1\r\nContent-Length: 3", b"\x00HTTP/1.1 200 OK\r\n\r\nhi"]
+           b"GET /a?b HTTP/1.1\\r\\nContent-Length: 3", b"\\x00HTTP/1.1 200 OK\\r\\n\\r\\nhi"]
 for name, target in sorted(targets.items()):
     for data in inputs:
         target(data)
