@@ -35,7 +35,7 @@ __all__ = [
     "REASON_INVALID_SPEC", "REASON_SCHEDULED", "REASON_SUSPENDED", "REASON_UNKNOWN_TIME_ZONE",
     "SCHEDULED_TIMESTAMP_ANNOTATION", "VERSION", "Condition", "CronJob", "CronJobSpec",
     "CronJobStatus", "JobTemplate", "ObjectReference", "condition_reason", "format_rfc3339",
-    "format_time", "parse_time",
+    "parse_time",
 ]
 
 GROUP = "batch.pyctrl.io"

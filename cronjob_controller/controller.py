@@ -68,10 +68,10 @@ from cronjob_controller.statuswrite import (
     StatusWriter,
 )
 from cronjob_controller.templatecheck import REASON_INVALID_JOB_TEMPLATE, TemplateCheck
-from pyctrl import Clock, RealClock, Request, Result, controller_of
+from pyctrl import Clock, RealClock, Request, Result, controller_of, is_controlled_by
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
-from pyctrl.kube import JOBS, Client, Object
+from pyctrl.kube import JOBS, Client, Object, format_time
 from pyctrl.record import EventRecorder
 
 __all__ = [
@@ -211,7 +211,7 @@ class CronJobReconciler:
         status = cast(Mapping[str, Any], raw.get("status") or {})
         uid = str(meta(raw).get("uid", ""))
         owned = [j for j in self.jobs.by_index(CONTROLLER_UID_INDEX, uid)
-                 if jobs.is_controlled_by(j, uid)]
+                 if is_controlled_by(j, uid)]
         if self._job_cache_behind(key, raw, owned):
             return Result(requeue_after=CACHE_WAIT_SECONDS)
         # 2. Status rebuilt from the world.
@@ -343,7 +343,7 @@ class CronJobReconciler:
         except NotFound:
             existing = None
         if existing is not None:
-            if not jobs.is_controlled_by(existing, cronjob.uid):
+            if not is_controlled_by(existing, cronjob.uid):
                 self._report_unexpected(key, raw, name, _local(due, zone))
             return
         refused = self.rejected.lookup(key, cronjob.uid, meta(raw).get("generation"), due)
@@ -379,7 +379,7 @@ class CronJobReconciler:
                 current = self.client.get(JOBS, name, cronjob.namespace)
             except NotFound:
                 raise  # deleted between the two calls: retry the sync
-            if not jobs.is_controlled_by(current, cronjob.uid):
+            if not is_controlled_by(current, cronjob.uid):
                 self._report_unexpected(key, raw, name, _local(due, zone))
                 return
             created = current
@@ -406,7 +406,7 @@ class CronJobReconciler:
             if self._skew is not None:
                 self._skew.observe(max(0.0, (self.clock.now() - due).total_seconds()))
             self.reporter.event(raw, "Normal", "SuccessfulCreate", f"Created job {name}")
-            log.info("created job", key=key, job=name, scheduled=api.format_time(due))
+            log.info("created job", key=key, job=name, scheduled=format_time(due))
         self.runs.observe(key, cronjob.uid, due)
         self.runs.created(key, name)
         plan.active.append(created)

@@ -19,7 +19,7 @@ from pyctrl.kube.meta import format_micro_time, parse_micro_time
 from pyctrl.kube.resource import LEASES
 from pyctrl.leaderelection.lock import LeaderElectionRecord
 
-__all__ = ["LeaseLock", "format_micro_time", "parse_micro_time"]
+__all__ = ["LeaseLock"]
 
 
 def record_from_lease(lease: Object) -> LeaderElectionRecord:
