@@ -47,7 +47,6 @@ rebuilt, decided and compared), :mod:`~cronjob_controller.statuswrite` (step 5: 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, Protocol, cast
@@ -98,22 +97,6 @@ _NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 # Reports kept while a CronJob is valid: each names one run or one Job, not the spec.
 _RUN_REPORTS = ("MissSchedule", "TooManyMissedTimes", "UnexpectedJob", "JobAlreadyActive",
                 "SawCompletedJob", "FailedCreate", REASON_INVALID_JOB_TEMPLATE)
-# Names that moved to their own modules; importing them from here still works, with a warning.
-_MOVED = {"schedule_digest": "cronjob_controller.status",
-          "truncate": "cronjob_controller.reporting",
-          "clock_jump_watch": "cronjob_controller.clockwatch"}
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED:
-        import importlib
-
-        warnings.warn(f"cronjob_controller.controller.{name} moved to {_MOVED[name]}",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _local(t: datetime, zone: tzinfo) -> str:
     """``t`` as RFC 3339 in the CronJob's time zone, for messages (as the ``next`` command
     prints it): ``2026-03-10T08:00:00-04:00`` for America/New_York, ``...Z`` for UTC."""
