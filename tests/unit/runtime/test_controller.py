@@ -12,8 +12,9 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from pyctrl import HealthOptions, ManagerOptions
-from pyctrl.controller import Controller, Result
+from pyctrl.controller import Controller
 from pyctrl.errors import NotLeader, TerminalError
+from pyctrl.reconcile import Result
 from pyctrl.testing.fake_clock import FakeClock
 from tests.unit.runtime.helpers import eventually
 

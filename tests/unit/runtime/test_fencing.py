@@ -16,11 +16,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyctrl import LeaderElectionOptions, ManagerOptions
-from pyctrl.controller import Controller, Result
+from pyctrl.controller import Controller
 from pyctrl.errors import NotLeader
 from pyctrl.kube import FencedClient
 from pyctrl.kube.resource import CONFIGMAPS, EVENTS
 from pyctrl.manager import Manager
+from pyctrl.reconcile import Result
 from pyctrl.record import EventBroadcaster
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock

@@ -143,7 +143,7 @@ def test_the_old_names_are_gone() -> None:
     assert pyctrl.Request is Request and pyctrl.Result is Result
     assert pyctrl.Reconciler is Reconciler
     with pytest.raises(AttributeError):
-        _ = pyctrl.NoSuchName
+        _ = pyctrl.NoSuchName  # type: ignore[attr-defined]
 
 
 # -- the one mapper handler -------------------------------------------------------------------
