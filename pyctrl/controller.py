@@ -4,9 +4,8 @@ The reconcile contract (Request, Result, Reconciler, TerminalError) is :mod:`pyc
 this module runs it. ``Controller[T]`` is generic in what its queue holds, as
 controller-runtime's ``TypedController[request]``: ``Controller[Request]`` is the norm, the
 queue holds :class:`~pyctrl.reconcile.Request` values end to end and "key" below means the
-request. Deprecated for one release: a reconciler whose ``reconcile`` takes a ``str`` key (its
-first parameter annotated ``str``, or unannotated and named ``key``) is adapted, receiving
-``str(request)`` (``"ns/name"``), with one DeprecationWarning per process.
+request. The reconciler receives exactly what was queued (a ``Controller[str]`` takes a
+``TypedReconciler[str]``); nothing is converted.
 
 Contract:
 

@@ -1,5 +1,5 @@
-"""ManagerOptions: grouped, frozen, validated; the old keyword arguments still work, mapped onto
-the options with a DeprecationWarning; one way to configure each thing."""
+"""ManagerOptions: grouped, frozen, validated; the only way to configure a Manager (the
+keyword arguments of earlier drafts are gone)."""
 
 from __future__ import annotations
 
