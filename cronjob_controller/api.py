@@ -4,8 +4,8 @@ This module is the API's one import path (``from cronjob_controller import api``
 it re-exports three modules split along their seams, whose docstrings state the contracts:
 
 * :mod:`cronjob_controller.apitypes`: group/version/kind, condition reasons, time formats
-  (:func:`parse_time`, :func:`format_time`, :func:`format_rfc3339`) and the immutable typed
-  view (:meth:`CronJob.from_dict`, which applies defaults and raises
+  (:func:`parse_time`, :func:`format_rfc3339`; metav1.Time is ``pyctrl.kube.format_time``)
+  and the immutable typed view (:meth:`CronJob.from_dict`, which applies defaults and raises
   :class:`InvalidCronJobError` only for wrong types).
 * :mod:`cronjob_controller.defaults`: :data:`DEFAULTS`, :func:`default_patch`,
   :func:`with_defaults` (exactly the CRD schema's defaults).
@@ -37,7 +37,6 @@ from cronjob_controller.apitypes import (
     ObjectReference,
     condition_reason,
     format_rfc3339,
-    format_time,
     parse_time,
 )
 from cronjob_controller.defaults import DEFAULTS, default_patch, with_defaults
@@ -65,6 +64,6 @@ __all__ = [
     "SCHEDULED_TIMESTAMP_ANNOTATION", "VERSION", "ConcurrencyPolicy", "Condition", "CronJob",
     "CronJobSpec", "CronJobStatus", "ErrorType", "FieldError", "InvalidCronJobError",
     "JobTemplate", "ObjectReference", "UnknownTimeZoneError", "condition_reason",
-    "default_patch", "format_rfc3339", "format_time", "load_zone", "parse_time", "validate",
+    "default_patch", "format_rfc3339", "load_zone", "parse_time", "validate",
     "with_defaults",
 ]

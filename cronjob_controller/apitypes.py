@@ -6,8 +6,8 @@ Contract:
   applied. It is tolerant of invalid *values* (a bad schedule stays a string, for the controller
   to report) and raises :class:`InvalidCronJobError` only for wrong *types*, which the CRD's
   structural schema already rejects. It never mutates its input.
-* Times are aware UTC ``datetime``; :func:`format_time` writes metav1.Time (RFC 3339, seconds,
-  ``Z``) and :func:`format_rfc3339` writes Go's ``time.RFC3339`` in any zone.
+* Times are aware UTC ``datetime``; ``pyctrl.kube.format_time`` writes metav1.Time (RFC 3339,
+  seconds, ``Z``) and :func:`format_rfc3339` writes Go's ``time.RFC3339`` in any zone.
 * :func:`condition_reason` names the Ready=False reason for a list of field errors.
 
 Users import these names from :mod:`cronjob_controller.api`, which re-exports them.
@@ -28,14 +28,15 @@ from cronjob_controller.validation import (
     InvalidCronJobError,
     type_errors,
 )
-from pyctrl.kube import Resource, format_time  # format_time: pyctrl's one metav1.Time
+from pyctrl import kube
+from pyctrl.kube import Resource
 
 __all__ = [
     "API_VERSION", "CONDITION_READY", "CRONJOBS", "GROUP", "KIND", "REASON_INVALID_SCHEDULE",
     "REASON_INVALID_SPEC", "REASON_SCHEDULED", "REASON_SUSPENDED", "REASON_UNKNOWN_TIME_ZONE",
     "SCHEDULED_TIMESTAMP_ANNOTATION", "VERSION", "Condition", "CronJob", "CronJobSpec",
     "CronJobStatus", "JobTemplate", "ObjectReference", "condition_reason", "format_rfc3339",
-    "format_time", "parse_time",
+    "parse_time",
 ]
 
 GROUP = "batch.pyctrl.io"
@@ -153,7 +154,7 @@ class Condition:
         out: dict[str, object] = {
             "type": self.type, "status": self.status, "reason": self.reason,
             "message": self.message,
-            "lastTransitionTime": format_time(self.last_transition_time),
+            "lastTransitionTime": kube.format_time(self.last_transition_time),
         }
         if self.observed_generation is not None:
             out["observedGeneration"] = self.observed_generation
@@ -200,7 +201,7 @@ class CronJobStatus:
                        ("lastSuccessfulTime", self.last_successful_time),
                        ("nextScheduleTime", self.next_schedule_time)):
             if t is not None:
-                out[key] = format_time(t)
+                out[key] = kube.format_time(t)
         if self.observed_generation is not None:
             out["observedGeneration"] = self.observed_generation
         if self.conditions:

@@ -47,7 +47,6 @@ rebuilt, decided and compared), :mod:`~cronjob_controller.statuswrite` (step 5: 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, Protocol, cast
@@ -68,10 +67,10 @@ from cronjob_controller.statuswrite import (
     StatusWriter,
 )
 from cronjob_controller.templatecheck import REASON_INVALID_JOB_TEMPLATE, TemplateCheck
-from pyctrl import Clock, RealClock, Request, Result, controller_of
+from pyctrl import Clock, RealClock, Request, Result, controller_of, is_controlled_by
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
-from pyctrl.kube import JOBS, Client, Object
+from pyctrl.kube import JOBS, Client, Object, format_time
 from pyctrl.record import EventRecorder
 
 __all__ = [
@@ -98,22 +97,6 @@ _NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 # Reports kept while a CronJob is valid: each names one run or one Job, not the spec.
 _RUN_REPORTS = ("MissSchedule", "TooManyMissedTimes", "UnexpectedJob", "JobAlreadyActive",
                 "SawCompletedJob", "FailedCreate", REASON_INVALID_JOB_TEMPLATE)
-# Names that moved to their own modules; importing them from here still works, with a warning.
-_MOVED = {"schedule_digest": "cronjob_controller.status",
-          "truncate": "cronjob_controller.reporting",
-          "clock_jump_watch": "cronjob_controller.clockwatch"}
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED:
-        import importlib
-
-        warnings.warn(f"cronjob_controller.controller.{name} moved to {_MOVED[name]}",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _local(t: datetime, zone: tzinfo) -> str:
     """``t`` as RFC 3339 in the CronJob's time zone, for messages (as the ``next`` command
     prints it): ``2026-03-10T08:00:00-04:00`` for America/New_York, ``...Z`` for UTC."""
@@ -211,7 +194,7 @@ class CronJobReconciler:
         status = cast(Mapping[str, Any], raw.get("status") or {})
         uid = str(meta(raw).get("uid", ""))
         owned = [j for j in self.jobs.by_index(CONTROLLER_UID_INDEX, uid)
-                 if jobs.is_controlled_by(j, uid)]
+                 if is_controlled_by(j, uid)]
         if self._job_cache_behind(key, raw, owned):
             return Result(requeue_after=CACHE_WAIT_SECONDS)
         # 2. Status rebuilt from the world.
@@ -343,7 +326,7 @@ class CronJobReconciler:
         except NotFound:
             existing = None
         if existing is not None:
-            if not jobs.is_controlled_by(existing, cronjob.uid):
+            if not is_controlled_by(existing, cronjob.uid):
                 self._report_unexpected(key, raw, name, _local(due, zone))
             return
         refused = self.rejected.lookup(key, cronjob.uid, meta(raw).get("generation"), due)
@@ -379,7 +362,7 @@ class CronJobReconciler:
                 current = self.client.get(JOBS, name, cronjob.namespace)
             except NotFound:
                 raise  # deleted between the two calls: retry the sync
-            if not jobs.is_controlled_by(current, cronjob.uid):
+            if not is_controlled_by(current, cronjob.uid):
                 self._report_unexpected(key, raw, name, _local(due, zone))
                 return
             created = current
@@ -406,7 +389,7 @@ class CronJobReconciler:
             if self._skew is not None:
                 self._skew.observe(max(0.0, (self.clock.now() - due).total_seconds()))
             self.reporter.event(raw, "Normal", "SuccessfulCreate", f"Created job {name}")
-            log.info("created job", key=key, job=name, scheduled=api.format_time(due))
+            log.info("created job", key=key, job=name, scheduled=format_time(due))
         self.runs.observe(key, cronjob.uid, due)
         self.runs.created(key, name)
         plan.active.append(created)

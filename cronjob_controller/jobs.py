@@ -13,7 +13,7 @@ Contract:
   ``Failed`` condition is True. ``SuccessCriteriaMet`` / ``FailureTarget`` (batch/v1 since
   1.31) only announce that outcome while pods are still terminating, so such a Job is still
   active (it still counts for Forbid/Replace) until the terminal condition arrives.
-* Ownership is by UID only (:func:`is_controlled_by`, ``pyctrl.is_controlled_by`` given the
+* Ownership is by UID only (``pyctrl.is_controlled_by`` given the
   CronJob's uid): a Job of a deleted-and-recreated CronJob of the same name is not ours.
 * :func:`age_key` orders finished Jobs for history cleanup: oldest start time first.
 * :func:`scheduled_time_of` reads the scheduled-timestamp annotation; given the CronJob's
@@ -36,7 +36,7 @@ from cronjob_controller.api import (
     format_rfc3339,
     parse_time,
 )
-from pyctrl import controller_of, is_controlled_by
+from pyctrl import controller_of
 
 __all__ = [
     "JobFinishedType",
@@ -44,7 +44,6 @@ __all__ = [
     "build_job",
     "completion_time_of",
     "controller_uid_of",
-    "is_controlled_by",
     "is_job_finished",
     "job_name",
     "scheduled_time_of",

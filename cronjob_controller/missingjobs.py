@@ -37,6 +37,7 @@ from cronjob_controller import api, jobs
 from cronjob_controller.expectations import GoneJobs
 from cronjob_controller.reporting import Reporter
 from cronjob_controller.status import Plan, meta
+from pyctrl import is_controlled_by
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.kube import JOBS, Client, Object
 
@@ -113,5 +114,5 @@ class JobDepartures:
                 log.info("active job went missing", key=key, job=name)
                 continue
             if (meta(job).get("uid") == uid and not jobs.is_job_finished(job)[0]
-                    and jobs.is_controlled_by(job, str(meta(raw).get("uid", "")))):
+                    and is_controlled_by(job, str(meta(raw).get("uid", "")))):
                 plan.active.append(job)

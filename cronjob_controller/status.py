@@ -39,7 +39,7 @@ from cronjob_controller import api, jobs
 from cronjob_controller.expectations import RunRecord
 from cronjob_controller.reporting import truncate
 from pyctrl import Clock
-from pyctrl.kube import Object
+from pyctrl.kube import Object, format_time
 
 __all__ = [
     "READY_SCHEDULED",
@@ -179,7 +179,7 @@ def observe_schedule(raw: Object, status: Mapping[str, Any],
             if old_key in observed:
                 desired[old_key] = None  # merge patch: remove what is not desired
     if since is not None:
-        desired["since"] = api.format_time(since)
+        desired["since"] = format_time(since)
     return desired, since
 
 
@@ -224,17 +224,17 @@ def conditions_with_ready(status: Mapping[str, Any], ready: Readiness,
             if cond.get("status") != ready.status:
                 since = clock.now()
             cond.update(status=ready.status, reason=ready.reason,
-                        message=truncate(ready.message), lastTransitionTime=api.format_time(since))
+                        message=truncate(ready.message), lastTransitionTime=format_time(since))
         conditions.append(cond)
     if not found:
         conditions.append({"type": api.CONDITION_READY, "status": ready.status,
                            "reason": ready.reason, "message": truncate(ready.message),
-                           "lastTransitionTime": api.format_time(clock.now())})
+                           "lastTransitionTime": format_time(clock.now())})
     return conditions
 
 
 def _fmt(t: datetime | None) -> str | None:
-    return api.format_time(t) if t is not None else None
+    return format_time(t) if t is not None else None
 
 
 def _comparable(key: str, value: Any) -> Any:

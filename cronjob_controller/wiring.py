@@ -33,13 +33,11 @@ every Job and Job events of other shards' CronJobs cost one cache miss each.
 
 from __future__ import annotations
 
-import threading
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cronjob_controller.api import CRONJOBS
-from cronjob_controller.clockwatch import ClockJumpWatch, clock_jump_watch
+from cronjob_controller.clockwatch import ClockJumpWatch
 from cronjob_controller.controller import CronJobReconciler
 from pyctrl import Controller, Manager, Request
 from pyctrl.cache import DeletedFinalStateUnknown, MultiNamespaceLister, SharedIndexInformer
@@ -65,17 +63,6 @@ class CronJobController:
         """Enqueue every known CronJob (after a wall-clock jump)."""
         for obj in self.cronjobs.list():
             self.controller.queue.add(Request.from_object(obj))
-
-    def start_clock_watch(self, stop: threading.Event) -> threading.Thread:
-        """Deprecated: :func:`build` adds the watch to the Manager (``watch_clock=True``)."""
-        warnings.warn("CronJobController.start_clock_watch is deprecated: build() adds the "
-                      "clock watch to the Manager", DeprecationWarning, stacklevel=2)
-        thread = threading.Thread(
-            target=clock_jump_watch, args=(self.reconciler.clock, stop, self.resync_all),
-            name="cronjob-clock-watch", daemon=True,
-        )
-        thread.start()
-        return thread
 
 
 def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16,

@@ -8,7 +8,6 @@ Subpackages (``pyctrl.cache``, ``pyctrl.workqueue``, ``pyctrl.kube``, ``pyctrl.r
 (Request, Result, Reconciler, FuncReconciler) is :mod:`pyctrl.reconcile`'s.
 """
 
-from pyctrl._deprecation import alias_getattr
 from pyctrl._version import __version__ as __version__
 from pyctrl.api.client import TypedClient
 from pyctrl.apply import OperationResult, apply, create_or_update
@@ -270,6 +269,3 @@ __all__ = [
     "stopping",
     "with_object",
 ]
-
-# Deprecated names (README MIGRATION), served with a DeprecationWarning on first use.
-__getattr__ = alias_getattr(__name__, {"RequestReconciler": (Reconciler, "pyctrl.Reconciler")})

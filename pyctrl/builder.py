@@ -6,7 +6,7 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
         .watches(CONFIGMAPS, mapper).with_event_filter(pred).complete(reconciler)
 
 * The reconcile contract is :mod:`pyctrl.reconcile`'s (``Request``, ``Result``,
-  ``Reconciler``; re-exported here as before). :meth:`Builder.complete` takes an object with
+  ``Reconciler``). :meth:`Builder.complete` takes an object with
   ``reconcile(request)`` or a plain function ``fn(request)``; the controller's queue holds
   :class:`~pyctrl.reconcile.Request` values, handed to the reconciler as they are (the
   :class:`~pyctrl.controller.Controller` outcome rules apply).
@@ -80,7 +80,6 @@ from typing import TYPE_CHECKING, TypeVar, overload
 
 import structlog
 
-from pyctrl._deprecation import alias_getattr
 from pyctrl.api.typed import TypedLister, resource_for
 from pyctrl.api.types import Object as Kind
 from pyctrl.cache import (
@@ -110,8 +109,7 @@ from pyctrl.workqueue import PriorityQueue, RateLimiter
 if TYPE_CHECKING:
     from pyctrl.manager import Manager
 
-__all__ = ["Builder", "DeleteObserver", "MapFunc", "ReconcileFunc", "Reconciler", "Request",
-           "typed_lister"]
+__all__ = ["Builder", "DeleteObserver", "MapFunc", "typed_lister"]
 
 K = TypeVar("K", bound=Kind)
 KindOrResource = Resource | type[Kind]
@@ -127,10 +125,6 @@ def typed_lister(lister: MultiNamespaceLister, kind: type[K]) -> TypedLister[K]:
     return TypedLister(lister, kind)
 
 log = structlog.get_logger(__name__)
-
-
-# Deprecated name (README MIGRATION): the Request reconciler is now the one Reconciler.
-__getattr__ = alias_getattr(__name__, {"RequestReconciler": (Reconciler, "pyctrl.Reconciler")})
 
 DeleteObserver = Callable[[Object | DeletedFinalStateUnknown], None]
 

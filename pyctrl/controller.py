@@ -4,9 +4,8 @@ The reconcile contract (Request, Result, Reconciler, TerminalError) is :mod:`pyc
 this module runs it. ``Controller[T]`` is generic in what its queue holds, as
 controller-runtime's ``TypedController[request]``: ``Controller[Request]`` is the norm, the
 queue holds :class:`~pyctrl.reconcile.Request` values end to end and "key" below means the
-request. Deprecated for one release: a reconciler whose ``reconcile`` takes a ``str`` key (its
-first parameter annotated ``str``, or unannotated and named ``key``) is adapted, receiving
-``str(request)`` (``"ns/name"``), with one DeprecationWarning per process.
+request. The reconciler receives exactly what was queued (a ``Controller[str]`` takes a
+``TypedReconciler[str]``); nothing is converted.
 
 Contract:
 
@@ -64,28 +63,26 @@ Contract:
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 import os
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar, cast
+from typing import Generic, Protocol, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from pyctrl._deprecation import warn_once
 from pyctrl._errorlog import ErrorLog
 from pyctrl.availability import OutageGate
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import NotLeader, TerminalError
-from pyctrl.reconcile import _STOP, Reconciler, Result, TypedReconciler, refuse_coroutine
+from pyctrl.reconcile import _STOP, Result, TypedReconciler, refuse_coroutine
 from pyctrl.serving.metrics import per_registry
 from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
 
-__all__ = ["Controller", "HasSynced", "Reconciler", "Result", "TerminalError"]
+__all__ = ["Controller", "HasSynced"]
 
 log = structlog.get_logger(__name__)
 
@@ -156,32 +153,6 @@ _metrics_for = per_registry(_new_families)
 RequestT = TypeVar("RequestT", bound=Hashable)  # what a Controller's queue holds
 
 
-def _takes_str_key(reconcile: Callable[..., object]) -> bool:
-    """Whether ``reconcile`` is the deprecated ``reconcile(key: str)`` kind."""
-    try:
-        params = list(inspect.signature(reconcile).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    if not params or params[0].kind not in (inspect.Parameter.POSITIONAL_ONLY,
-                                            inspect.Parameter.POSITIONAL_OR_KEYWORD):
-        return False
-    first = params[0]
-    if first.annotation is inspect.Parameter.empty:
-        return first.name == "key"
-    return first.annotation in (str, "str")
-
-
-class _StrKeyReconciler:
-    """Adapts a deprecated ``reconcile(key: str)`` reconciler: it receives ``str(request)``.
-    (``inner.reconcile`` is looked up per call, as for any reconciler: it may be replaced.)"""
-
-    def __init__(self, inner: TypedReconciler[str]) -> None:
-        self.inner = inner
-
-    def reconcile(self, request: Hashable) -> Result | None:
-        return self.inner.reconcile(str(request))
-
-
 class Controller(Generic[RequestT]):
     """Runs a reconciler over the requests in :attr:`queue` (see module docstring)."""
 
@@ -205,12 +176,6 @@ class Controller(Generic[RequestT]):
         refuse_coroutine(reconciler.reconcile)
         self.name = name
         self.reconciler = reconciler
-        self._run: TypedReconciler[RequestT] = reconciler
-        if _takes_str_key(reconciler.reconcile):
-            warn_once("str-key reconciler", "a reconciler taking a str key is deprecated: "
-                      "take a pyctrl.Request (request.namespace, request.name; str(request) "
-                      "is the old key)", stacklevel=2)
-            self._run = _StrKeyReconciler(cast("TypedReconciler[str]", reconciler))
         self.workers = workers
         self._clock: Clock = clock or RealClock()
         self.queue: RateLimitingQueue[RequestT] = queue if queue is not None else RateLimitingQueue(
@@ -324,7 +289,7 @@ class Controller(Generic[RequestT]):
             controller=self.name, key=str(key), reconcile_id=_next_reconcile_id()
         ):
             try:
-                result = _checked(self._run.reconcile(key))
+                result = _checked(self.reconciler.reconcile(key))
             except NotLeader as err:  # fenced: sampled, one line per key would flood
                 if self._gate.failed(err, key):
                     self._errors.failure("reconcile refused: this replica's lease is not "

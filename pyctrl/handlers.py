@@ -44,7 +44,6 @@ from typing import Any, Protocol
 
 import structlog
 
-from pyctrl._deprecation import alias_getattr
 from pyctrl._errorlog import ErrorLog
 from pyctrl.cache import DeletedFinalStateUnknown, parse_selector
 from pyctrl.kube import meta
@@ -344,8 +343,3 @@ def enqueue_owner(
         return (Request(namespace or "", str(ref.get("name"))),)
 
     return MapHandler(queue, owner_request, predicates, map_old=False, admit=admit)
-
-
-# Deprecated names (README MIGRATION): EnqueueHandler took a key function; MapHandler a mapper.
-__getattr__ = alias_getattr(
-    __name__, {"EnqueueHandler": (MapHandler, "pyctrl.handlers.MapHandler")})

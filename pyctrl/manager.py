@@ -3,8 +3,7 @@
 Contract (controller-runtime's manager, in threads):
 
 * ``Manager(client, ManagerOptions(...), registry=, clock=)``: options grouped, frozen and
-  validated (:mod:`pyctrl._manager_options`); the keyword arguments of earlier releases map
-  onto them with a DeprecationWarning (:mod:`pyctrl._manager_compat`).
+  validated (:mod:`pyctrl._manager_options`); they are the only way to configure it.
 * ``run(stop)``: first logs a warning naming each Builder :meth:`controller` handed out that
   never completed (it built no controller: most likely a forgotten ``.complete(...)``); then
   starts the /metrics and probe servers (:mod:`pyctrl.serving.servers`), the
@@ -49,12 +48,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry
 
-from pyctrl import _manager_compat as compat
 from pyctrl._extension import ControllerHook, Extension
 from pyctrl._gctune import tune_after_sync
 from pyctrl._leadership import Leadership
@@ -64,7 +62,6 @@ from pyctrl._manager_options import (
     LeaderElectionOptions,
     ManagerOptions,
     MetricsOptions,
-    default_identity,
 )
 from pyctrl._runnables import Runnable, RunnableEntry, RunnableGroup, run_controllers
 from pyctrl._signals import install_signal_handlers
@@ -85,7 +82,7 @@ from pyctrl.serving.servers import ServerSet, server_factories
 
 __all__ = ["ControllerHook", "Extension", "GCOptions", "HealthOptions", "LeaderElectionLost",
            "LeaderElectionOptions", "Manager", "ManagerOptions", "MetricsOptions", "Runnable",
-           "default_identity", "install_signal_handlers"]
+           "install_signal_handlers"]
 
 log = structlog.get_logger(__name__)
 
@@ -100,9 +97,8 @@ class Manager:
     """Owns and runs everything a controller process needs (see module docstring)."""
 
     def __init__(self, client: Client, options: ManagerOptions | None = None, *,
-                 registry: CollectorRegistry | None = None, clock: Clock | None = None,
-                 **deprecated: Unpack[compat.LegacyManagerKeywords]) -> None:
-        self.options = opts = compat.options_from_keywords(options, deprecated, stacklevel=2)
+                 registry: CollectorRegistry | None = None, clock: Clock | None = None) -> None:
+        self.options = opts = options if options is not None else ManagerOptions()
         self.client = client
         self.registry = registry if registry is not None else CollectorRegistry()
         if opts.metrics.runtime_metrics:
@@ -133,12 +129,6 @@ class Manager:
                                       on_gate=self._run_controllers)
         if opts.leader_election is not None:
             self.ensure_leader_election(opts.leader_election)
-        for extension in compat.deprecated_extensions(deprecated):
-            self.add_extension(extension)
-
-    if not TYPE_CHECKING:  # old attribute names, with a warning (pyctrl._manager_compat)
-        def __getattr__(self, name: str) -> object:
-            return compat.deprecated_attribute(self, name)
 
     @property
     def graceful_shutdown_timeout(self) -> float:

@@ -4,7 +4,6 @@ Objects handed out by anything in this package (stores, listers, handler callbac
 cache's shared instances: treat them as read-only and deep-copy before changing them.
 """
 
-from pyctrl._deprecation import alias_getattr
 from pyctrl.cache.backoff import ExponentialBackoffManager
 from pyctrl.cache.delta_fifo import (
     ADDED,
@@ -89,7 +88,3 @@ __all__ = [
     "parse_selector",
     "split_meta_namespace_key",
 ]
-
-# Deprecated names (README MIGRATION), served with a DeprecationWarning on first use.
-__getattr__ = alias_getattr(__name__, {
-    "Backoff": (ExponentialBackoffManager, "pyctrl.cache.ExponentialBackoffManager")})

@@ -3,7 +3,7 @@
 
 Named :class:`ExponentialBackoffManager` (client-go's name for it): it is a stateful source
 of delays, unlike :class:`pyctrl.retry.Backoff`, the retry *settings* (client-go's
-``wait.Backoff``). ``Backoff`` here is its old name, a deprecated alias.
+``wait.Backoff``).
 
 Contract: ``next()`` returns how long to wait before the next attempt. The base delay starts
 at ``initial``, doubles (``factor``) on every call up to ``maximum``, and returns to
@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from pyctrl._deprecation import alias_getattr
 from pyctrl.clock import Clock
 
 __all__ = ["ExponentialBackoffManager"]
@@ -57,8 +56,3 @@ class ExponentialBackoffManager:
     def reset(self) -> None:
         """Forget history: the next delay is ``initial`` again."""
         self._last = None
-
-
-# Deprecated name (README MIGRATION): one Backoff in pyctrl, the retry settings.
-__getattr__ = alias_getattr(__name__, {
-    "Backoff": (ExponentialBackoffManager, "pyctrl.cache.ExponentialBackoffManager")})

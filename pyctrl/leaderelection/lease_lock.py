@@ -14,12 +14,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Client, Object
-from pyctrl.kube.meta import format_micro_time, parse_micro_time
 from pyctrl.kube.resource import LEASES
 from pyctrl.leaderelection.lock import LeaderElectionRecord
 
-__all__ = ["LeaseLock", "format_micro_time", "parse_micro_time"]
+__all__ = ["LeaseLock"]
 
 
 def record_from_lease(lease: Object) -> LeaderElectionRecord:
@@ -28,8 +28,8 @@ def record_from_lease(lease: Object) -> LeaderElectionRecord:
     return LeaderElectionRecord(
         holder_identity=str(spec.get("holderIdentity") or ""),
         lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-        acquire_time=parse_micro_time(spec.get("acquireTime")),
-        renew_time=parse_micro_time(spec.get("renewTime")),
+        acquire_time=meta.parse_micro_time(spec.get("acquireTime")),
+        renew_time=meta.parse_micro_time(spec.get("renewTime")),
         leader_transitions=int(spec.get("leaseTransitions") or 0),
     )
 
@@ -41,9 +41,9 @@ def _spec_from_record(record: LeaderElectionRecord) -> Object:
         "leaseTransitions": record.leader_transitions,
     }
     if record.acquire_time is not None:
-        spec["acquireTime"] = format_micro_time(record.acquire_time)
+        spec["acquireTime"] = meta.format_micro_time(record.acquire_time)
     if record.renew_time is not None:
-        spec["renewTime"] = format_micro_time(record.renew_time)
+        spec["renewTime"] = meta.format_micro_time(record.renew_time)
     return spec
 
 

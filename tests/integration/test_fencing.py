@@ -48,8 +48,7 @@ import pytest
 
 from cronjob_controller.api import CRONJOBS
 from pyctrl.errors import NotFound
-from pyctrl.kube import JOBS, LEASES, RESTClient
-from pyctrl.leaderelection.lease_lock import parse_micro_time
+from pyctrl.kube import JOBS, LEASES, RESTClient, parse_micro_time
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.kubeconfig import write_kubeconfig
 from pyctrl.testing.envtest.process import Proc, spawn

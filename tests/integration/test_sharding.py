@@ -53,8 +53,7 @@ from pyctrl import (
     RESTClient,
 )
 from pyctrl.errors import ServerError
-from pyctrl.kube import JOBS, LEASES, Resource
-from pyctrl.leaderelection.lease_lock import parse_micro_time
+from pyctrl.kube import JOBS, LEASES, Resource, parse_micro_time
 from pyctrl.sharding import HashRing, Sharding, ShardingOptions
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.cronjob.env import cronjob_body

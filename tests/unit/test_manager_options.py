@@ -1,5 +1,5 @@
-"""ManagerOptions: grouped, frozen, validated; the old keyword arguments still work, mapped onto
-the options with a DeprecationWarning; one way to configure each thing."""
+"""ManagerOptions: grouped, frozen, validated; the only way to configure a Manager (the
+keyword arguments of earlier drafts are gone)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from pyctrl import (
     HealthOptions,
-    LeaderElectionConfig,
     LeaderElectionOptions,
     Manager,
     ManagerOptions,
@@ -78,36 +77,11 @@ def test_manager_reads_its_settings_from_the_options() -> None:
                                        {"generation": "0"}) is None  # runtime metrics off
 
 
-def test_old_keyword_arguments_warn_and_mean_the_same_options() -> None:
-    with pytest.warns(DeprecationWarning, match="metrics_bind_address=.*ManagerOptions"):
-        m = Manager(FakeClient(), metrics_bind_address=":9090",
-                    health_probe_bind_address="127.0.0.1:0", namespace="ns",
-                    graceful_shutdown_timeout=3, component="demo", event_queue_size=7,
-                    metrics_secure=True, metrics_cert_dir="/certs", runtime_metrics=False,
-                    default_resync=5, leader_election_id="ctl",
-                    leader_election_namespace="ops", leader_election_identity="me")
-    assert m.options == ManagerOptions(
-        leader_election=LeaderElectionOptions(id="ctl", namespace="ops", identity="me"),
-        metrics=MetricsOptions(bind_address=":9090", secure=True, cert_dir="/certs",
-                               runtime_metrics=False),
-        health=HealthOptions(bind_address="127.0.0.1:0"), namespace="ns", default_resync=5,
-        graceful_shutdown_timeout=3, component="demo", event_queue_size=7)
-    assert m.elector is not None
-
-
-def test_an_old_leader_election_config_keeps_its_lock_and_timing() -> None:
-    lock = FakeLock(FakeLockStore(), "me")
-    config = LeaderElectionConfig(lock, lease_duration=30, renew_deadline=20, retry_period=5,
-                                  jitter_factor=1.5, name="ctl", release_on_cancel=False)
-    with pytest.warns(DeprecationWarning):
-        m = Manager(FakeClient(), leader_election=config)
-    assert m.options.leader_election == LeaderElectionOptions(
-        id="ctl", lock=lock, lease_duration=30, renew_deadline=20, retry_period=5,
-        jitter_factor=1.5, release_on_cancel=False)
-
-
-def test_options_and_old_keywords_together_are_refused() -> None:
-    with pytest.raises(TypeError, match="not both"):
-        Manager(FakeClient(), ManagerOptions(), component="x")
-    with pytest.raises(TypeError, match="unexpected keyword"):
-        Manager(FakeClient(), no_such_option=1)  # type: ignore[call-arg]
+def test_options_are_the_only_way_to_configure_a_manager() -> None:
+    for old in ({"component": "x"}, {"metrics_bind_address": ":9090"},
+                {"leader_election_id": "ctl"}, {"sharding": None}):
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            Manager(FakeClient(), **old)
+    m = Manager(FakeClient(), ManagerOptions(metrics=MetricsOptions(runtime_metrics=False)))
+    for attribute in ("shard_elector", "sharding"):
+        assert not hasattr(m, attribute), attribute

@@ -1,16 +1,18 @@
 """Issue 24 item 4: each concept exists once (times, durations, identities, ownership,
-backoffs, Lease records) and the old names keep working."""
+backoffs, Lease records), under one name: the names of earlier drafts are gone and nothing in
+pyctrl or the CronJob operator raises a DeprecationWarning (issue 33: nothing was released)."""
 
 from __future__ import annotations
 
-import warnings
+import ast
+import importlib
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
 import pyctrl
 from cronjob_controller import api, dialect, jobs
-from pyctrl import _deprecation
 from pyctrl.cache import ExponentialBackoffManager
 from pyctrl.conditions import set_status_condition
 from pyctrl.duration import parse_duration, parse_go_duration
@@ -29,7 +31,8 @@ def test_metav1_times_are_formatted_in_one_place() -> None:
     assert format_micro_time(WHEN.replace(microsecond=0)) == "2024-01-02T03:04:05.000000Z"
     assert parse_micro_time(format_micro_time(WHEN)) == WHEN
     assert parse_micro_time("garbage") is None and parse_micro_time(None) is None
-    assert api.format_time is format_time
+    assert not hasattr(api, "format_time"), "one metav1.Time writer: pyctrl.kube.format_time"
+    assert not hasattr(importlib.import_module("cronjob_controller.apitypes"), "format_time")
     (ready,) = set_status_condition([], "Ready", "True", "Ok", clock=FakeClock(plus2))
     assert pyctrl.api.encode(ready)["lastTransitionTime"] == "2024-01-02T03:04:05Z"
 
@@ -57,7 +60,7 @@ def test_one_leader_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     assert default_identity().rpartition("_")[0]  # the host name
     import pyctrl.manager
 
-    assert pyctrl.manager.default_identity is default_identity
+    assert not hasattr(pyctrl.manager, "default_identity")
 
 
 def test_one_is_controlled_by_for_objects_and_uids() -> None:
@@ -68,21 +71,58 @@ def test_one_is_controlled_by_for_objects_and_uids() -> None:
     assert not pyctrl.is_controlled_by(child, "u2")
     assert not pyctrl.is_controlled_by(child, "") and not pyctrl.is_controlled_by(
         child, {"metadata": {}})
-    assert jobs.is_controlled_by is pyctrl.is_controlled_by
+    assert not hasattr(jobs, "is_controlled_by")
 
 
-def test_one_backoff_name_each(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_deprecation, "_warned", set())
+def test_one_backoff_name_each() -> None:
     assert pyctrl.Backoff is pyctrl.retry.Backoff  # the retry settings keep the name
-    with pytest.warns(DeprecationWarning, match="use pyctrl.cache.ExponentialBackoffManager"):
-        assert pyctrl.cache.Backoff is ExponentialBackoffManager
     from pyctrl.cache import backoff
 
-    with pytest.warns(DeprecationWarning, match="pyctrl.cache.backoff.Backoff"):
-        assert backoff.Backoff is ExponentialBackoffManager
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert pyctrl.cache.Backoff is ExponentialBackoffManager  # warned once only
+    assert backoff.ExponentialBackoffManager is ExponentialBackoffManager
+    assert not hasattr(pyctrl.cache, "Backoff") and not hasattr(backoff, "Backoff")
+    lease_lock = importlib.import_module("pyctrl.leaderelection.lease_lock")
+    assert not hasattr(lease_lock, "format_micro_time")
+    assert not hasattr(lease_lock, "parse_micro_time")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+_DEPRECATED_FROM = ("warnings", "typing_extensions")
+
+
+def deprecations(source: str) -> list[int]:
+    """Lines of ``source`` that name DeprecationWarning (or PendingDeprecationWarning) or use
+    ``warnings.deprecated`` (PEP 702; also ``typing_extensions``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name | ast.Attribute):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in ("DeprecationWarning", "PendingDeprecationWarning"):
+                found.append(node.lineno)
+        if (isinstance(node, ast.ImportFrom) and node.module in _DEPRECATED_FROM
+                and any(a.name == "deprecated" for a in node.names)) or (
+                isinstance(node, ast.Attribute) and node.attr == "deprecated"
+                and isinstance(node.value, ast.Name) and node.value.id in _DEPRECATED_FROM):
+            found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_the_finder_sees_every_form() -> None:
+    assert deprecations("import warnings\nwarnings.warn('x', DeprecationWarning)") == [2]
+    assert deprecations("import warnings as w\nw.warn('x', category=w.DeprecationWarning)") == [2]
+    assert deprecations("from warnings import deprecated\n@deprecated('x')\ndef f(): pass") == [1]
+    assert deprecations("raise PendingDeprecationWarning") == [1]
+    assert deprecations("import warnings\n@warnings.deprecated('x')\ndef f(): pass") == [2]
+    assert deprecations("import warnings\nwarnings.warn('x', UserWarning)") == []
+    assert deprecations("out['deprecated'] = info.deprecated\nf(deprecated=deprecated)") == []
+
+
+@pytest.mark.parametrize("package", ["pyctrl", "cronjob_controller"])
+def test_nothing_raises_a_deprecation_warning(package: str) -> None:
+    """No deprecation path: nothing was released, so an old spelling is removed, not aliased."""
+    hits = [f"{path.relative_to(ROOT)}:{line}"
+            for path in sorted((ROOT / package).rglob("*.py"))
+            for line in deprecations(path.read_text())]
+    assert hits == []
 
 
 def test_lease_lock_creates_its_lease_with_labels() -> None:

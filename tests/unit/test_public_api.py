@@ -99,4 +99,4 @@ def test_facade_exports_the_one_reconcile_contract() -> None:
     assert needed <= set(pyctrl.__all__)
     for name in ("Request", "Result", "Reconciler", "FuncReconciler", "TerminalError"):
         assert getattr(pyctrl, name) is getattr(pyctrl.reconcile, name)
-    assert "RequestReconciler" not in pyctrl.__all__, "deprecated: served, not exported"
+    assert not hasattr(pyctrl, "RequestReconciler")

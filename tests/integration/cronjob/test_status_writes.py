@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from cronjob_controller.api import CRONJOBS, format_time
+from cronjob_controller.api import CRONJOBS
 from cronjob_controller.controller import CronJobReconciler
 from cronjob_controller.jobs import job_name
 from cronjob_controller.statuswrite import CACHE_WAIT_SECONDS
@@ -28,7 +28,7 @@ from pyctrl.cache import (
     controller_uid_index_func,
     meta_namespace_index_func,
 )
-from pyctrl.kube import JOBS
+from pyctrl.kube import JOBS, format_time
 from pyctrl.testing import FakeClock, FakeRecorder
 from tests.integration.cronjob.env import cronjob_body, minute_floor
 

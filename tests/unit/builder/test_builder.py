@@ -10,14 +10,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from pyctrl import ManagerOptions, MetricsOptions
-from pyctrl.builder import Request
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
-from pyctrl.controller import Result
 from pyctrl.errors import NotFound
 from pyctrl.handlers import Predicate
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import CONFIGMAPS, NAMESPACES, SECRETS
 from pyctrl.manager import Manager
+from pyctrl.reconcile import Request, Result
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.workqueue import ItemExponentialFailureRateLimiter
 from tests.unit.runtime.helpers import eventually

@@ -15,6 +15,7 @@ import yaml
 
 from cronjob_controller import api, validation
 from cronjob_controller.api import ErrorType, FieldError
+from pyctrl.kube import format_time
 
 CRD = Path(__file__).resolve().parents[3] / "crds" / "cronjobs.batch.pyctrl.io.yaml"
 
@@ -334,7 +335,7 @@ def test_parse_time(text: object, expected: datetime | None) -> None:
 
 def test_format_time_is_utc() -> None:
     t = datetime(2024, 1, 1, tzinfo=ZoneInfo("America/New_York"))
-    assert api.format_time(t) == "2024-01-01T05:00:00Z"
+    assert format_time(t) == "2024-01-01T05:00:00Z"
     with pytest.raises(ValueError, match="naive"):
         api.format_rfc3339(datetime(2024, 1, 1))
 

@@ -11,6 +11,7 @@ import pytest
 
 from cronjob_controller import jobs
 from cronjob_controller.api import SCHEDULED_TIMESTAMP_ANNOTATION
+from pyctrl import is_controlled_by
 
 NY = ZoneInfo("America/New_York")
 
@@ -142,16 +143,16 @@ def _owned(*refs: dict[str, Any]) -> dict[str, Any]:
     ({}, False),
 ])
 def test_is_controlled_by_uid(job: dict[str, Any], controlled: bool) -> None:
-    assert jobs.is_controlled_by(job, "cj-uid") is controlled
+    assert is_controlled_by(job, "cj-uid") is controlled
 
 
 def test_empty_uid_controls_nothing() -> None:
-    assert not jobs.is_controlled_by(_owned({"uid": "", "controller": True}), "")
+    assert not is_controlled_by(_owned({"uid": "", "controller": True}), "")
 
 
 def test_built_job_is_controlled_by_its_cronjob() -> None:
     job = jobs.build_job(cronjob(), datetime(2024, 1, 1, tzinfo=UTC), UTC)
-    assert jobs.is_controlled_by(job, "cj-uid")
+    assert is_controlled_by(job, "cj-uid")
     assert jobs.controller_uid_of(job) == "cj-uid"
 
 

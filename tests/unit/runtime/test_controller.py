@@ -1,4 +1,7 @@
-"""Controller worker loop: requeue rules, errors, concurrency, shutdown, metrics."""
+"""Controller worker loop: requeue rules, errors, concurrency, shutdown, metrics.
+
+The loop is generic in what the queue holds: these tests run a ``Controller[str]`` whose
+reconciler is a ``TypedReconciler[str]`` (``"ns/a"`` strings in, the same strings out)."""
 
 from __future__ import annotations
 
@@ -12,15 +15,16 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from pyctrl import HealthOptions, ManagerOptions
-from pyctrl.controller import Controller, Result
+from pyctrl.controller import Controller
 from pyctrl.errors import NotLeader, TerminalError
+from pyctrl.reconcile import Result, TypedReconciler
 from pyctrl.testing.fake_clock import FakeClock
 from tests.unit.runtime.helpers import eventually
 
 Behaviour = Callable[[str, int], Result | None]
 
 
-class ScriptedReconciler:
+class ScriptedReconciler(TypedReconciler[str]):
     """Calls ``behaviour(key, attempt)``; records calls and the structlog context."""
 
     def __init__(self, behaviour: Behaviour) -> None:
@@ -33,12 +37,12 @@ class ScriptedReconciler:
         with self._mu:
             return self.calls.count(key)
 
-    def reconcile(self, key: str) -> Result | None:
+    def reconcile(self, request: str) -> Result | None:
         with self._mu:
-            attempt = self.calls.count(key)
-            self.calls.append(key)
+            attempt = self.calls.count(request)
+            self.calls.append(request)
             self.contexts.append(structlog.contextvars.get_contextvars())
-        return self.behaviour(key, attempt)
+        return self.behaviour(request, attempt)
 
 
 class Harness:
@@ -47,7 +51,7 @@ class Harness:
         self.clock = FakeClock()
         self.registry = CollectorRegistry()
         self.reconciler = ScriptedReconciler(behaviour)
-        self.controller = Controller("demo", self.reconciler, workers=workers,
+        self.controller: Controller[str] = Controller("demo", self.reconciler, workers=workers,
                                      clock=self.clock, registry=self.registry,
                                      wait_for=wait_for or [])
         self.stop = threading.Event()
@@ -390,7 +394,8 @@ def test_manager_healthz_fails_when_a_worker_dies() -> None:
                       ManagerOptions(health=HealthOptions(bind_address="127.0.0.1:0")),
                       clock=clock)
     reconciler = ScriptedReconciler(lambda key, n: None)
-    controller = Controller("demo", reconciler, clock=clock, registry=manager.registry)
+    controller: Controller[str] = Controller("demo", reconciler, clock=clock,
+                                             registry=manager.registry)
     _poison_queue(controller, "ns/poison")
     manager.add_controller(controller)
     stop = threading.Event()

@@ -16,11 +16,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyctrl import LeaderElectionOptions, ManagerOptions
-from pyctrl.controller import Controller, Result
+from pyctrl.controller import Controller
 from pyctrl.errors import NotLeader
 from pyctrl.kube import FencedClient
 from pyctrl.kube.resource import CONFIGMAPS, EVENTS
 from pyctrl.manager import Manager
+from pyctrl.reconcile import Request, Result
 from pyctrl.record import EventBroadcaster
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
@@ -97,15 +98,15 @@ def test_a_reconcile_in_flight_stops_at_its_next_write(
     fake = FakeClient(clock)
     fenced = FencedClient(fake, leader.elector)
     entered, release = threading.Event(), threading.Event()
-    finished: list[str] = []
+    finished: list[Request] = []
 
     class TwoWrites:
-        def reconcile(self, key: str) -> Result | None:
+        def reconcile(self, request: Request) -> Result | None:
             fenced.create(CONFIGMAPS, _cm("first"), "ns")
             entered.set()
             release.wait(5)
             fenced.create(CONFIGMAPS, _cm("second"), "ns")
-            finished.append(key)
+            finished.append(request)
             return None
 
     registry = CollectorRegistry()
@@ -114,7 +115,7 @@ def test_a_reconcile_in_flight_stops_at_its_next_write(
     run = threading.Thread(target=controller.run, args=(stop,), name="controller-fenced")
     run.start()
     try:
-        controller.queue.add("ns/x")
+        controller.queue.add(Request("ns", "x"))
         assert entered.wait(5)
         _lose_lease(clock, store, leader)
         release.set()
@@ -126,7 +127,7 @@ def test_a_reconcile_in_flight_stops_at_its_next_write(
             "first"]
         # Kept for when the lease is renewed (or the process ends): no backoff spent on it,
         # and the gate holds the worker instead of retrying it hot.
-        assert controller.queue.num_requeues("ns/x") == 0
+        assert controller.queue.num_requeues(Request("ns", "x")) == 0
         assert registry.get_sample_value(
             "controller_runtime_terminal_reconcile_errors_total", {"controller": "fenced"}) == 0
     finally:

@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyctrl.availability import OutageGate, is_unavailable
-from pyctrl.controller import Controller, Result
+from pyctrl.controller import Controller
 from pyctrl.errors import (
     Conflict,
     Forbidden,
@@ -26,6 +26,7 @@ from pyctrl.errors import (
     TooManyRequests,
     Unreachable,
 )
+from pyctrl.reconcile import Result
 from pyctrl.testing.fake_clock import FakeClock
 from tests.unit.runtime.helpers import eventually
 

@@ -1,5 +1,5 @@
-"""pyctrl.reconcile: Request, FuncReconciler, Requests end to end through a Controller, and
-the deprecated names (str-key reconcilers, RequestReconciler, EnqueueHandler)."""
+"""pyctrl.reconcile: Request, FuncReconciler, Requests end to end through a Controller; the
+names of earlier drafts (RequestReconciler, EnqueueHandler) are gone."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 import pyctrl
-from pyctrl import _deprecation, builder, handlers
+from pyctrl import builder, handlers
 from pyctrl.cache import DeletedFinalStateUnknown
 from pyctrl.controller import Controller
 from pyctrl.kube.interface import Object
@@ -120,44 +120,7 @@ def test_the_reconciler_receives_the_queued_request_itself(
     eventually(lambda: rec.requests.count(Request("ns", "later")) == 2, what="requeued after")
 
 
-# -- deprecated: str-key reconcilers and old names -------------------------------------------------
-@pytest.fixture
-def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test sees the first (warned) use of a deprecated name."""
-    monkeypatch.setattr(_deprecation, "_warned", set())
-
-
-class KeyReconciler:
-    def __init__(self) -> None:
-        self.keys: list[object] = []
-
-    def reconcile(self, key: str) -> Result | None:
-        self.keys.append(key)
-        return None
-
-
-@pytest.mark.usefixtures("fresh_warnings")
-def test_a_str_key_reconciler_still_works_and_warns_once() -> None:
-    rec = KeyReconciler()
-    with pytest.warns(DeprecationWarning, match="str key is deprecated"):
-        controller = Controller("old", rec, registry=CollectorRegistry())
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        again = Controller("old2", KeyReconciler(), registry=CollectorRegistry())
-    stop = threading.Event()
-    t = threading.Thread(target=controller.run, args=(stop,), name="old-run")
-    t.start()
-    try:
-        controller.queue.add(Request("ns", "a"))  # type: ignore[arg-type]  # handlers add these
-        controller.queue.add("ns/b")  # and old code its own keys
-        eventually(lambda: len(rec.keys) == 2, what="reconciled")
-        assert rec.keys == ["ns/a", "ns/b"] and all(type(k) is str for k in rec.keys)
-    finally:
-        stop.set()
-        t.join(5)
-        again.queue.shut_down()
-
-
+# -- reconcilers without annotations ------------------------------------------------------------
 def test_an_unannotated_reconcile_named_request_gets_the_request() -> None:
     class Untyped:
         got: object = None
@@ -173,21 +136,14 @@ def test_an_unannotated_reconcile_named_request_gets_the_request() -> None:
     assert Untyped.got == Request("ns", "a")
 
 
-@pytest.mark.usefixtures("fresh_warnings")
-def test_old_names_are_aliases_that_warn_once() -> None:
-    with pytest.warns(DeprecationWarning, match="pyctrl.RequestReconciler is deprecated"):
-        assert pyctrl.RequestReconciler is Reconciler
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert pyctrl.RequestReconciler is Reconciler  # once only
-    with pytest.warns(DeprecationWarning, match="pyctrl.builder.RequestReconciler"):
-        assert builder.RequestReconciler is Reconciler
-    with pytest.warns(DeprecationWarning, match="use pyctrl.handlers.MapHandler"):
-        assert handlers.EnqueueHandler is handlers.MapHandler
-    assert builder.Request is Request and pyctrl.Request is Request
-    assert pyctrl.Result is Result and pyctrl.Reconciler is Reconciler
+def test_the_old_names_are_gone() -> None:
+    for module, name in ((pyctrl, "RequestReconciler"), (builder, "RequestReconciler"),
+                         (handlers, "EnqueueHandler")):
+        assert not hasattr(module, name), name
+    assert pyctrl.Request is Request and pyctrl.Result is Result
+    assert pyctrl.Reconciler is Reconciler
     with pytest.raises(AttributeError):
-        _ = pyctrl.NoSuchName
+        _ = pyctrl.NoSuchName  # type: ignore[attr-defined]
 
 
 # -- the one mapper handler -------------------------------------------------------------------

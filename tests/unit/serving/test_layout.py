@@ -1,12 +1,10 @@
-"""The serving layer lives in pyctrl.serving; the old module paths are deprecated aliases of
-the same objects; envtest's modules do not import each other in a cycle."""
+"""The serving layer lives in pyctrl.serving alone (the module paths of earlier drafts are
+gone); envtest's modules do not import each other in a cycle."""
 
 from __future__ import annotations
 
 import ast
 import importlib
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,34 +13,15 @@ import pyctrl.serving
 
 ROOT = Path(__file__).resolve().parents[3]
 
-MOVED = {
-    "pyctrl.healthz": ["Checks", "HTTPServerThread", "metrics_handler", "parse_bind_address"],
-    "pyctrl.metrics": ["PerRegistry", "per_registry"],
-    "pyctrl.metrics_auth": ["MetricsAuth", "TOKEN_REVIEWS", "serving_context"],
-    "pyctrl.gcmetrics": ["gc_pause_histogram", "live_sinks", "GC_PAUSE_BUCKETS"],
-    "pyctrl.webhook.certs": ["generate_certs", "new_ca", "issue_cert", "CertificatePaths"],
-}
+GONE = ["pyctrl.healthz", "pyctrl.metrics", "pyctrl.metrics_auth", "pyctrl.gcmetrics",
+        "pyctrl.webhook.certs"]
 
 
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_old_module_paths_warn_and_hand_out_the_same_objects(old: str) -> None:
-    sys.modules.pop(old, None)  # the warning fires when the alias module is first imported
-    with pytest.warns(DeprecationWarning, match="moved to pyctrl.serving"):
-        module = importlib.import_module(old)
-    for name in MOVED[old]:
-        new = (pyctrl.serving.gcmetrics if name == "live_sinks" else pyctrl.serving)
-        assert getattr(module, name) is getattr(new, name), name
-
-
-def test_pyctrl_itself_imports_no_deprecated_alias() -> None:
-    """A fresh interpreter importing pyctrl, its serving layer, the webhook package, envtest
-    and the CronJob controller sees no DeprecationWarning from pyctrl's own modules."""
-    code = ("import pyctrl, pyctrl.serving, pyctrl.webhook, pyctrl.testing.envtest, "
-            "cronjob_controller.__main__")
-    # Every alias's warning starts "pyctrl.<old module> moved to".
-    done = subprocess.run([sys.executable, "-W", "error:pyctrl.:DeprecationWarning", "-c", code],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
+@pytest.mark.parametrize("old", GONE)
+def test_the_old_module_paths_are_gone(old: str) -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
+    assert hasattr(pyctrl.serving, "Checks") and hasattr(pyctrl.serving, "generate_certs")
 
 
 def _pyctrl_imports(path: Path) -> set[str]:

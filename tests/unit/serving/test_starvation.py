@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyctrl.manager import Manager
+from pyctrl.manager import HealthOptions, Manager, ManagerOptions, MetricsOptions
 from pyctrl.serving import Response
 from pyctrl.testing.abuse import raise_open_file_limit
 from pyctrl.testing.fake_client import FakeClient
@@ -33,9 +33,9 @@ def _auth(path: str, header: str | None) -> Response | None:
 @pytest.fixture
 def manager() -> Iterator[Manager]:
     limits = raise_open_file_limit()
-    mgr = Manager(FakeClient(), metrics_bind_address="127.0.0.1:0",
-                  health_probe_bind_address="127.0.0.1:0", metrics_secure=True,
-                  metrics_auth=_auth, clock=FakeClock())
+    mgr = Manager(FakeClient(), ManagerOptions(
+        metrics=MetricsOptions(bind_address="127.0.0.1:0", secure=True, auth=_auth),
+        health=HealthOptions(bind_address="127.0.0.1:0")), clock=FakeClock())
     runner = start_manager(mgr)  # both addresses are published together
     try:
         yield mgr

@@ -136,21 +136,6 @@ def test_owned_resources_are_sharded_stamped_and_a_draining_owners_deletes_ignor
         c.queue.shut_down()
 
 
-def test_the_deprecated_sharding_keyword_installs_the_extension() -> None:
-    with pytest.warns(DeprecationWarning, match="sharding="):
-        m = Manager(FakeClient(), sharding=options("pod-a"), runtime_metrics=False,
-                    leader_election_identity="me")
-    assert m.elector is not None and m.elector.describe() == "system/mirror-sharder"
-    assert m.controller_gate is not None
-    assert [type(h) for h in m.controller_hooks] == [Sharding]
-    with pytest.warns(DeprecationWarning, match="controller_gate"):
-        assert m.shard_elector is m.controller_gate  # type: ignore[attr-defined]
-    with pytest.warns(DeprecationWarning):
-        assert m.sharding == options("pod-a")  # type: ignore[attr-defined]
-    with pytest.raises(AttributeError):
-        _ = m.no_such_attribute  # type: ignore[attr-defined]
-
-
 def test_extensions_go_in_before_controllers_are_built() -> None:
     m = Manager(FakeClient(), NO_RUNTIME_METRICS)
     m.controller("mirror").for_(CONFIGMAPS)
