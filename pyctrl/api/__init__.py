@@ -60,6 +60,7 @@ from pyctrl.api.types import (
     PodTemplateSpec,
     Struct,
     field,
+    replace,
 )
 
 __all__ = [
@@ -109,6 +110,7 @@ __all__ = [
     "kind_info",
     "merge_patch",
     "object_schema",
+    "replace",
     "resource_for",
     "status_patch",
     "to_yaml",

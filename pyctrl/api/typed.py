@@ -18,8 +18,9 @@ Contract:
   gives an empty patch (``{}``), which callers skip. Lists are replaced whole, as merge
   patches do. With ``resource_version`` the patch carries it as a precondition (409 Conflict
   when someone wrote in between).
-* :class:`TypedLister` wraps a :class:`pyctrl.cache.Lister` and decodes on every
-  ``get``/``list``: each call returns fresh objects the caller may change.
+* :class:`TypedLister` wraps a raw-dict :class:`pyctrl.cache.Lister` and decodes on every
+  ``get``/``list``: each call returns fresh (frozen) objects. A typed informer
+  (``SharedInformerFactory.lister_for(cls)``) decodes once, when the object arrives, instead.
 """
 
 from __future__ import annotations
