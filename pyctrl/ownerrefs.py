@@ -5,12 +5,14 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 * :func:`controller_of` returns the object's controller reference (the owner reference with
   ``controller: true``; an object has at most one), or None. It is
   :func:`pyctrl.kube.meta.controller_of`, the one walk over owner references (the cache's
-  controller-UID index uses it too).
+  controller-UID index uses it too): a dict's reference is a dict, a typed object's typed.
 * :func:`is_controlled_by` is True when that reference's ``uid`` is the owner's uid; the
-  owner is given as an object or as its uid (never true for an empty uid).
-* :func:`owner_reference` builds a controller reference to ``owner`` (which needs
-  ``apiVersion``, ``kind``, ``metadata.name`` and ``metadata.uid``: objects read from the
-  cache carry apiVersion/kind, see :class:`pyctrl.cache.SharedInformerFactory`).
+  owner is given as an object or as its uid (never true for an empty uid). Objects and owners
+  may be raw dicts or typed objects (read through :mod:`pyctrl.kube.meta`).
+* :func:`owner_reference` builds a controller reference (a dict) to ``owner``, a raw dict or
+  a typed object (which needs ``apiVersion``, ``kind``, ``metadata.name`` and
+  ``metadata.uid``: objects read from the cache carry apiVersion/kind, see
+  :class:`pyctrl.cache.SharedInformerFactory`).
 * :func:`set_controller_reference` makes ``owner`` the controller of ``obj`` **in place**
   (pass a copy, never a cached object): a reference to the same owner (same API group, kind
   and name) is replaced, otherwise one is appended. It raises :class:`AlreadyOwnedError` when
@@ -24,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Object
-from pyctrl.kube.meta import controller_of
+from pyctrl.kube.meta import AnyObject, controller_of
 
 __all__ = [
     "AlreadyOwnedError",
@@ -40,31 +43,32 @@ class AlreadyOwnedError(ValueError):
     """The object already has a different controller (owner reference with controller=true)."""
 
 
-def _meta(obj: Object) -> dict[str, Any]:
-    md: dict[str, Any] = obj.get("metadata") or {}
-    return md
-
-
 def _group(api_version: object) -> str:
     text = str(api_version or "")
     return text.rpartition("/")[0] if "/" in text else ""
 
 
-def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any] | str) -> bool:
+def is_controlled_by(obj: AnyObject, owner: AnyObject | str) -> bool:
     """True when ``owner`` (an object, or its uid) is ``obj``'s controller, by uid."""
-    uid = owner if isinstance(owner, str) else (owner.get("metadata") or {}).get("uid")
+    uid = owner if isinstance(owner, str) else meta.uid(owner)
     if not uid:
         return False
-    ref = controller_of(obj)
-    return ref is not None and ref.get("uid") == uid
+    ref = meta.controller_ref(obj)
+    return ref is not None and ref.uid == uid
 
 
-def owner_reference(owner: Object, *, controller: bool = True,
+def _type_of(obj: AnyObject) -> tuple[object, object]:
+    if isinstance(obj, Mapping):
+        return obj.get("apiVersion"), obj.get("kind")
+    return getattr(obj, "api_version", ""), getattr(obj, "kind", "")
+
+
+def owner_reference(owner: AnyObject, *, controller: bool = True,
                     block_owner_deletion: bool = True) -> dict[str, Any]:
     """An owner reference to ``owner`` (ValueError if it lacks apiVersion/kind/name/uid)."""
-    md = _meta(owner)
-    ref = {"apiVersion": owner.get("apiVersion"), "kind": owner.get("kind"),
-           "name": md.get("name"), "uid": md.get("uid")}
+    api_version, kind = _type_of(owner)
+    ref: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "name": meta.name(owner),
+                           "uid": meta.uid(owner)}
     missing = [k for k, v in ref.items() if not v]
     if missing:
         raise ValueError(f"owner lacks {', '.join(missing)}: can not reference it")
@@ -78,13 +82,13 @@ def _same_object(a: dict[str, Any], b: dict[str, Any]) -> bool:
             and a.get("kind") == b.get("kind") and a.get("name") == b.get("name"))
 
 
-def set_controller_reference(owner: Object, obj: Object, *,
+def set_controller_reference(owner: AnyObject, obj: Object, *,
                              block_owner_deletion: bool = True) -> None:
     """Make ``owner`` the controller of ``obj`` in place (see module docstring)."""
     ref = owner_reference(owner, block_owner_deletion=block_owner_deletion)
-    owner_ns = _meta(owner).get("namespace") or ""
+    owner_ns = meta.namespace(owner)
     md = obj.setdefault("metadata", {})
-    obj_ns = md.get("namespace") or ""
+    obj_ns = meta.namespace(obj)
     if owner_ns:
         if not obj_ns:
             raise ValueError(f"namespaced owner {owner_ns}/{ref['name']} can not own a "

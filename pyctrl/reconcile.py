@@ -30,7 +30,7 @@ from typing import NamedTuple, Protocol, TypeVar, cast
 
 from pyctrl.cache.keys import split_meta_namespace_key
 from pyctrl.errors import TerminalError
-from pyctrl.kube.interface import Object
+from pyctrl.kube import meta
 
 __all__ = [
     "FuncReconciler",
@@ -65,10 +65,12 @@ class Request(NamedTuple):
         return cls(namespace, name)
 
     @classmethod
-    def from_object(cls, obj: Object) -> Request:
+    def from_object(cls, obj: meta.AnyObject) -> Request:
         """The Request naming ``obj`` (KeyError when ``metadata.name`` is missing)."""
-        md = obj["metadata"]
-        return cls(md.get("namespace") or "", md["name"])
+        name = meta.name(obj)
+        if not name:
+            raise KeyError("metadata.name")
+        return cls(meta.namespace(obj), name)
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name

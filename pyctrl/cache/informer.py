@@ -60,6 +60,7 @@ from pyctrl.cache.processor import (
 from pyctrl.cache.reflector import Reflector
 from pyctrl.cache.store import Indexer
 from pyctrl.clock import Clock, RealClock
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Object
 
 __all__ = ["MIN_RESYNC_PERIOD", "SharedIndexInformer"]
@@ -70,9 +71,8 @@ MIN_RESYNC_PERIOD = 1.0
 _MUTATION_CHECK_PERIOD = 10.0
 
 
-def _rv(obj: Object) -> str | None:
-    md = obj.get("metadata")
-    return md.get("resourceVersion") if md else None
+def _rv(obj: Object) -> str:
+    return meta.resource_version(obj)
 
 
 class SharedIndexInformer:
