@@ -8,7 +8,9 @@ Contract (client-go ``sharedIndexInformer``):
 * Objects pass through ``transform`` (default :func:`drop_managed_fields`) before they reach
   the cache. **Objects from the cache, listers and handler callbacks are shared and
   read-only**: deep-copy before changing one. ``detect_mutations=True`` (or
-  ``PYCTRL_CACHE_MUTATION_DETECTOR=1``) keeps deep copies and reports in-place changes.
+  ``PYCTRL_CACHE_MUTATION_DETECTOR=1``) keeps deep copies and reports in-place changes
+  (raw dicts only: a typed informer's frozen objects cannot change, and the factory builds
+  those with the detector off).
 * Handlers (see :mod:`pyctrl.cache.processor`) each get their own buffer and thread, so a
   slow or failing handler never delays the cache, the reflector or other handlers. A handler
   added after start first receives every cached object as an add (``is_in_initial_list``
