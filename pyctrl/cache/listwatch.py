@@ -114,14 +114,19 @@ class ListWatch:
 
     @property
     def lists_bytes(self) -> bool:
-        """Whether :meth:`list_pages` reads the response bodies itself (a client with
+        """Whether :meth:`decoded_pages` reads the response bodies itself (a client with
         ``list_raw``, and no subclass overriding ``list``), so ``decode`` applies."""
         return isinstance(self.client, RawLister) and type(self).list is ListWatch.list
 
-    def list_pages(self, *, limit: int | None, resource_version: str,
-                   decode: Callable[[bytes], Object] = decode_object) -> Pages:
-        """The pages of one LIST, pipelined when possible (see module docstring); each body
-        decoded by ``decode`` when :attr:`lists_bytes`, else pages as ``list`` returns."""
+    def list_pages(self, *, limit: int | None, resource_version: str) -> Pages:
+        """The pages of one LIST, pipelined when possible (see module docstring)."""
+        return self.decoded_pages(limit=limit, resource_version=resource_version,
+                                  decode=decode_object)
+
+    def decoded_pages(self, *, limit: int | None, resource_version: str,
+                      decode: Callable[[bytes], Object]) -> Pages:
+        """:meth:`list_pages` with each body decoded by ``decode`` when :attr:`lists_bytes`
+        (a typed informer's decoder), else the pages as ``list`` returns them."""
         client = self.client
         if not isinstance(client, RawLister) or not self.lists_bytes:
             # A subclass that overrides list() must keep being asked for every page.

@@ -170,8 +170,8 @@ class TypedListWatch(Generic[T]):
     def list_pages(self, *, limit: int | None, resource_version: str) -> Pages:
         inner = self.inner
         if isinstance(inner, ListWatch) and inner.lists_bytes:
-            return inner.list_pages(limit=limit, resource_version=resource_version,
-                                    decode=self.decoder.page)
+            return inner.decoded_pages(limit=limit, resource_version=resource_version,
+                                       decode=self.decoder.page)
         return self._decoded_pages(limit, resource_version)
 
     def _decoded_pages(self, limit: int | None, resource_version: str) -> Pages:

@@ -202,7 +202,7 @@ def stub() -> Iterator[StubServer]:
 
 @pytest.mark.parametrize("transport", ["lean", "urllib3"])
 def test_typed_informer_over_a_rest_client_decodes_the_response_bytes(
-        stub: StubServer, transport: Any) -> None:
+        stub: StubServer, transport: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     released = threading.Event()
     page1 = {"metadata": {"resourceVersion": "10", "continue": "next"},
              "items": [{**gadget("a", 1), "metadata": {"name": "a", "namespace": "ns",
@@ -227,11 +227,11 @@ def test_typed_informer_over_a_rest_client_decodes_the_response_bytes(
         decoded.append(body)
         return real_page(self, body)
 
+    monkeypatch.setattr(TypedDecoder, "page", counting_page)
     factory = SharedInformerFactory(client, page_size=1)
     lister = factory.lister_for(Gadget)
     end = _run(factory)
     try:
-        TypedDecoder.page = counting_page  # type: ignore[method-assign]
         assert factory.wait_for_cache_sync(threading.Event(), timeout=10)
         eventually(lambda: len(lister.list()) == 3, what="the watched ADDED")
         assert sorted((g.metadata.name, g.spec.size) for g in lister.list()) == [
@@ -239,7 +239,6 @@ def test_typed_informer_over_a_rest_client_decodes_the_response_bytes(
         assert all(type(g) is Gadget for g in lister.list())
         assert len(decoded) == 2  # both pages went through the typed decoder as bytes
     finally:
-        TypedDecoder.page = real_page  # type: ignore[method-assign]
         released.set()
         end()
         client.close()
