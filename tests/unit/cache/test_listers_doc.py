@@ -58,21 +58,22 @@ def test_a_configmap_change_enqueues_the_backups_that_name_it(example: Any) -> N
         client.create(backups_resource, {
             "apiVersion": "example.pyctrl.io/v1", "kind": "Backup",
             "metadata": {"name": name, "namespace": "ns"}, "spec": {"source": source}})
-    for name in ("cm-a", "cm-b"):
-        client.create(CONFIGMAPS, {"metadata": {"name": name, "namespace": "ns"},
-                                   "data": {"k": "v"}})
     factory = SharedInformerFactory(client, clock=clock)
     queue = _Queue()
     backups = example.watch_sources(factory, queue)
     stop = threading.Event()
     factory.start(stop)
     try:
+        # Both caches synced before any ConfigMap exists: every event below finds the index
+        # filled (an event that came before the Backup cache synced would find nothing).
         assert factory.wait_for_cache_sync(stop, timeout=10)
-        # The initial list of both ConfigMaps enqueued all three Backups.
-        eventually(lambda: len(queue.added) >= 3, what="the initial adds")
-        assert queue.take() == {"ns/b1", "ns/b2", "ns/b3"}
         assert isinstance(backups.get("ns", "b1"), example.Backup)
         assert [b.metadata.name for b in backups.by_index("spec.source", "ns/cm-b")] == ["b3"]
+        for name in ("cm-b", "cm-a"):
+            client.create(CONFIGMAPS, {"metadata": {"name": name, "namespace": "ns"},
+                                       "data": {"k": "v"}})
+        eventually(lambda: len(queue.added) >= 3, what="the two creates' requests")
+        assert queue.take() == {"ns/b1", "ns/b2", "ns/b3"}
 
         cm = client.get(CONFIGMAPS, "cm-a", "ns")
         client.update(CONFIGMAPS, {**cm, "data": {"k": "changed"}}, "ns")
