@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "webhook-abuse": "bench.webhook_abuse",
     "typed-read": "bench.typed_read",
     "startup": "bench.startup",
+    "models": "bench.models",
 }
 
 

@@ -13,7 +13,7 @@ Contract:
 * :func:`observe_schedule` decides ``status.observedSchedule``: a fixed-size digest of
   (schedule, timeZone) (:func:`schedule_digest`) and ``since``, the time of the last edit.
 * :func:`desired_status` is the status the plan asks for; its ``Ready`` condition is set
-  with :func:`pyctrl.set_status_condition` among the conditions already there (another
+  among the conditions already there, as ``meta.SetStatusCondition`` does (another
   writer's conditions are kept; ``lastTransitionTime`` moves only when the status flips).
 * :func:`status_patch` is what the status write sends: only the fields whose desired value
   differs from the cached status, so a field the sync did not decide about is never sent, and
@@ -38,7 +38,7 @@ from typing import Any, Literal, cast
 from cronjob_controller import api, jobs
 from cronjob_controller.expectations import RunRecord
 from cronjob_controller.reporting import truncate
-from pyctrl import Clock, set_status_condition
+from pyctrl import Clock
 from pyctrl.kube import Object
 
 __all__ = [
@@ -209,22 +209,27 @@ def desired_status(raw: Object, status: Mapping[str, Any], plan: Plan,
 def conditions_with_ready(status: Mapping[str, Any], ready: Readiness,
                           clock: Clock) -> list[dict[str, Any]]:
     """The cached conditions (copied) with ``Ready`` set to ``ready``; its transition time is
-    kept from the cache unless the status flips."""
+    kept from the cache unless the status flips (an unreadable one is set afresh)."""
     conditions: list[dict[str, Any]] = []
+    found = False
     for cached in status.get("conditions") or []:
         if not isinstance(cached, Mapping):
             continue
         cond = copy.deepcopy(dict(cached))
         if cond.get("type") == api.CONDITION_READY:
             since = api.parse_time(cond.get("lastTransitionTime"))
-            if since is None:
-                continue  # unreadable: set afresh below
-            cond["lastTransitionTime"] = api.format_time(since)
+            if since is None or found:
+                continue  # unreadable (or a duplicate): set afresh below
+            found = True
+            if cond.get("status") != ready.status:
+                since = clock.now()
+            cond.update(status=ready.status, reason=ready.reason,
+                        message=truncate(ready.message), lastTransitionTime=api.format_time(since))
         conditions.append(cond)
-    set_status_condition(conditions, {
-        "type": api.CONDITION_READY, "status": ready.status, "reason": ready.reason,
-        "message": truncate(ready.message),
-        "lastTransitionTime": api.format_time(clock.now())})
+    if not found:
+        conditions.append({"type": api.CONDITION_READY, "status": ready.status,
+                           "reason": ready.reason, "message": truncate(ready.message),
+                           "lastTransitionTime": api.format_time(clock.now())})
     return conditions
 
 

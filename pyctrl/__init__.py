@@ -9,6 +9,7 @@ Subpackages (``pyctrl.cache``, ``pyctrl.workqueue``, ``pyctrl.kube``, ``pyctrl.r
 """
 
 from pyctrl._deprecation import alias_getattr
+from pyctrl.api.client import TypedClient
 from pyctrl.apply import OperationResult, apply, create_or_update
 from pyctrl.builder import Builder
 from pyctrl.cache import (
@@ -50,11 +51,16 @@ from pyctrl.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from pyctrl.handlers import (
     MapFunc,
     Predicate,
+    and_,
+    annotations_changed,
     enqueue_object,
     enqueue_owner,
     enqueue_requests,
     generation_changed,
     label_selector_predicate,
+    labels_changed,
+    not_,
+    or_,
     resource_version_changed,
 )
 from pyctrl.kube import (
@@ -104,13 +110,21 @@ from pyctrl.manager import (
     install_signal_handlers,
 )
 from pyctrl.ownerrefs import (
-    AlreadyOwnedError,
+    AlreadyOwned,
     controller_of,
     is_controlled_by,
     owner_reference,
     set_controller_reference,
 )
-from pyctrl.reconcile import FuncReconciler, Reconciler, Request, Result
+from pyctrl.reconcile import (
+    FuncReconciler,
+    ObjectReconciler,
+    Reconciler,
+    Request,
+    Result,
+    stopping,
+    with_object,
+)
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, on_error, retry_on_conflict
 from pyctrl.sharding import Sharding, ShardingOptions
@@ -159,7 +173,7 @@ __all__ = [
     "SERVICE_ACCOUNTS",
     "STATEFUL_SETS",
     "AlreadyExists",
-    "AlreadyOwnedError",
+    "AlreadyOwned",
     "ApiError",
     "Backoff",
     "Builder",
@@ -193,6 +207,7 @@ __all__ = [
     "NotFound",
     "NotLeader",
     "Object",
+    "ObjectReconciler",
     "OperationResult",
     "Predicate",
     "PriorityQueue",
@@ -216,7 +231,10 @@ __all__ = [
     "ShutDown",
     "TerminalError",
     "TooManyRequests",
+    "TypedClient",
     "add_finalizer",
+    "and_",
+    "annotations_changed",
     "apply",
     "configure_logging",
     "controller_of",
@@ -234,9 +252,12 @@ __all__ = [
     "is_controlled_by",
     "is_status_condition_true",
     "label_selector_predicate",
+    "labels_changed",
     "load_config",
     "meta_namespace_key",
+    "not_",
     "on_error",
+    "or_",
     "owner_reference",
     "remove_finalizer",
     "remove_status_condition",
@@ -245,6 +266,8 @@ __all__ = [
     "set_controller_reference",
     "set_status_condition",
     "split_meta_namespace_key",
+    "stopping",
+    "with_object",
 ]
 
 # Deprecated names (README MIGRATION), served with a DeprecationWarning on first use.

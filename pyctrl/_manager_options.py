@@ -8,7 +8,9 @@ ValueError naming the field otherwise). There is one way to configure each thing
   held as ``identity`` (default :func:`pyctrl.leaderelection.default_identity`), with
   client-go's timing (15 / 10 / 2 s,
   jitter 1.2; ``lease_duration > renew_deadline > jitter_factor * retry_period``) and
-  ``release_on_cancel`` (True: a clean stop hands the Lease over at once). ``lock`` replaces
+  ``release_on_cancel`` (True: a clean stop hands the Lease over at once) and
+  ``regain_after_fence`` (True: a lease not renewed in time because of an outage is taken
+  back when the server answers, instead of ending leadership). ``lock`` replaces
   the Lease with a lock of your own (tests use :class:`pyctrl.testing.FakeLock`); ``id`` then
   only names the ``leader_election_master_status`` metric and may be empty.
 * :class:`MetricsOptions` (``ManagerOptions.metrics``): ``bind_address`` of /metrics (``"0"``:
@@ -67,6 +69,7 @@ class LeaderElectionOptions:
     retry_period: float = 2.0
     jitter_factor: float = 1.2
     release_on_cancel: bool = True
+    regain_after_fence: bool = True
     lock: ResourceLock | None = None
 
     def __post_init__(self) -> None:
@@ -86,7 +89,8 @@ class LeaderElectionOptions:
         return LeaderElectionConfig(
             lock, lease_duration=self.lease_duration, renew_deadline=self.renew_deadline,
             retry_period=self.retry_period, jitter_factor=self.jitter_factor, name=self.id,
-            release_on_cancel=self.release_on_cancel)
+            release_on_cancel=self.release_on_cancel,
+            regain_after_fence=self.regain_after_fence)
 
 
 @dataclass(frozen=True)

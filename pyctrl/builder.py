@@ -54,6 +54,13 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   before ``Manager.run``. A Builder that never completed builds nothing: ``Manager.run``
   logs a warning naming each one (:attr:`completed`), the usual cause being a chain that
   forgot its final ``.complete(reconciler)``.
+* Kinds: ``for_``, ``owns``, ``watches``, ``lister_for`` and ``informers_for`` take a kind
+  class (a :class:`pyctrl.api.Object` subclass, yours or a built-in one) wherever they take a
+  Resource: the Resource (and so the RBAC rule) is :func:`pyctrl.api.resource_for` of it.
+  ``lister_for(Kind)`` reads the same informers typed: ``get``/``list`` return ``Kind``
+  objects (decoded from the cached dicts by :func:`typed_lister`, the one place that changes
+  when the informers cache typed objects themselves). Hand it to
+  :func:`pyctrl.with_object` to give the reconciler the cached object with the Request.
 * RBAC (``python -m pyctrl gen rbac``, :mod:`pyctrl.rbac`): ``owns(..., writes=(...))`` the
   verbs the reconciler uses on an owned kind (default create, update, patch, delete);
   ``rbac(*rules, status=...)`` what the declarations cannot show; :meth:`rbac_declared` is
@@ -69,11 +76,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, overload
 
 import structlog
 
 from pyctrl._deprecation import alias_getattr
+from pyctrl.api.typed import TypedLister, resource_for
+from pyctrl.api.types import Object as Kind
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     DeletedFinalStateUnknown,
@@ -101,7 +110,21 @@ from pyctrl.workqueue import PriorityQueue, RateLimiter
 if TYPE_CHECKING:
     from pyctrl.manager import Manager
 
-__all__ = ["Builder", "DeleteObserver", "MapFunc", "ReconcileFunc", "Reconciler", "Request"]
+__all__ = ["Builder", "DeleteObserver", "MapFunc", "ReconcileFunc", "Reconciler", "Request",
+           "typed_lister"]
+
+K = TypeVar("K", bound=Kind)
+KindOrResource = Resource | type[Kind]
+
+
+def _resource(what: KindOrResource) -> Resource:
+    return what if isinstance(what, Resource) else resource_for(what)
+
+
+def typed_lister(lister: MultiNamespaceLister, kind: type[K]) -> TypedLister[K]:
+    """``lister``'s objects as ``kind``: each read decodes the cached dict (until the
+    informers cache typed objects, when this returns their own typed lister)."""
+    return TypedLister(lister, kind)
 
 log = structlog.get_logger(__name__)
 
@@ -194,10 +217,11 @@ class Builder:
         """The resources given to ``owns`` so far, in order."""
         return tuple(dict.fromkeys(w.resource for w in self._watches if w.kind == "owns"))
 
-    def for_(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
+    def for_(self, resource: KindOrResource, *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
              on_delete: DeleteObserver | None = None, metadata_only: bool = False) -> Builder:
-        """Reconcile ``resource``: each object's own key is enqueued."""
+        """Reconcile ``resource`` (or a kind class): each object's own key is enqueued."""
+        resource = _resource(resource)
         if self._for is not None:
             raise ValueError(f"for_ already set to {self._for}")
         self._add(_Watch(resource, "for", None, tuple(predicates), label_selector, on_delete,
@@ -205,23 +229,25 @@ class Builder:
         self._for = resource
         return self
 
-    def owns(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
+    def owns(self, resource: KindOrResource, *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
              on_delete: DeleteObserver | None = None, metadata_only: bool = False,
              writes: Sequence[str] = DEFAULT_OWNED_WRITES) -> Builder:
         """Enqueue the ``for_`` owner (controller reference) of each ``resource`` object.
         ``writes``: the verbs the reconciler uses on ``resource`` (for ``gen rbac``)."""
+        resource = _resource(resource)
         self._owned_writes[resource] = (*self._owned_writes.get(resource, ()), *writes)
         self._add(_Watch(resource, "owns", None, tuple(predicates), label_selector, on_delete,
                          metadata_only))
         return self
 
-    def watches(self, resource: Resource, mapper: MapFunc, *,
+    def watches(self, resource: KindOrResource, mapper: MapFunc, *,
                 predicates: Sequence[Predicate] = (),
                 label_selector: str | None = None,
                 on_delete: DeleteObserver | None = None,
                 metadata_only: bool = False) -> Builder:
         """Enqueue every Request ``mapper(obj)`` returns for each ``resource`` event."""
+        resource = _resource(resource)
         self._add(_Watch(resource, "map", mapper, tuple(predicates), label_selector, on_delete,
                          metadata_only))
         return self
@@ -270,16 +296,26 @@ class Builder:
             self._priority_queue = priority_queue
         return self
 
-    def lister_for(self, resource: Resource) -> MultiNamespaceLister:
-        """One lister over the informers this controller watches ``resource`` with."""
+    @overload
+    def lister_for(self, resource: Resource) -> MultiNamespaceLister: ...
+
+    @overload
+    def lister_for(self, resource: type[K]) -> TypedLister[K]: ...
+
+    def lister_for(self, resource: Resource | type[K]) -> MultiNamespaceLister | TypedLister[K]:
+        """One lister over the informers this controller watches ``resource`` with; typed
+        when given a kind class."""
+        if not isinstance(resource, Resource):
+            return typed_lister(self.lister_for(resource_for(resource)), resource)
         selector, metadata = self._read[resource] = self._reader_of(resource)
         return self._manager.informers.lister_for(
             resource, namespaces=self._scopes(resource), label_selector=selector,
             indexers=self._indexers(resource), metadata_only=metadata)
 
-    def informers_for(self, resource: Resource) -> list[SharedIndexInformer]:
+    def informers_for(self, resource: KindOrResource) -> list[SharedIndexInformer]:
         """The shared informers (one per namespace) this controller watches ``resource``
         with, as :meth:`lister_for` reads them."""
+        resource = _resource(resource)
         selector, metadata = self._read[resource] = self._reader_of(resource)
         return [self._manager.informers.informer_for(
             resource, namespace=ns, label_selector=selector,

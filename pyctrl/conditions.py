@@ -1,47 +1,49 @@
-"""Status conditions: set, find and remove ``metav1.Condition`` entries in a list.
+"""Status conditions: find, set and remove typed ``metav1.Condition`` entries in a list.
 
 Contract (apimachinery ``meta.SetStatusCondition``/``FindStatusCondition``/
-``RemoveStatusCondition``): a condition is a dict with ``type``, ``status`` ("True", "False",
-"Unknown"), ``reason``, ``message``, ``lastTransitionTime`` (RFC 3339, UTC, seconds) and
-optionally ``observedGeneration``; there is at most one condition per ``type``.
+``RemoveStatusCondition``, on :class:`pyctrl.api.Condition` values): there is at most one
+condition per ``type``. Nothing is changed in place: every helper takes any
+``Sequence[Condition]`` (a cached object's list included) and the two that "change" return a
+new list, so the result goes into a new status with :func:`pyctrl.api.replace`.
 
-* :func:`set_status_condition` changes ``conditions`` **in place** and returns True when it
-  changed anything. A new type is appended, with ``lastTransitionTime`` = the given one or
-  now. For an existing type, ``lastTransitionTime`` changes only when ``status`` changes
-  (to the new condition's, or now when it has none); ``reason``, ``message`` and
-  ``observedGeneration`` are updated whenever they differ. "Now" comes from ``clock``
-  (default: the real clock), so tests use a FakeClock.
+* :func:`set_status_condition` returns the list with the condition of ``type`` set: a new
+  type is appended with ``lastTransitionTime`` = ``last_transition_time`` if given, else now;
+  an existing one keeps its ``lastTransitionTime`` unless ``status`` changes (then the given
+  time or now), and takes the new ``reason``, ``message`` and ``observedGeneration``
+  (``observed_generation=None`` keeps the one it had). Order is kept. "Now" comes from
+  ``clock`` (default: the real clock), whole seconds in UTC as the server stores it, so tests
+  use a FakeClock. Compare the result with the input (``!=``) to know whether it changed.
 * :func:`find_status_condition` returns the condition of a type or None;
   :func:`is_status_condition_true` tells whether it exists with status "True".
-* :func:`remove_status_condition` removes a type in place and returns whether it was there.
-
-Never pass a list from a cached object: copy the object first.
+* :func:`remove_status_condition` returns the list without the condition of a type.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableSequence, Sequence
-from typing import Any
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Literal
 
+from pyctrl.api.types import Condition, replace
 from pyctrl.clock import Clock, RealClock
-from pyctrl.kube.meta import format_time
 
 __all__ = [
     "Condition",
+    "ConditionStatus",
     "find_status_condition",
     "is_status_condition_true",
     "remove_status_condition",
     "set_status_condition",
 ]
 
-Condition = dict[str, Any]
+ConditionStatus = Literal["True", "False", "Unknown"]
 
 
 def find_status_condition(conditions: Sequence[Condition] | None,
                           type: str) -> Condition | None:
     """The condition of ``type``, or None."""
     for cond in conditions or ():
-        if cond.get("type") == type:
+        if cond.type == type:
             return cond
     return None
 
@@ -49,41 +51,39 @@ def find_status_condition(conditions: Sequence[Condition] | None,
 def is_status_condition_true(conditions: Sequence[Condition] | None, type: str) -> bool:
     """True when the condition of ``type`` exists with status "True"."""
     cond = find_status_condition(conditions, type)
-    return cond is not None and cond.get("status") == "True"
+    return cond is not None and cond.status == "True"
 
 
-def set_status_condition(conditions: MutableSequence[Condition], new: Condition, *,
-                         clock: Clock | None = None) -> bool:
-    """Set ``new`` in ``conditions`` in place; True if anything changed (module docstring)."""
-    if not new.get("type"):
+def set_status_condition(conditions: Sequence[Condition] | None, type: str,
+                         status: ConditionStatus, reason: str, message: str = "", *,
+                         observed_generation: int | None = None,
+                         last_transition_time: datetime | None = None,
+                         clock: Clock | None = None) -> list[Condition]:
+    """``conditions`` with the condition of ``type`` set (module docstring)."""
+    if not type:
         raise ValueError("a condition needs a type")
-    existing = find_status_condition(conditions, str(new["type"]))
-    if existing is None:
-        added = dict(new)
-        if not added.get("lastTransitionTime"):
-            added["lastTransitionTime"] = _now(clock)
-        conditions.append(added)
-        return True
-    changed = False
-    if existing.get("status") != new.get("status"):
-        existing["status"] = new.get("status")
-        existing["lastTransitionTime"] = new.get("lastTransitionTime") or _now(clock)
-        changed = True
-    for field in ("reason", "message", "observedGeneration"):
-        if field in new and existing.get(field) != new[field]:
-            existing[field] = new[field]
-            changed = True
-    return changed
+    out = list(conditions or ())
+    for i, old in enumerate(out):
+        if old.type == type:
+            moved = old.status != status
+            out[i] = replace(
+                old, status=status, reason=reason, message=message,
+                last_transition_time=(last_transition_time or _now(clock)) if moved
+                else old.last_transition_time,
+                observed_generation=old.observed_generation if observed_generation is None
+                else observed_generation)
+            return out
+    out.append(Condition(type=type, status=status, reason=reason, message=message,
+                         last_transition_time=last_transition_time or _now(clock),
+                         observed_generation=observed_generation))
+    return out
 
 
-def remove_status_condition(conditions: MutableSequence[Condition], type: str) -> bool:
-    """Remove the condition of ``type`` in place; True if it was there."""
-    for i, cond in enumerate(conditions):
-        if cond.get("type") == type:
-            del conditions[i]
-            return True
-    return False
+def remove_status_condition(conditions: Sequence[Condition] | None,
+                            type: str) -> list[Condition]:
+    """``conditions`` without the condition of ``type``."""
+    return [cond for cond in conditions or () if cond.type != type]
 
 
-def _now(clock: Clock | None) -> str:
-    return format_time((clock or RealClock()).now())
+def _now(clock: Clock | None) -> datetime:
+    return (clock or RealClock()).now().astimezone(UTC).replace(microsecond=0)

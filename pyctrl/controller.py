@@ -22,10 +22,15 @@ Contract:
   - ``Result(requeue_after=d)``, d > 0 -> ``forget(key)`` + ``add_after(key, d)`` requeue_after
   - ``Result(requeue=True)``           -> ``add_rate_limited(key)``           result=requeue
   - raises :class:`TerminalError`      -> logged, counted, ``forget(key)``, not retried
-  - raises :class:`~pyctrl.errors.NotLeader` (a fenced write: this replica no longer holds
-    its lease, so every key fails alike) -> as a TerminalError, but logged through the
+  - raises :class:`~pyctrl.errors.NotLeader` (a fenced write: this replica's lease could not
+    be renewed in time, so every key fails alike) -> ``add(key)`` with no backoff, held by
+    the outage gate until the lease is renewed or leadership ends; logged through the
     sampler (:mod:`pyctrl._errorlog`: the key and object are not part of the signature), so
     a fencing episode costs a few lines carrying ``suppressed=N``, not one line per key
+  - raises an error that means the API server could not answer (unreachable, restarting,
+    overloaded: :mod:`pyctrl.availability`) -> logged, ``add(key)`` with no backoff and no
+    token of the shared bucket, and the workers pause until the server answers (one probe
+    reconcile at a time), then drain at full speed
   - raises anything else               -> logged with the key (:mod:`pyctrl._errorlog`: API
     errors as one line, tracebacks rate-limited), ``add_rate_limited(key)``
   - returns anything else (``return 30``, a ``Result`` whose ``requeue_after`` is not a
@@ -37,6 +42,9 @@ Contract:
   end) requeue the key, are logged and end that worker. Every log line emitted during one
   reconcile carries ``controller``, ``key`` (``str(request)``) and a fresh ``reconcile_id``
   (structlog contextvars).
+* A reconciler whose ``reconcile`` is a coroutine function is refused by the constructor
+  (TypeError); each worker's reconciles see the ``stop`` Event as
+  :func:`pyctrl.reconcile.stopping` (see :mod:`pyctrl.reconcile`).
 * Liveness: :meth:`check` (a health check, ``fn() -> str | None``; the Manager registers it
   under ``/healthz``) fails once any worker thread has ended while the controller should be
   running (workers started, ``stop`` not set): a worker that died of a bug in the loop, or of
@@ -70,9 +78,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from pyctrl._deprecation import warn_once
 from pyctrl._errorlog import ErrorLog
+from pyctrl.availability import OutageGate
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import NotLeader, TerminalError
-from pyctrl.reconcile import Reconciler, Result, TypedReconciler
+from pyctrl.reconcile import _STOP, Reconciler, Result, TypedReconciler, refuse_coroutine
 from pyctrl.serving.metrics import per_registry
 from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
 
@@ -187,11 +196,13 @@ class Controller(Generic[RequestT]):
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
         wait_for: Sequence[HasSynced] = (),
+        gate: OutageGate | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
         if queue is not None and rate_limiter is not None:
             raise ValueError("pass either queue or rate_limiter, not both")
+        refuse_coroutine(reconciler.reconcile)
         self.name = name
         self.reconciler = reconciler
         self._run: TypedReconciler[RequestT] = reconciler
@@ -206,6 +217,7 @@ class Controller(Generic[RequestT]):
             name=name, clock=self._clock, registry=registry, rate_limiter=rate_limiter
         )
         self._wait_for = list(wait_for)
+        self._gate = gate if gate is not None else OutageGate(name, self._clock)
         self._errors = ErrorLog(log, self._clock)  # one line per API error, few tracebacks
         fam = _metrics_for(registry)
         self._m_success = fam.total.labels(name, "success")
@@ -269,13 +281,16 @@ class Controller(Generic[RequestT]):
             stop.wait()
             bound.info("stopping workers; waiting for in-flight reconciles")
         finally:
-            # Wakes idle workers (get raises ShutDown); busy ones finish their reconcile.
+            # Wakes idle workers (get raises ShutDown) and those held by the outage gate;
+            # busy ones finish their reconcile.
             self.queue.shut_down()
+            self._gate.release()
             for t in threads:
                 t.join()
             bound.info("all workers finished")
 
     def _worker(self, stop: threading.Event) -> None:
+        _STOP.set(stop)  # pyctrl.stopping() in this worker's reconciles
         try:
             self._work(stop)
         except BaseException as err:  # a worker never dies silently
@@ -296,7 +311,7 @@ class Controller(Generic[RequestT]):
             except ShutDown:
                 return
             try:
-                if stop.is_set():
+                if stop.is_set() or not self._gate.admit(stop):
                     return  # do not start new work after stop; the key stays unfinished
                 self._process(key)
             finally:
@@ -311,10 +326,18 @@ class Controller(Generic[RequestT]):
             try:
                 result = _checked(self._run.reconcile(key))
             except NotLeader as err:  # fenced: sampled, one line per key would flood
-                self._errors.failure("reconcile refused: this replica does not hold its "
-                                     "lease (fenced); not retrying", err)
-                self._terminal(key)
+                if self._gate.failed(err, key):
+                    self._errors.failure("reconcile refused: this replica's lease is not "
+                                         "renewed (fenced); requeued until it is", err,
+                                         level="warning")
+                    self.queue.add(key)
+                    self._count_error()
+                else:
+                    self._errors.failure("reconcile refused: this replica does not hold its "
+                                         "lease (fenced); not retrying", err)
+                    self._terminal(key)
             except TerminalError as err:
+                self._gate.failed(err, key)
                 log.error("reconcile failed with a terminal error; not retrying",
                           error=str(err))
                 self._terminal(key)
@@ -322,15 +345,24 @@ class Controller(Generic[RequestT]):
                 # The reconciler asks the process to end: keep the key for whoever runs
                 # next, then let this worker end (check() turns /healthz red).
                 log.error("reconciler raised; ending this worker", error=repr(err))
+                self._gate.failed(err, key)
                 self._count_error()
                 self.queue.add_rate_limited(key)
                 raise
             except BaseException as err:  # nothing a reconciler raises kills a worker
-                self._errors.failure("reconcile failed; requeueing with backoff", err,
-                                     requeues=self.queue.num_requeues(key))
+                if self._gate.failed(err, key):
+                    # The server's failure, not the item's: no backoff, no token; the gate
+                    # holds the workers until the server answers (pyctrl.availability).
+                    self._errors.failure("reconcile failed: the API server is unavailable; "
+                                         "requeued until it answers", err, level="warning")
+                    self.queue.add(key)
+                else:
+                    self._errors.failure("reconcile failed; requeueing with backoff", err,
+                                         requeues=self.queue.num_requeues(key))
+                    self.queue.add_rate_limited(key)
                 self._count_error()
-                self.queue.add_rate_limited(key)
             else:
+                self._gate.succeeded(key)
                 self._handle_result(key, result)
             finally:
                 self._m_active.dec()

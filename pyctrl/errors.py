@@ -7,7 +7,10 @@ subclass chosen by HTTP status code and, where the code is ambiguous, the ``reas
 single mapping function; ``pyctrl.kube`` and the fakes in ``pyctrl.testing`` both use it, so a
 fake can never disagree with the real client about which error a Status means.
 
-Two errors are not API answers: :class:`TerminalError` (a reconciler says retrying will not
+:class:`AlreadyOwned` is not an API answer either: :func:`pyctrl.set_controller_reference`
+refused to take an object another controller owns (it carries that controller's reference).
+
+Two more errors are not API answers: :class:`TerminalError` (a reconciler says retrying will not
 help) and its subclass :class:`NotLeader` (a leader-scoped client refused a write locally
 because the leader lease can no longer be trusted; the request was never sent).
 """
@@ -19,6 +22,7 @@ from typing import Any
 
 __all__ = [
     "AlreadyExists",
+    "AlreadyOwned",
     "ApiError",
     "BadRequest",
     "Conflict",
@@ -138,6 +142,21 @@ class Timeout(ApiError):
 
 class Unreachable(ApiError):
     """The server could not be reached at all (connection refused or reset, DNS)."""
+
+
+class AlreadyOwned(ValueError):
+    """The object already has another controller (controller-runtime's AlreadyOwnedError):
+    ``owner`` is that controller's owner reference (``apiVersion``, ``kind``, ``name``,
+    ``uid``), or None for an object that exists with no controller at all (a caller's own
+    refusal to adopt it); ``object_name`` is the object's name."""
+
+    def __init__(self, object_name: str, owner: dict[str, Any] | None = None) -> None:
+        super().__init__(
+            f"{object_name!r} is already controlled by {owner.get('kind')} "
+            f"{owner.get('name')!r}" if owner is not None
+            else f"{object_name!r} exists and is not controlled by this owner")
+        self.object_name = object_name
+        self.owner = owner
 
 
 class TerminalError(Exception):

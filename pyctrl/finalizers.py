@@ -11,13 +11,16 @@ written to the server at once):
   :class:`pyctrl.errors.Conflict` is raised, so nothing is ever lost; re-read and retry (e.g.
   with :func:`pyctrl.retry_on_conflict`). They return the object the server stored, or
   ``obj`` itself without any API call when there is nothing to change. ``obj`` is never
-  modified (it may come from the cache).
+  modified (it may come from the cache). For typed objects the same two writes are
+  :meth:`pyctrl.TypedClient.add_finalizer` / ``remove_finalizer``; :func:`has_finalizer`
+  reads either.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
 
@@ -28,9 +31,10 @@ def _finalizers(obj: Object) -> list[str]:
     return list((obj.get("metadata") or {}).get("finalizers") or [])
 
 
-def has_finalizer(obj: Object, name: str) -> bool:
-    """True when ``metadata.finalizers`` contains ``name``."""
-    return name in _finalizers(obj)
+def has_finalizer(obj: meta.AnyObject, name: str) -> bool:
+    """True when ``metadata.finalizers`` of ``obj`` (a raw dict or a typed object) contains
+    ``name``."""
+    return name in meta.finalizers(obj)
 
 
 def _patch(client: Client, resource: Resource, obj: Object, finalizers: list[str]) -> Object:

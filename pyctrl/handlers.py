@@ -16,8 +16,14 @@ Contract:
 * Predicates filter events before enqueueing; every predicate must pass. A missing hook
   passes. :data:`generation_changed` drops updates whose ``metadata.generation`` is unchanged
   (status-only writes); :data:`resource_version_changed` drops updates with an unchanged
-  ``resourceVersion`` (periodic resync duplicates); :func:`label_selector_predicate` passes
-  objects whose labels match a selector.
+  ``resourceVersion`` (periodic resync duplicates); :data:`labels_changed` and
+  :data:`annotations_changed` pass updates that changed the labels, the annotations;
+  :func:`label_selector_predicate` passes objects whose labels match a selector. They read
+  metadata through :mod:`pyctrl.kube.meta`, so they work on raw dicts and typed objects.
+* Predicates compose: ``a & b`` (:func:`and_`) passes when both pass, ``a | b``
+  (:func:`or_`) when either does, ``~a`` (:func:`not_`) when ``a`` does not, hook by hook
+  (add, update, delete). A missing hook passes, so ``~generation_changed`` drops every add
+  and delete (controller-runtime's ``Not`` of a ``Funcs`` does the same).
 * Handlers never raise into the informer: any error is logged and the event is dropped.
 * Priorities: when the queue is a :class:`~pyctrl.workqueue.PriorityQueue`, handlers add
   objects from the informer's initial list (``on_add(obj, is_in_initial_list=True)``) and
@@ -53,12 +59,17 @@ __all__ = [
     "Predicate",
     "Queue",
     "add_priority",
+    "and_",
+    "annotations_changed",
     "enqueue_object",
     "enqueue_owner",
     "enqueue_requests",
     "generation_changed",
     "is_status_only",
     "label_selector_predicate",
+    "labels_changed",
+    "not_",
+    "or_",
     "priority_add",
     "resource_version_changed",
     "update_priority",
@@ -76,13 +87,65 @@ class Queue(Protocol):
     def add(self, item: Request) -> None: ...
 
 
+OneFn = Callable[[Object], bool]
+TwoFn = Callable[[Object, Object], bool]
+
+
+def _pass1(obj: Object) -> bool:
+    return True
+
+
+def _pass2(old: Object, new: Object) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Predicate:
-    """Filters for the three event kinds; None means "let it through"."""
+    """Filters for the three event kinds; None means "let it through"; ``&``, ``|`` and
+    ``~`` compose them (module docstring)."""
 
-    add: Callable[[Object], bool] | None = None
-    update: Callable[[Object, Object], bool] | None = None
-    delete: Callable[[Object], bool] | None = None
+    add: OneFn | None = None
+    update: TwoFn | None = None
+    delete: OneFn | None = None
+
+    def __and__(self, other: Predicate) -> Predicate:
+        return and_(self, other)
+
+    def __or__(self, other: Predicate) -> Predicate:
+        return or_(self, other)
+
+    def __invert__(self) -> Predicate:
+        return not_(self)
+
+
+def and_(*predicates: Predicate) -> Predicate:
+    """Passes an event when every predicate does."""
+    adds = [p.add for p in predicates if p.add is not None]
+    updates = [p.update for p in predicates if p.update is not None]
+    deletes = [p.delete for p in predicates if p.delete is not None]
+    return Predicate(
+        add=(lambda o: all(f(o) for f in adds)) if adds else None,
+        update=(lambda old, new: all(f(old, new) for f in updates)) if updates else None,
+        delete=(lambda o: all(f(o) for f in deletes)) if deletes else None)
+
+
+def or_(*predicates: Predicate) -> Predicate:
+    """Passes an event when any predicate does (a missing hook passes)."""
+    adds = [p.add or _pass1 for p in predicates]
+    updates = [p.update or _pass2 for p in predicates]
+    deletes = [p.delete or _pass1 for p in predicates]
+    return Predicate(add=lambda o: any(f(o) for f in adds),
+                     update=lambda old, new: any(f(old, new) for f in updates),
+                     delete=lambda o: any(f(o) for f in deletes))
+
+
+def not_(predicate: Predicate) -> Predicate:
+    """Passes an event when ``predicate`` does not (a missing hook passes, so its negation
+    drops everything)."""
+    add, update, delete = (predicate.add or _pass1, predicate.update or _pass2,
+                           predicate.delete or _pass1)
+    return Predicate(add=lambda o: not add(o), update=lambda old, new: not update(old, new),
+                     delete=lambda o: not delete(o))
 
 
 generation_changed = Predicate(
@@ -91,6 +154,9 @@ generation_changed = Predicate(
 resource_version_changed = Predicate(
     update=lambda old, new: meta.resource_version(old) != meta.resource_version(new)
 )
+labels_changed = Predicate(update=lambda old, new: meta.labels(old) != meta.labels(new))
+annotations_changed = Predicate(
+    update=lambda old, new: meta.annotations(old) != meta.annotations(new))
 
 
 def label_selector_predicate(selector: str | Mapping[str, str]) -> Predicate:

@@ -21,7 +21,11 @@ Contract (controller-runtime's manager, in threads):
   collections skip the caches' first fill; see :mod:`pyctrl._gctune`), on every replica,
   leader or not.
 * Losing leadership (or the controller gate) is fatal: everything shuts down as above and
-  ``run`` raises :class:`LeaderElectionLost`; the process should exit and restart.
+  ``run`` raises :class:`LeaderElectionLost`; the process should exit and restart. A lease
+  that could not be renewed in time (an API server outage) is not lost by itself: with
+  ``LeaderElectionOptions.regain_after_fence`` (the default) writes are fenced, the workers
+  wait (:mod:`pyctrl.availability`), and leadership goes on once the lease is renewed; it is
+  lost when another replica is seen holding it.
 * Probes: ``/healthz`` has ``ping``, ``runnables``, ``controller-<name>-workers`` and, with
   leader election, ``leader-election``; ``/readyz`` has ``ping`` and ``informers-synced``.
   ``/metrics`` serves ``registry`` (HTTPS behind ``MetricsOptions.auth``, default a

@@ -12,10 +12,14 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 * :func:`owner_reference` builds a controller reference (a dict) to ``owner``, a raw dict or
   a typed object (which needs ``apiVersion``, ``kind``, ``metadata.name`` and
   ``metadata.uid``: objects read from the cache carry apiVersion/kind, see
-  :class:`pyctrl.cache.SharedInformerFactory`).
-* :func:`set_controller_reference` makes ``owner`` the controller of ``obj`` **in place**
-  (pass a copy, never a cached object): a reference to the same owner (same API group, kind
-  and name) is replaced, otherwise one is appended. It raises :class:`AlreadyOwnedError` when
+  :class:`pyctrl.cache.SharedInformerFactory`; a typed owner's apiVersion and kind come from
+  its class when unset).
+* :func:`set_controller_reference` makes ``owner`` the controller of ``obj``: a reference to
+  the same owner (same API group, kind and name) is replaced, otherwise one is appended. A
+  typed ``obj`` (a :class:`pyctrl.api.Object`; typed objects are frozen and may be shared
+  with a cache) gives a **new** object, returned; a raw dict is changed **in place** (pass
+  a copy, never a cached object) and None is returned. The owner may be typed or raw either
+  way. It raises :class:`pyctrl.errors.AlreadyOwned` (also importable from here) when
   another object already controls ``obj``, and ValueError when the owner can not own it (a
   namespaced owner of a cluster-scoped object, or one in another namespace: the garbage
   collector would delete the object).
@@ -23,15 +27,18 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
+from pyctrl.api.typed import encode
+from pyctrl.api.types import Object as Kind
+from pyctrl.api.types import OwnerReference, replace
+from pyctrl.errors import AlreadyOwned
 from pyctrl.kube import meta
 from pyctrl.kube.interface import Object
 from pyctrl.kube.meta import AnyObject, controller_of
 
 __all__ = [
-    "AlreadyOwnedError",
+    "AlreadyOwned",
     "controller_of",
     "is_controlled_by",
     "owner_reference",
@@ -39,8 +46,7 @@ __all__ = [
 ]
 
 
-class AlreadyOwnedError(ValueError):
-    """The object already has a different controller (owner reference with controller=true)."""
+K = TypeVar("K", bound=Kind)
 
 
 def _group(api_version: object) -> str:
@@ -57,18 +63,11 @@ def is_controlled_by(obj: AnyObject, owner: AnyObject | str) -> bool:
     return ref is not None and ref.uid == uid
 
 
-def _type_of(obj: AnyObject) -> tuple[object, object]:
-    if isinstance(obj, Mapping):
-        return obj.get("apiVersion"), obj.get("kind")
-    return getattr(obj, "api_version", ""), getattr(obj, "kind", "")
-
-
 def owner_reference(owner: AnyObject, *, controller: bool = True,
                     block_owner_deletion: bool = True) -> dict[str, Any]:
     """An owner reference to ``owner`` (ValueError if it lacks apiVersion/kind/name/uid)."""
-    api_version, kind = _type_of(owner)
-    ref: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "name": meta.name(owner),
-                           "uid": meta.uid(owner)}
+    ref: dict[str, Any] = {"apiVersion": meta.api_version(owner), "kind": meta.kind(owner),
+                           "name": meta.name(owner), "uid": meta.uid(owner)}
     missing = [k for k, v in ref.items() if not v]
     if missing:
         raise ValueError(f"owner lacks {', '.join(missing)}: can not reference it")
@@ -82,13 +81,21 @@ def _same_object(a: dict[str, Any], b: dict[str, Any]) -> bool:
             and a.get("kind") == b.get("kind") and a.get("name") == b.get("name"))
 
 
+@overload
+def set_controller_reference(owner: AnyObject, obj: K, *,
+                             block_owner_deletion: bool = True) -> K: ...
+
+
+@overload
 def set_controller_reference(owner: AnyObject, obj: Object, *,
-                             block_owner_deletion: bool = True) -> None:
-    """Make ``owner`` the controller of ``obj`` in place (see module docstring)."""
+                             block_owner_deletion: bool = True) -> None: ...
+
+
+def set_controller_reference(owner: AnyObject, obj: Object | K, *,
+                             block_owner_deletion: bool = True) -> K | None:
+    """Make ``owner`` the controller of ``obj`` (see module docstring)."""
     ref = owner_reference(owner, block_owner_deletion=block_owner_deletion)
-    owner_ns = meta.namespace(owner)
-    md = obj.setdefault("metadata", {})
-    obj_ns = meta.namespace(obj)
+    owner_ns, obj_ns = meta.namespace(owner), meta.namespace(obj)
     if owner_ns:
         if not obj_ns:
             raise ValueError(f"namespaced owner {owner_ns}/{ref['name']} can not own a "
@@ -96,16 +103,33 @@ def set_controller_reference(owner: AnyObject, obj: Object, *,
         if obj_ns != owner_ns:
             raise ValueError(f"owner {owner_ns}/{ref['name']} is in another namespace than "
                              f"the object ({obj_ns})")
-    current = controller_of(obj)
-    if current is not None and not _same_object(current, ref):
-        raise AlreadyOwnedError(
-            f"{md.get('name')!r} is already controlled by {current.get('kind')} "
-            f"{current.get('name')!r}")
-    refs: list[dict[str, Any]] = list(md.get("ownerReferences") or [])
-    for i, existing in enumerate(refs):
+    if isinstance(obj, Kind):
+        refs = [encode(r) for r in obj.metadata.owner_references]
+        new = [OwnerReference(api_version=r["apiVersion"], kind=r["kind"], name=r["name"],
+                              uid=r["uid"], controller=True,
+                              block_owner_deletion=block_owner_deletion)
+               if _same_object(r, ref) else old
+               for r, old in zip(refs, obj.metadata.owner_references, strict=True)]
+        _check_controller(meta.name(obj), refs, ref)
+        if not any(_same_object(r, ref) for r in refs):
+            new.append(OwnerReference(api_version=ref["apiVersion"], kind=ref["kind"],
+                                      name=ref["name"], uid=ref["uid"], controller=True,
+                                      block_owner_deletion=block_owner_deletion))
+        return replace(obj, metadata=replace(obj.metadata, owner_references=new))
+    md = obj.setdefault("metadata", {})
+    current: list[dict[str, Any]] = list(md.get("ownerReferences") or [])
+    _check_controller(meta.name(obj), current, ref)
+    for i, existing in enumerate(current):
         if _same_object(existing, ref):
-            refs[i] = ref
+            current[i] = ref
             break
     else:
-        refs.append(ref)
-    md["ownerReferences"] = refs
+        current.append(ref)
+    md["ownerReferences"] = current
+    return None
+
+
+def _check_controller(name: str, refs: list[dict[str, Any]], ref: dict[str, Any]) -> None:
+    current = controller_of({"metadata": {"ownerReferences": refs}})
+    if current is not None and not _same_object(current, ref):
+        raise AlreadyOwned(name, current)

@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = ROOT / "docs" / "TUTORIAL.md"
 EXAMPLE = ROOT / "examples" / "website"
 FILES = ("api.py", "controller.py", "__init__.py")
+UNIT_TEST = ROOT / "tests" / "unit" / "examples" / "test_website.py"  # shown in part, too
 
 _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 

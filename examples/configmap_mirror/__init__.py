@@ -36,14 +36,14 @@ class Mirror:
 
         def mutate(secret: Object) -> None:
             if "uid" in secret["metadata"] and not pyctrl.is_controlled_by(secret, cm):
-                raise pyctrl.AlreadyOwnedError(f"Secret {request.name!r} is not ours")
+                raise pyctrl.AlreadyOwned(request.name, pyctrl.controller_of(secret))
             pyctrl.set_controller_reference(cm, secret)
             secret["data"] = data
 
         secret: Object = {"metadata": {"name": request.name, "namespace": request.namespace}}
         try:
             pyctrl.create_or_update(self.client, SECRETS, secret, mutate)
-        except pyctrl.AlreadyOwnedError as err:
+        except pyctrl.AlreadyOwned as err:
             self.recorder.event(cm, "Warning", "SecretExists", str(err))
 
 

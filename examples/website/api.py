@@ -42,3 +42,64 @@ class Website(api.Object):
 
 
 WEBSITES = api.resource_for(Website)
+
+
+# The built-in kinds the operator writes, with only the fields it sets or reads (until
+# pyctrl ships typed built-in kinds): builtin=True gives them a Resource and no CRD. Optional
+# fields are `X | None = None`, so server-side apply sends exactly the fields set.
+
+
+class ContainerPort(api.Struct):
+    name: str | None = None
+    container_port: api.Int32 | None = None
+
+
+class Container(api.Struct):
+    name: str = ""
+    image: str | None = None
+    ports: list[ContainerPort] | None = None
+
+
+class PodSpec(api.Struct):
+    containers: list[Container] = api.field(default_factory=list)
+
+
+class PodTemplateSpec(api.Struct):
+    metadata: api.ObjectMeta = api.field(default_factory=api.ObjectMeta)
+    spec: PodSpec = api.field(default_factory=PodSpec)
+
+
+class LabelSelector(api.Struct):
+    match_labels: dict[str, str] | None = None
+
+
+class DeploymentSpec(api.Struct):
+    replicas: api.Int32 | None = None
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec | None = None
+
+
+class DeploymentStatus(api.Struct):
+    available_replicas: api.Int32 | None = None
+
+
+@api.kind("apps/v1", "Deployment", builtin=True)
+class Deployment(api.Object):
+    spec: DeploymentSpec | None = None
+    status: DeploymentStatus | None = None
+
+
+class ServicePort(api.Struct):
+    name: str | None = None
+    port: api.Int32 | None = None
+    target_port: api.Int32 | str | None = None
+
+
+class ServiceSpec(api.Struct):
+    selector: dict[str, str] | None = None
+    ports: list[ServicePort] | None = None
+
+
+@api.kind("v1", "Service", builtin=True)
+class Service(api.Object):
+    spec: ServiceSpec | None = None

@@ -1,6 +1,6 @@
 """The Website operator: each Website gets a Deployment and a Service, and a Ready condition.
 
-Contract (one reconcile, top to bottom):
+Contract (one reconcile, top to bottom; the Website comes typed from the informer cache):
 
 * A Website being deleted: its finalizer is removed after a ``Deleting`` event (the
   Deployment and Service it owns are then deleted by the garbage collector).
@@ -9,8 +9,8 @@ Contract (one reconcile, top to bottom):
   server-side applied, both controlled by the Website.
 * Status: ``observedGeneration`` and a ``Ready`` condition, True once the Deployment reports
   ``spec.replicas`` available replicas (reason ``Available``), else False
-  (``Progressing``); written only when it changed, with a ``Ready``/``NotReady`` event when
-  Ready flips.
+  (``Progressing``); only the changed fields are written, none when nothing changed, with a
+  ``Ready``/``NotReady`` event when Ready flips.
 
 ``setup(manager)`` wires it with the Builder; ``python -m pyctrl gen rbac
 examples.website:setup`` derives its RBAC from that (the finalizer patch is declared with
@@ -19,11 +19,21 @@ examples.website:setup`` derives its RBAC from that (the finalizer patch is decl
 
 from __future__ import annotations
 
-import copy
-from typing import Any, Protocol
-
 import pyctrl
-from examples.website.api import WEBSITES, Website
+from examples.website.api import (
+    WEBSITES,
+    Container,
+    ContainerPort,
+    Deployment,
+    DeploymentSpec,
+    LabelSelector,
+    PodSpec,
+    PodTemplateSpec,
+    Service,
+    ServicePort,
+    ServiceSpec,
+    Website,
+)
 from pyctrl import api, rbac
 
 __all__ = ["FIELD_MANAGER", "FINALIZER", "WebsiteReconciler", "desired_deployment",
@@ -33,106 +43,83 @@ FINALIZER = "example.pyctrl.io/cleanup"
 FIELD_MANAGER = "website-controller"
 
 
-def _labels(site: pyctrl.Object) -> dict[str, str]:
-    return {"app.kubernetes.io/name": "website", "app.kubernetes.io/instance":
-            site["metadata"]["name"]}
+def _labels(site: Website) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "website",
+            "app.kubernetes.io/instance": site.metadata.name}
 
 
-def desired_deployment(site: pyctrl.Object, spec: Any) -> pyctrl.Object:
-    """The Deployment a Website wants (``spec`` is its typed WebsiteSpec)."""
+def _meta(site: Website) -> api.ObjectMeta:
+    return api.ObjectMeta(name=site.metadata.name, namespace=site.metadata.namespace,
+                          labels=_labels(site))
+
+
+def desired_deployment(site: Website) -> Deployment:
+    """The Deployment a Website wants, controlled by it."""
     labels = _labels(site)
-    deployment: pyctrl.Object = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": site["metadata"]["name"],
-                     "namespace": site["metadata"]["namespace"], "labels": labels},
-        "spec": {"replicas": spec.replicas, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
-                     "name": "web", "image": spec.image,
-                     "ports": [{"name": "http", "containerPort": spec.port}]}]}}},
-    }
-    pyctrl.set_controller_reference(site, deployment)
-    return deployment
+    container = Container(name="web", image=site.spec.image, ports=[
+        ContainerPort(name="http", container_port=site.spec.port)])
+    deployment = Deployment(metadata=_meta(site), spec=DeploymentSpec(
+        replicas=site.spec.replicas, selector=LabelSelector(match_labels=labels),
+        template=PodTemplateSpec(metadata=api.ObjectMeta(labels=labels),
+                                 spec=PodSpec(containers=[container]))))
+    return pyctrl.set_controller_reference(site, deployment)
 
 
-def desired_service(site: pyctrl.Object, spec: Any) -> pyctrl.Object:
+def desired_service(site: Website) -> Service:
     """The Service in front of the Website's pods: port 80 to ``spec.port``."""
-    service: pyctrl.Object = {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": site["metadata"]["name"],
-                     "namespace": site["metadata"]["namespace"], "labels": _labels(site)},
-        "spec": {"selector": _labels(site),
-                 "ports": [{"name": "http", "port": 80, "targetPort": spec.port}]},
-    }
-    pyctrl.set_controller_reference(site, service)
-    return service
-
-
-class WebsiteLister(Protocol):
-    """Where the reconciler reads Websites: the Builder's lister (the informer cache)."""
-
-    def get(self, namespace: str | None, name: str) -> pyctrl.Object: ...
+    service = Service(metadata=_meta(site), spec=ServiceSpec(selector=_labels(site), ports=[
+        ServicePort(name="http", port=80, target_port=site.spec.port)]))
+    return pyctrl.set_controller_reference(site, service)
 
 
 class WebsiteReconciler:
     """Drives one Website's Deployment, Service and status (see module docstring)."""
 
-    def __init__(self, client: pyctrl.Client, websites: WebsiteLister,
-                 recorder: pyctrl.EventRecorder, clock: pyctrl.Clock) -> None:
+    def __init__(self, client: pyctrl.TypedClient, recorder: pyctrl.EventRecorder,
+                 clock: pyctrl.Clock) -> None:
         self.client = client
-        self.websites = websites
         self.recorder = recorder
         self.clock = clock
 
-    def reconcile(self, request: pyctrl.Request) -> pyctrl.Result | None:
-        try:
-            site = self.websites.get(request.namespace, request.name)
-        except pyctrl.NotFound:
-            return None  # deleted and gone: nothing left to do
-        if site["metadata"].get("deletionTimestamp"):
+    def reconcile(self, request: pyctrl.Request, site: Website) -> pyctrl.Result | None:
+        if site.metadata.deletion_timestamp is not None:
             if pyctrl.has_finalizer(site, FINALIZER):
                 self.recorder.event(site, "Normal", "Deleting",
                                     "Website deleted: its Deployment and Service go with it")
-                pyctrl.remove_finalizer(self.client, WEBSITES, site, FINALIZER)
+                self.client.remove_finalizer(site, FINALIZER)
             return None
-        site = pyctrl.add_finalizer(self.client, WEBSITES, site, FINALIZER)
-        spec = api.decode(Website, site).spec
-        deployment = pyctrl.apply(self.client, pyctrl.DEPLOYMENTS,
-                                  desired_deployment(site, spec), FIELD_MANAGER, force=True)
-        pyctrl.apply(self.client, pyctrl.SERVICES, desired_service(site, spec), FIELD_MANAGER,
-                     force=True)
-        self._update_status(site, spec.replicas, deployment)
+        site = self.client.add_finalizer(site, FINALIZER)
+        deployment = self.client.apply(desired_deployment(site), FIELD_MANAGER, force=True)
+        self.client.apply(desired_service(site), FIELD_MANAGER, force=True)
+        self._update_status(site, deployment)
         return None
 
-    def _update_status(self, site: pyctrl.Object, replicas: int,
-                       deployment: pyctrl.Object) -> None:
-        available = int((deployment.get("status") or {}).get("availableReplicas") or 0)
+    def _update_status(self, site: Website, deployment: Deployment) -> None:
+        replicas = site.spec.replicas
+        available = (deployment.status.available_replicas if deployment.status else None) or 0
         ready = available >= replicas
-        generation = site["metadata"].get("generation")
-        status = site.get("status") or {}
-        conditions = copy.deepcopy(status.get("conditions") or [])  # never the cache's list
-        was_ready = pyctrl.is_status_condition_true(conditions, "Ready")
-        changed = pyctrl.set_status_condition(conditions, {
-            "type": "Ready", "status": "True" if ready else "False",
-            "reason": "Available" if ready else "Progressing",
-            "message": f"{available}/{replicas} replicas available",
-            "observedGeneration": generation}, clock=self.clock)
-        if not changed and status.get("observedGeneration") == generation:
-            return
-        self.client.patch(WEBSITES, site["metadata"]["name"], {"status": {
-            "conditions": conditions, "observedGeneration": generation}},
-            site["metadata"]["namespace"], patch_type="merge", subresource="status")
-        if ready != was_ready:
-            self.recorder.event(site, "Normal", "Ready" if ready else "NotReady",
-                                f"{available}/{replicas} replicas available")
+        message = f"{available}/{replicas} replicas available"
+        conditions = pyctrl.set_status_condition(
+            site.status.conditions, "Ready", "True" if ready else "False",
+            "Available" if ready else "Progressing", message,
+            observed_generation=site.metadata.generation, clock=self.clock)
+        status = api.replace(site.status, conditions=conditions,
+                             observed_generation=site.metadata.generation)
+        # Sends only what changed (nothing at all when nothing did), with the
+        # resourceVersion as a lock: a 409 retries from the newer cached Website.
+        self.client.patch_status(site, api.replace(site, status=status))
+        if ready != pyctrl.is_status_condition_true(site.status.conditions, "Ready"):
+            self.recorder.event(site, "Normal", "Ready" if ready else "NotReady", message)
 
 
 def setup(manager: pyctrl.Manager, *, workers: int = 2) -> pyctrl.Controller[pyctrl.Request]:
     """Wire the Website controller: Websites, and the Deployments and Services they own."""
-    builder = manager.controller("website", workers=workers).for_(WEBSITES)
+    builder = manager.controller("website", workers=workers).for_(Website)
     # Server-side apply creates or patches; the garbage collector does the deletes.
-    builder.owns(pyctrl.DEPLOYMENTS, writes=("create", "patch"))
-    builder.owns(pyctrl.SERVICES, writes=("create", "patch"))
+    builder.owns(Deployment, writes=("create", "patch"))
+    builder.owns(Service, writes=("create", "patch"))
     builder.rbac(rbac.PolicyRule.of(WEBSITES, "patch", reason="adds and removes its finalizer"))
-    reconciler = WebsiteReconciler(manager.client_for_leader(), builder.lister_for(WEBSITES),
+    reconciler = WebsiteReconciler(pyctrl.TypedClient(manager.client_for_leader()),
                                    manager.event_recorder("website-controller"), manager.clock)
-    return builder.complete(reconciler)
+    # The reconciler gets each Website typed, from the cache, with its Request.
+    return builder.complete(pyctrl.with_object(builder.lister_for(Website), reconciler))

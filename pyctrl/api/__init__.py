@@ -6,12 +6,14 @@ types, declared with :func:`kind`; schema markers (:class:`MaxLength`, :class:`M
 MODULE`` writes its CustomResourceDefinition (:func:`crd`, :func:`to_yaml`). A reconciler
 reads cached objects typed (:func:`decode`, :class:`TypedLister`) and writes status back with
 :func:`status_patch`; :func:`resource_for` gives the Resource for clients and informers.
+:class:`TypedClient` is the client's verbs on kind classes and typed objects.
 
 Why msgspec Structs (see docs/DESIGN.md for the measurements): decoding a cached object into
 its typed class is the cost every typed read pays, and msgspec's is the lowest of the
 candidates while its classes type-check like dataclasses.
 """
 
+from pyctrl.api.client import TypedClient
 from pyctrl.api.conversion import STASH_ANNOTATION, Conversion, ConversionError
 from pyctrl.api.crd import crd, crds, kind_info, to_yaml
 from pyctrl.api.markers import (
@@ -42,12 +44,16 @@ from pyctrl.api.markers import (
 from pyctrl.api.schema import SchemaError, object_schema, type_schema
 from pyctrl.api.typed import (
     DecodeError,
+    Equal,
     TypedLister,
+    convert,
     decode,
     encode,
     merge_patch,
     resource_for,
+    status_changes,
     status_patch,
+    unset_equals_empty,
 )
 from pyctrl.api.types import (
     Condition,
@@ -71,6 +77,7 @@ __all__ = [
     "DecodeError",
     "Default",
     "Embedded",
+    "Equal",
     "Format",
     "Int32",
     "Int64",
@@ -99,8 +106,10 @@ __all__ = [
     "SchemaError",
     "ServiceReference",
     "Struct",
+    "TypedClient",
     "TypedLister",
     "WebhookConversion",
+    "convert",
     "crd",
     "crds",
     "decode",
@@ -112,7 +121,9 @@ __all__ = [
     "object_schema",
     "replace",
     "resource_for",
+    "status_changes",
     "status_patch",
     "to_yaml",
     "type_schema",
+    "unset_equals_empty",
 ]

@@ -73,6 +73,10 @@ def crd(classes: Iterable[type[Object]], *,
         raise SchemaError("no classes given")
     infos = [kind_info(c) for c in classes]
     first = infos[0]
+    if first.builtin:
+        raise SchemaError(f"{first.kind} is a built-in kind: it has no CRD")
+    if "." not in first.group:  # built-in groups ("", apps, batch) are not CRDs
+        raise SchemaError(f"a CRD group needs a dot (e.g. example.io): {first.group!r}")
     for info in infos[1:]:
         same = (info.group, info.kind, info.plural, info.singular, info.scope,
                 info.short_names, info.categories, info.conversion)

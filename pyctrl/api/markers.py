@@ -305,7 +305,9 @@ class WebhookConversion:
 
 @dataclass(frozen=True, slots=True)
 class KindInfo:
-    """What a CRD needs beyond one version's schema (see :func:`kind`)."""
+    """A kind's identity (group, version, plural, scope) and what a CRD needs beyond one
+    version's schema (see :func:`kind`). Built-in kinds (:mod:`pyctrl.models`) carry one
+    too, with their own groups (``""`` for core); only CRD generation needs a dotted group."""
 
     group: str
     version: str
@@ -326,10 +328,9 @@ class KindInfo:
     description: str = ""
     conversion: WebhookConversion | None = None
     rules: tuple[Rule, ...] = field(default=())
+    builtin: bool = False  # a kind the API server serves itself: no CRD, any group
 
     def __post_init__(self) -> None:
-        if not (self.group and "." in self.group):
-            raise ValueError(f"a CRD group needs a dot (e.g. example.io): {self.group!r}")
         if not self.version or not self.kind or not self.plural:
             raise ValueError("group, version, kind and plural are required")
         if self.plural != self.plural.lower() or self.singular != self.singular.lower():
@@ -337,7 +338,7 @@ class KindInfo:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
+        return f"{self.group}/{self.version}" if self.group else self.version  # core: "v1"
 
     @property
     def crd_name(self) -> str:
@@ -354,10 +355,12 @@ def kind(api_version: str, kind: str, *, plural: str = "", singular: str = "",
          deprecation_warning: str = "", status_subresource: bool = True,
          scale: Scale | None = None, printer_columns: tuple[PrinterColumn, ...] = (),
          description: str = "", conversion: WebhookConversion | None = None,
-         rules: tuple[Rule, ...] = ()) -> Callable[[T], T]:
+         rules: tuple[Rule, ...] = (), builtin: bool = False) -> Callable[[T], T]:
     """Class decorator declaring an :class:`~pyctrl.api.Object` subclass as one version of a
     kind (``api_version`` is ``group/version``). ``plural`` defaults to the lowercased kind
-    plus "s"; ``rules`` are CEL rules on the whole object (``self.metadata.name`` etc.)."""
+    plus "s"; ``rules`` are CEL rules on the whole object (``self.metadata.name`` etc.).
+    ``builtin=True`` declares (part of) a kind the API server serves itself (``"v1"``,
+    ``"apps/v1"``): it has a Resource for clients and the Builder, and no CRD."""
     group, _, version = api_version.rpartition("/")
     info = KindInfo(
         group=group, version=version, kind=kind, plural=plural or f"{kind.lower()}s",
@@ -365,7 +368,7 @@ def kind(api_version: str, kind: str, *, plural: str = "", singular: str = "",
         short_names=short_names, categories=categories, served=served, storage=storage,
         deprecated=deprecated, deprecation_warning=deprecation_warning,
         status_subresource=status_subresource, scale=scale, printer_columns=printer_columns,
-        description=description, conversion=conversion, rules=rules)
+        description=description, conversion=conversion, rules=rules, builtin=builtin)
 
     def decorate(cls: T) -> T:
         cls.__kind__ = info  # type: ignore[attr-defined]

@@ -4,49 +4,71 @@ Contract:
 
 * :func:`resource_for` is the :class:`pyctrl.kube.Resource` of a kind's class (for clients,
   informers and the Builder, which stay raw-dict).
-* :func:`decode` builds a fresh typed object from a raw dict (the informer's cached object,
-  or a watch event's) without copying or changing the dict: it only reads it. Unknown fields
+* :func:`decode` builds a fresh typed object of any :class:`Struct` class (a kind, a spec, a
+  :class:`Condition`) from a raw dict (the informer's cached object, or a watch event's)
+  without copying or changing the dict: it only reads it; given JSON bytes, it decodes them
+  straight into the class (no dict on the way). :func:`convert` does the same for any
+  builtin value (a list of conditions: ``convert(list[Condition], raw)``). Unknown fields
   are ignored by the typed view and remain in the raw dict; nothing the view does reaches the
   cache. It raises :class:`DecodeError` when a known field has the wrong type (the CRD's
   schema normally makes that impossible). Cost: a few microseconds for a CronJob-sized object
   (``python -m bench typed-read``); hot loops that read one field keep using the dict.
 * :func:`encode` is the inverse for the declared fields: camelCase keys, fields equal to
   their defaults omitted, ``apiVersion``/``kind`` filled from the class.
+* :func:`status_changes` is the merge patch body for one status: the fields of ``new`` (an
+  encoded status) that differ from ``old``, ``None`` for a declared field ``new`` dropped.
+  Equality is the ``equal(field, old, new)`` hook, by default :func:`unset_equals_empty` (a
+  missing field equals ``None``, ``[]``, ``{}``, ``0``, ``""`` and ``False``): a field that
+  only moves between unset and empty is no reason to write, but rides along with a write that
+  happens anyway. Nested objects are compared as a whole and sent as their own merge patch.
 * :func:`status_patch` is the JSON merge patch (RFC 7386) that makes ``raw``'s status equal
   the typed ``status`` for the declared fields, and leaves every other field of ``raw``'s
   status alone (so fields written by a newer controller version survive). An unchanged status
   gives an empty patch (``{}``), which callers skip. Lists are replaced whole, as merge
   patches do. With ``resource_version`` the patch carries it as a precondition (409 Conflict
   when someone wrote in between).
-* :class:`TypedLister` wraps a raw-dict :class:`pyctrl.cache.Lister` and decodes on every
-  ``get``/``list``: each call returns fresh (frozen) objects. A typed informer
-  (``SharedInformerFactory.lister_for(cls)``) decodes once, when the object arrives, instead.
+* :class:`TypedLister` wraps a raw-dict :class:`pyctrl.cache.Lister` (or a
+  MultiNamespaceLister) and decodes on every ``get``/``list``/``by_index``: each call returns
+  fresh (frozen) objects. A typed informer (``SharedInformerFactory.lister_for(cls)``) decodes
+  once, when the object arrives, instead.
+
+Typed objects are frozen (:class:`pyctrl.api.Struct`); :func:`pyctrl.api.replace` builds a
+changed copy.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 import msgspec
 
 from pyctrl.api.crd import kind_info
 from pyctrl.api.types import Object, Struct
-from pyctrl.cache.lister import Lister
+from pyctrl.cache.lister import Lister, MultiNamespaceLister
 from pyctrl.kube.resource import Resource
 
 __all__ = [
     "DecodeError",
+    "Equal",
     "TypedLister",
+    "convert",
     "decode",
     "encode",
     "merge_patch",
     "resource_for",
+    "status_changes",
     "status_patch",
+    "unset_equals_empty",
 ]
 
 T = TypeVar("T", bound=Object)
+S = TypeVar("S", bound=Struct)
+V = TypeVar("V")
+Equal = Callable[[str, Any, Any], bool]
+"""``equal(field, old, new)``: whether two encoded values of a status field mean the same."""
+
 Raw = Mapping[str, Any]
 
 
@@ -61,14 +83,33 @@ def resource_for(cls: type[Object]) -> Resource:
                     namespaced=info.scope == "Namespaced")
 
 
-def decode(cls: type[T], raw: Raw) -> T:
-    """A fresh typed view of ``raw`` (module docstring); ``raw`` is only read."""
+def decode(cls: type[S], raw: Raw | bytes) -> S:
+    """A fresh typed ``cls`` from ``raw`` (module docstring); ``raw`` is only read."""
+    try:
+        if isinstance(raw, bytes | bytearray | memoryview):
+            decoder: msgspec.json.Decoder[S] = _json_decoder(cls)
+            return decoder.decode(raw)
+        return msgspec.convert(raw, cls, strict=False)
+    except msgspec.ValidationError as err:
+        if isinstance(raw, Mapping) and issubclass(cls, Object):
+            meta = raw.get("metadata") or {}
+            name = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+            raise DecodeError(f"{cls.__name__} {name}: {err}") from None
+        raise DecodeError(f"{cls.__name__}: {err}") from None
+
+
+def convert(cls: type[V], raw: object) -> V:
+    """``raw`` (builtin values: dicts, lists, strings) as ``cls``, any type msgspec knows
+    (``list[Condition]``, a Struct); raises :class:`DecodeError`."""
     try:
         return msgspec.convert(raw, cls, strict=False)
     except msgspec.ValidationError as err:
-        meta = raw.get("metadata") or {}
-        raise DecodeError(f"{cls.__name__} {meta.get('namespace', '')}/{meta.get('name', '')}"
-                          f": {err}") from None
+        raise DecodeError(f"{getattr(cls, '__name__', cls)}: {err}") from None
+
+
+@functools.cache
+def _json_decoder(cls: type[S]) -> msgspec.json.Decoder[S]:
+    return msgspec.json.Decoder(cls)
 
 
 def encode(obj: Struct) -> dict[str, Any]:
@@ -99,6 +140,46 @@ def merge_patch(old: Raw, new: Raw, known: frozenset[str] | None = None) -> dict
     return patch
 
 
+def unset_equals_empty(field: str, old: Any, new: Any) -> bool:
+    """The default :data:`Equal`: equal values, or both unset/empty (module docstring)."""
+    del field
+    return old == new or (_empty(old) and _empty(new))
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value in ([], {}, 0, "")  # False == 0
+
+
+_MISSING: Any = object()
+
+
+def status_changes(old: Raw, new: Raw, *, known: frozenset[str] | None = None,
+                   equal: Equal = unset_equals_empty) -> dict[str, Any]:
+    """The merge patch body that turns status ``old`` into ``new`` (module docstring); only
+    the ``known`` fields of ``old`` may be removed. ``{}`` when nothing needs writing."""
+    patch: dict[str, Any] = {}
+    needed = False
+    for key in sorted(set(new) | {k for k in old if known is None or k in known}):
+        have, want = old.get(key, _MISSING), new.get(key, _MISSING)
+        if want is _MISSING:
+            if have is not _MISSING and not equal(key, have, None):
+                patch[key], needed = None, True
+            continue
+        if have is _MISSING:
+            if want is not None:  # never send null for a field that is not set
+                patch[key] = want
+                needed = needed or not equal(key, None, want)
+            continue
+        if equal(key, have, want):
+            continue
+        needed = True
+        if isinstance(have, Mapping) and isinstance(want, Mapping):
+            patch[key] = merge_patch(have, want)
+        else:
+            patch[key] = want
+    return patch if needed else {}
+
+
 def status_patch(raw: Raw, status: Struct, *, resource_version: str = "") -> dict[str, Any]:
     """A merge patch for the status subresource (module docstring)."""
     old = raw.get("status") or {}
@@ -120,7 +201,7 @@ def _encode_names(cls: type[Struct]) -> frozenset[str]:
 class TypedLister(Generic[T]):
     """Typed reads from an informer's cache (module docstring)."""
 
-    def __init__(self, lister: Lister, cls: type[T]) -> None:
+    def __init__(self, lister: Lister | MultiNamespaceLister, cls: type[T]) -> None:
         self.lister = lister
         self.cls = cls
 
@@ -128,6 +209,12 @@ class TypedLister(Generic[T]):
         """The typed object; raises :class:`pyctrl.errors.NotFound` as the Lister does."""
         return decode(self.cls, self.lister.get(namespace, name))
 
-    def list(self, namespace: str | None = None) -> list[T]:
-        """Every cached object (of ``namespace`` when given), typed."""
-        return [decode(self.cls, o) for o in self.lister.list(namespace)]
+    def by_index(self, index: str, value: str) -> list[T]:
+        """The cached objects whose ``index`` values include ``value``, typed."""
+        return [decode(self.cls, o) for o in self.lister.by_index(index, value)]
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | None = None) -> list[T]:
+        """Every cached object (of ``namespace``, matching ``label_selector``), typed."""
+        return [decode(self.cls, o) for o in self.lister.list(namespace, label_selector)]
+

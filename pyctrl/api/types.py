@@ -21,8 +21,10 @@ Contract:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal, dataclass_transform
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, Literal, Never, dataclass_transform
 
 import msgspec
 
@@ -38,6 +40,7 @@ from pyctrl.api.markers import (
 )
 
 __all__ = [
+    "EMPTY_MAP",
     "Condition",
     "Int32",
     "Int64",
@@ -53,6 +56,10 @@ __all__ = [
 
 field = msgspec.field
 replace = msgspec.structs.replace
+
+EMPTY_MAP: Mapping[str, Never] = MappingProxyType({})
+"""The default of a ``Mapping`` field: one shared, read-only empty map (an absent map field
+costs no allocation; a ``dict`` default would cost one per object)."""
 
 Int32 = Annotated[int, Format("int32")]
 Int64 = Annotated[int, Format("int64")]
@@ -80,7 +87,8 @@ class OwnerReference(Struct):
 
 
 class ObjectMeta(Struct):
-    """The metav1.ObjectMeta fields a controller reads (others stay in the raw object)."""
+    """metav1.ObjectMeta, shared by user kinds and :mod:`pyctrl.models` (without
+    ``managedFields`` and the deprecated ``selfLink``)."""
 
     name: str = ""
     generate_name: str = ""
@@ -90,6 +98,7 @@ class ObjectMeta(Struct):
     generation: int = 0
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: int | None = None
     labels: dict[str, str] = msgspec.field(default_factory=dict)
     annotations: dict[str, str] = msgspec.field(default_factory=dict)
     finalizers: list[str] = msgspec.field(default_factory=list)

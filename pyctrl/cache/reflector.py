@@ -76,11 +76,13 @@ from pyctrl.cache.watchlist import initial_events, rejects_watch_list
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import (
     ApiError,
+    Forbidden,
     NotFound,
     ServerError,
     ServerTimeout,
     Timeout,
     TooManyRequests,
+    Unauthorized,
     Unreachable,
     from_status,
 )
@@ -115,6 +117,13 @@ class _Relist(Exception):
 
 # An open watch: the stream, its one event iterator, and when it was opened.
 _Opened = tuple[WatchStream, Iterator[WatchEvent], float]
+
+
+# The backoff (initial, maximum, jitter) while the server refuses connections or, within
+# _STARTUP_WINDOW seconds of that, answers 401/403 (a restarted kube-apiserver before its
+# authorization caches are filled): retrying a refused connection costs the server nothing.
+_RESTART_BACKOFF = (0.25, 2.0, 0.5)
+_STARTUP_WINDOW = 30.0
 
 
 def _retryable(err: BaseException) -> bool:
@@ -156,11 +165,29 @@ class Reflector:
         self._backoff = ExponentialBackoffManager(
             self._clock, initial=backoff_initial, maximum=backoff_max, jitter=backoff_jitter,
             reset_after=backoff_reset, rand=self._rand.random)
+        self._restart_backoff = ExponentialBackoffManager(
+            self._clock, initial=_RESTART_BACKOFF[0], maximum=_RESTART_BACKOFF[1],
+            jitter=min(_RESTART_BACKOFF[2], backoff_jitter), reset_after=backoff_reset,
+            rand=self._rand.random)
+        self._unreachable_at: float | None = None
         self._last_rv = ""
         self._initial_rv = initial_list_resource_version
         self._transform = transform
         self._rv_unavailable = False
         self._watch_list = watch_list
+
+    def _delay_after(self, err: Exception) -> float:
+        """The wait before retrying after ``err``: the short backoff while the server is
+        unreachable or starting (module docstring), else the ordinary one."""
+        now = self._clock.monotonic()
+        if isinstance(err, Unreachable | ConnectionError) or (
+                isinstance(err, Unauthorized | Forbidden)
+                and self._unreachable_at is not None
+                and now - self._unreachable_at < _STARTUP_WINDOW):
+            if isinstance(err, Unreachable | ConnectionError):
+                self._unreachable_at = now
+            return self._restart_backoff.next()
+        return self._backoff.next()
 
     # -- public ---------------------------------------------------------------------------
     def last_sync_resource_version(self) -> str:
@@ -179,7 +206,7 @@ class Reflector:
                 except Stopped:
                     break
                 except Exception as err:
-                    delay = self._backoff.next()
+                    delay = self._delay_after(err)
                     self._log_failure(err, delay)
                 else:
                     delay = self._backoff.next()
@@ -227,7 +254,7 @@ class Reflector:
                     return
                 if not _retryable(err):
                     raise
-                delay = self._backoff.next()
+                delay = self._delay_after(err)
                 if isinstance(err, TooManyRequests) and err.retry_after:
                     delay = max(delay, err.retry_after)
                 self._errors.failure("watch failed, backing off", err, level="info",

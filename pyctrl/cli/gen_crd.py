@@ -55,6 +55,7 @@ def load_types(specs: list[str]) -> list[type[Object]]:
         else:
             classes = [c for _, c in inspect.getmembers(module, inspect.isclass)
                        if issubclass(c, Object) and "__kind__" in vars(c)
+                       and not c.__kind__.builtin
                        and c.__module__ == module.__name__]
             if not classes:
                 raise UsageError(f"module {module_name} declares no kinds")

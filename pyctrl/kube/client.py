@@ -58,6 +58,7 @@ from urllib3.exceptions import HTTPError
 
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, TooManyRequests
+from pyctrl.kube import answers
 from pyctrl.kube._kubeconfig import ConnectionSettings
 from pyctrl.kube.body import decode_object
 from pyctrl.kube.config import KubeConfig, load_config
@@ -238,6 +239,8 @@ class RESTClient:
                 raise transport_error(call.method, self._host + call.path, exc) from exc
             status = reply.status
             self._observe(call.method, str(status), start)
+            if status < 500 and status != 429:
+                answers.note()
             if 200 <= status < 300:
                 return reply
             err = (error_from_answer(status, reply.data, reply.header("retry-after"))
@@ -294,6 +297,12 @@ class RESTClient:
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         ns = self._scope(resource, namespace)
         return self._call("GET", self._path(resource, ns, name))
+
+    def get_raw(self, resource: Resource, name: str, namespace: str | None = None) -> bytes:
+        """:meth:`get`, but the undecoded JSON body (a typed client decodes it straight into
+        its class; errors are raised as by ``get``)."""
+        ns = self._scope(resource, namespace)
+        return self._request("GET", self._path(resource, ns, name))
 
     def list(self, resource: Resource, namespace: str | None = None, *,
              options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:

@@ -3,14 +3,18 @@
 Contract: ``ForwardingClient(client)`` answers each :class:`Client` method by calling the
 same method of ``client`` with the same arguments; :attr:`inner` is ``client``. It exists to
 be subclassed by wrappers that change a few calls (the leader fence changes the writes, the
-sharding stamp changes ``create``) and keep the rest as they are.
+sharding stamp changes ``create``) and keep the rest as they are. ``get_raw`` (the
+:class:`~pyctrl.kube.RawGetter` read a typed client decodes straight into its class) is the
+wrapped client's when it has one, else its ``get`` encoded.
 """
 
 from __future__ import annotations
 
 from typing import Unpack
 
-from pyctrl.kube.interface import Client, Object, PatchBody, WatchStream
+import orjson
+
+from pyctrl.kube.interface import Client, Object, PatchBody, RawGetter, WatchStream
 from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.write_options import DeleteArgs, PatchArgs
@@ -32,6 +36,11 @@ class ForwardingClient:
     # -- reads ----------------------------------------------------------------------------
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         return self._client.get(resource, name, namespace)
+
+    def get_raw(self, resource: Resource, name: str, namespace: str | None = None) -> bytes:
+        if isinstance(self._client, RawGetter):
+            return self._client.get_raw(resource, name, namespace)
+        return orjson.dumps(self._client.get(resource, name, namespace))
 
     def list(self, resource: Resource, namespace: str | None = None, *,
              options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:

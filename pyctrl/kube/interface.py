@@ -14,7 +14,8 @@ dicts (``dict[str, Any]``) exactly as the server sends them; no generated model 
 * ``list`` returns the raw List body: ``{"items": [...], "metadata": {"resourceVersion",
   "continue"}}``; paging is the caller's loop (the Reflector's), driven by ``limit`` and
   ``continue_``. A client that can hand out the undecoded body also implements
-  :class:`RawLister` (the RESTClient does; a paged lister pipelines over it).
+  :class:`RawLister` (the RESTClient does; a paged lister pipelines over it), and its GET's
+  as :class:`RawGetter` (a typed client decodes it straight into its class).
 * ``watch`` returns a :class:`WatchStream`: iterate it for events ``{"type": ..., "object":
   {...}}`` where type is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR (an ERROR's object is a
   Status). Iteration ends when the server closes the stream (e.g. ``timeout_seconds``);
@@ -36,6 +37,7 @@ __all__ = [
     "PatchBody",
     "PatchType",
     "PropagationPolicy",
+    "RawGetter",
     "RawLister",
     "WatchEvent",
     "WatchStream",
@@ -87,3 +89,10 @@ class RawLister(Protocol):
 
     def list_raw(self, resource: Resource, namespace: str | None = None, *,
                  options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> bytes: ...
+
+
+@runtime_checkable
+class RawGetter(Protocol):
+    """A client whose GET can return the undecoded JSON body (errors raised as by ``get``)."""
+
+    def get_raw(self, resource: Resource, name: str, namespace: str | None = None) -> bytes: ...

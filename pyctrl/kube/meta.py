@@ -7,8 +7,10 @@ raw-dict informer or the client hands it out) and a typed object (a
 handlers, predicates and :mod:`pyctrl.ownerrefs` read through it, so they work on both.
 
 * :func:`name`, :func:`namespace`, :func:`uid`, :func:`resource_version` return ``""`` when
-  the field is missing; :func:`generation` None (a typed object's default ``0`` also reads as
-  None: the API server starts generations at 1, so ``0`` means "not set");
+  the field is missing, as do :func:`api_version` and :func:`kind` (top-level fields, not
+  metadata; a typed object whose field is unset reads its class's
+  :class:`pyctrl.api.KindInfo`); :func:`generation` None (a typed object's default ``0``
+  also reads as None: the API server starts generations at 1, so ``0`` means "not set");
   :func:`labels`, :func:`annotations` an empty mapping, :func:`finalizers` and
   :func:`owner_references` an empty sequence; :func:`deletion_timestamp` None, else the value
   as the object holds it (an RFC 3339 string in a dict, an aware datetime in a typed object).
@@ -49,6 +51,7 @@ __all__ = [
     "TypedObjectMeta",
     "TypedOwnerReference",
     "annotations",
+    "api_version",
     "controller_of",
     "controller_ref",
     "deletion_timestamp",
@@ -56,6 +59,7 @@ __all__ = [
     "format_micro_time",
     "format_time",
     "generation",
+    "kind",
     "labels",
     "name",
     "namespace",
@@ -164,6 +168,22 @@ def resource_version(obj: AnyObject) -> str:
     if type(obj) is dict or isinstance(obj, Mapping):  # dicts first: the hot case
         return _str(_raw(obj).get("resourceVersion"))
     return obj.metadata.resource_version
+
+
+def api_version(obj: AnyObject) -> str:
+    """``apiVersion`` (``""`` when missing; a typed object's class gives it when unset)."""
+    if isinstance(obj, Mapping):
+        return _str(obj.get("apiVersion"))
+    return _str(getattr(obj, "api_version", "")) or _str(
+        getattr(getattr(type(obj), "__kind__", None), "api_version", ""))
+
+
+def kind(obj: AnyObject) -> str:
+    """``kind`` (``""`` when missing; a typed object's class gives it when unset)."""
+    if isinstance(obj, Mapping):
+        return _str(obj.get("kind"))
+    return _str(getattr(obj, "kind", "")) or _str(
+        getattr(getattr(type(obj), "__kind__", None), "kind", ""))
 
 
 def generation(obj: AnyObject) -> int | None:

@@ -47,6 +47,10 @@ class LeaderElectionConfig:
     * ``name``: the label value of the ``leader_election_master_status`` metric.
     * ``release_on_cancel`` (True): on a clean stop, write an empty holder so a standby takes
       over within one retry period instead of waiting for the lease to expire.
+    * ``regain_after_fence`` (False): a leader fenced because it could not renew in time (the
+      API server unreachable, or this process frozen) keeps leading with its writes fenced
+      and takes the lease back as soon as it reads it still naming itself; it steps down only
+      when it sees another holder (see :class:`pyctrl.leaderelection.LeaderElector`).
     """
 
     lock: ResourceLock
@@ -56,6 +60,7 @@ class LeaderElectionConfig:
     jitter_factor: float = 1.2
     name: str = ""
     release_on_cancel: bool = True
+    regain_after_fence: bool = False
 
     def __post_init__(self) -> None:
         check_timing(self.lease_duration, self.renew_deadline, self.retry_period,

@@ -29,6 +29,13 @@ Contract and invariants:
 * ``run`` campaigns once: after leadership ends (a fenced leader notices at its next retry
   tick) it returns; callers restart the process (as
   controller-runtime does) rather than re-campaign.
+* ``regain_after_fence``: the watchdog fences as above (writes refused) but leadership does
+  not end: every retry period the elector reads the lock, and renews it when it still names
+  this identity (nobody acquired it since: the update carries the resourceVersion it read,
+  so a concurrent acquire makes it fail), lifting the fence. Leadership ends, as above, only
+  when the lock is seen held by another identity. A replica cut off from the API server (a
+  restart, an outage) thus takes up its work within a retry period of the server's return,
+  where a restarted process would wait out the lease.
 * Metric ``leader_election_master_status{name}`` is 1 while leading, else 0.
 """
 
@@ -213,12 +220,17 @@ class LeaderElector:
         )
         callback.start()
         watchdog.start()
+        regain = self.config.regain_after_fence
         try:
-            # Leading: renew every retry period until asked to stop or fenced.
-            while not self._is_fenced():
-                if self._clock.sleep(self.config.retry_period, stop) or self._is_fenced():
+            # Leading: renew every retry period until asked to stop or fenced (with
+            # regain_after_fence: until another holder is seen while fenced).
+            while regain or not self._is_fenced():
+                if self._clock.sleep(self.config.retry_period, stop):
                     break
-                self._renew_once()
+                if not self._is_fenced():
+                    self._renew_once()
+                elif not regain or not self._regain():
+                    break
             # Clean stop: let the workers finish while the lease is still ours.
             if not self._is_fenced():
                 leading_stop.set()
@@ -234,7 +246,14 @@ class LeaderElector:
             watchdog.join()
             leading_stop.set()
             fenced = self._is_fenced()
-            if not fenced:
+            if fenced and regain:  # the watchdog left stepping down to us
+                if not stop.is_set():
+                    log.error("leader lease held by another replica; stepping down",
+                              lock=self._lock.describe(), holder=self.get_leader())
+                self._gauge.set(0)
+                callback.join()
+                self._call_stopped()
+            elif not fenced:
                 callback.join()
                 with self._cond:  # fence writes before the lease is given away
                     self._leading = False
@@ -246,6 +265,26 @@ class LeaderElector:
                 callback.join()
             with self._cond:
                 self._in_leading_phase = False
+
+    def _regain(self) -> bool:
+        """One attempt to take the lease back while fenced (regain_after_fence); False once
+        another holder is seen (leadership is lost), True otherwise (regained, or no answer:
+        try again)."""
+        ok = self._try_acquire_or_renew()
+        self._maybe_report_transition()
+        if ok:
+            with self._cond:
+                self._fenced = False
+                self._leading = True
+                self._last_renew = self._observed_at  # the send time of the write
+                self._cond.notify_all()
+            self._gauge.set(1)
+            log.info("leader lease renewed after being fenced; writes allowed again",
+                     lock=self._lock.describe())
+            return True
+        with self._cond:
+            holder = self._observed.holder_identity if self._observed else ""
+        return not holder or holder == self._identity
 
     def _renew_once(self) -> None:
         ok = self._try_acquire_or_renew()
@@ -273,15 +312,27 @@ class LeaderElector:
             log.exception("on_stopped_leading failed", lock=self._lock.describe())
 
     def _watchdog(self, leading_stop: threading.Event) -> None:
+        regain = self.config.regain_after_fence
         with self._cond:
             while not self._watchdog_stop:
-                remaining = self._last_renew + self.config.renew_deadline - self._clock.monotonic()
+                now = self._clock.monotonic()  # (read first: a FakeClock wait needs it)
+                if self._fenced:  # regain mode: wait until _regain lifts the fence
+                    self._clock.wait(self._cond, None)
+                    continue
+                remaining = self._last_renew + self.config.renew_deadline - now
                 if remaining <= 0:
                     self._fenced = True
                     self._leading = False
-                    break
+                    if not regain:
+                        break
+                    self._gauge.set(0)
+                    log.error("leader lease not renewed within the renew deadline; writes "
+                              "fenced until it is renewed or another replica holds it",
+                              lock=self._lock.describe(),
+                              renew_deadline=self.config.renew_deadline)
+                    continue
                 self._clock.wait(self._cond, remaining)
-            fenced = self._fenced
+            fenced = self._fenced and not regain
         if fenced:
             log.error(
                 "leader lease not renewed within the renew deadline; stepping down",

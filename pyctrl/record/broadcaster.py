@@ -48,6 +48,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter
 
 from pyctrl._errorlog import ErrorLog
+from pyctrl.api.types import Object as Kind
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import (
     AlreadyExists,
@@ -59,6 +60,7 @@ from pyctrl.errors import (
     Timeout,
     TooManyRequests,
 )
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.meta import format_time
 from pyctrl.kube.resource import EVENTS
@@ -69,6 +71,9 @@ __all__ = ["EventBroadcaster", "EventRecorder", "EventType"]
 
 log = structlog.get_logger(__name__)
 
+Involved = Object | Kind
+"""What an event is about: a raw object or a typed one."""
+
 EventType = Literal["Normal", "Warning"]
 _RETRYABLE = (ServerError, ServerTimeout, Timeout, TooManyRequests)
 _DEFER_POLL_SECONDS = 0.05
@@ -77,10 +82,10 @@ _DEFER_POLL_SECONDS = 0.05
 class EventRecorder(Protocol):
     """Records an Event about ``obj`` (a raw object dict with metadata, apiVersion, kind)."""
 
-    def event(self, obj: Object, type: EventType, reason: str, message: str) -> None: ...
+    def event(self, obj: Involved, type: EventType, reason: str, message: str) -> None: ...
 
     def eventf(
-        self, obj: Object, type: EventType, reason: str, message_fmt: str, *args: object
+        self, obj: Involved, type: EventType, reason: str, message_fmt: str, *args: object
     ) -> None: ...
 
 
@@ -108,7 +113,7 @@ class _Recorder:
         self._b = broadcaster
         self._component = component
 
-    def event(self, obj: Object, type: EventType, reason: str, message: str) -> None:
+    def event(self, obj: Involved, type: EventType, reason: str, message: str) -> None:
         if type not in ("Normal", "Warning"):
             log.error("unsupported event type; dropped", type=type, reason=reason)
             return
@@ -120,7 +125,7 @@ class _Recorder:
         self._b._enqueue(built)
 
     def eventf(
-        self, obj: Object, type: EventType, reason: str, message_fmt: str, *args: object
+        self, obj: Involved, type: EventType, reason: str, message_fmt: str, *args: object
     ) -> None:
         self.event(obj, type, reason, message_fmt % args if args else message_fmt)
 
@@ -189,15 +194,15 @@ class EventBroadcaster:
         return _Recorder(self, component or self._component)
 
     # -- producer side ------------------------------------------------------------------
-    def _build(self, obj: Object, component: str, type: str, reason: str, msg: str) -> Object:
-        md = obj.get("metadata") or {}
+    def _build(self, obj: Involved, component: str, type: str, reason: str,
+               msg: str) -> Object:
         ref: dict[str, Any] = {
-            "apiVersion": obj.get("apiVersion", ""),
-            "kind": obj.get("kind", ""),
-            "name": md.get("name", ""),
-            "namespace": md.get("namespace", ""),
-            "uid": md.get("uid", ""),
-            "resourceVersion": md.get("resourceVersion", ""),
+            "apiVersion": meta.api_version(obj),
+            "kind": meta.kind(obj),
+            "name": meta.name(obj),
+            "namespace": meta.namespace(obj),
+            "uid": meta.uid(obj),
+            "resourceVersion": meta.resource_version(obj),
         }
         ref = {k: v for k, v in ref.items() if v}
         stamp = format_time(self._clock.now())

@@ -5,9 +5,11 @@
 * :class:`FakeListWatch` -- a scriptable ListerWatcher (410s, drops, silence, bookmarks).
 * :class:`FakeLock` / :class:`FakeLockStore` -- leader-election locks in memory.
 * :class:`FakeRecorder` -- collects events instead of writing them.
+* :func:`synced_lister` -- a (typed) lister over a FakeClient's objects, always in sync.
 * :mod:`pyctrl.testing.envtest` -- a real etcd + kube-apiserver for integration tests.
 """
 
+from pyctrl.testing.fake_cache import synced_lister
 from pyctrl.testing.fake_client import Action, FakeClient, FakeWatch, Reactor, WatchReactor
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch, FakeWatchStream
@@ -27,4 +29,5 @@ __all__ = [
     "Reactor",
     "RecordedEvent",
     "WatchReactor",
+    "synced_lister",
 ]

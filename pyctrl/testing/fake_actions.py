@@ -16,6 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyctrl.availability import is_unavailable
+from pyctrl.errors import ApiError
+from pyctrl.kube import answers
 from pyctrl.kube.interface import WatchStream
 from pyctrl.kube.resource import Resource
 from pyctrl.testing.fake_objects import copy_any
@@ -89,12 +92,19 @@ class Reactions:
         with self._lock:
             self._actions.append(action)
             reactors = list(self._reactors)
-        for verb, resource, fn in reactors:
-            if action.matches(verb, resource):
-                result = fn(action)
-                if result is not None:
-                    return copy_any(result)
-        return default()
+        try:
+            for verb, resource, fn in reactors:
+                if action.matches(verb, resource):
+                    result = fn(action)
+                    if result is not None:
+                        return copy_any(result)
+            return default()
+        except ApiError as err:
+            if not is_unavailable(err):
+                answers.note()
+            raise
+        else:
+            answers.note()
 
     def watch(self, action: Action) -> WatchStream | None:
         """Record the watch ``action``; the first watch reactor's stream, else None."""

@@ -18,7 +18,9 @@ Contract (what the API server does, and so does this):
   update ignore ``.status``; ``update_status`` and patches of the ``status`` subresource change
   only ``.status`` and never bump generation.
 * patch supports ``merge`` and ``json``; ``strategic`` is applied as a merge patch (lists are
-  replaced, not merged by key) and ``apply`` as create-or-merge (no managedFields). A
+  replaced, not merged by key) and ``apply`` as create-or-merge (no managedFields;
+  ``metadata.ownerReferences`` merged by uid as the server does, and two controller
+  references refused with 422 Invalid). A
   ``metadata.resourceVersion`` inside a patch is an optimistic-lock precondition.
 * delete honours preconditions (uid, resourceVersion -> Conflict) and finalizers (sets
   ``deletionTimestamp`` and keeps the object until an update empties ``finalizers``). There is

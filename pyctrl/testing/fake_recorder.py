@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from pyctrl.kube.interface import Object
-from pyctrl.record.broadcaster import EventType
+from pyctrl.kube import meta
+from pyctrl.record.broadcaster import EventType, Involved
 
 __all__ = ["FakeRecorder", "RecordedEvent"]
 
@@ -35,15 +35,14 @@ class FakeRecorder:
         self.events: list[str] = []
         self.records: list[RecordedEvent] = []
 
-    def event(self, obj: Object, type: EventType, reason: str, message: str) -> None:
-        md = obj.get("metadata") or {}
-        ns, name = md.get("namespace") or "", md.get("name") or ""
+    def event(self, obj: Involved, type: EventType, reason: str, message: str) -> None:
+        ns, name = meta.namespace(obj), meta.name(obj)
         key = f"{ns}/{name}" if ns else str(name)
         with self._mu:
             self.events.append(f"{type} {reason} {message}")
             self.records.append(RecordedEvent(key, type, reason, message))
 
     def eventf(
-        self, obj: Object, type: EventType, reason: str, message_fmt: str, *args: object
+        self, obj: Involved, type: EventType, reason: str, message_fmt: str, *args: object
     ) -> None:
         self.event(obj, type, reason, message_fmt % args if args else message_fmt)

@@ -59,6 +59,24 @@ def _invalid_patch(exc: PatchError) -> ApiError:
     return from_status(422, status_body(422, "Invalid", f"the patch could not be applied: {exc}"))
 
 
+def _merge_owner_references(resource: Resource, name: str, old: Object, patch: Object,
+                            patched: Object) -> None:
+    """As the server merges an apply's ``ownerReferences`` (a list keyed by uid): the applied
+    entries replace those of the same uid and the others stay; two controllers are refused
+    (422, as the server's validation answers)."""
+    sent = meta_of(patch).get("ownerReferences")
+    if not isinstance(sent, list):
+        return
+    merged = {str(r.get("uid")): r for r in meta_of(old).get("ownerReferences") or []}
+    merged.update({str(r.get("uid")): r for r in sent if isinstance(r, Mapping)})
+    refs = list(merged.values())
+    if sum(1 for r in refs if r.get("controller") is True) > 1:
+        raise new_invalid(resource, name, [FieldCause(
+            "metadata.ownerReferences", "FieldValueInvalid",
+            "Only one reference can have Controller set to true")])
+    meta_of(patched)["ownerReferences"] = refs
+
+
 class ObjectTracker:
     """The stored objects of one FakeClient (see module docstring)."""
 
@@ -234,6 +252,8 @@ class ObjectTracker:
                     json_patch(old, patch) if isinstance(patch, list) else merge_patch(old, patch))
             except PatchError as exc:
                 raise _invalid_patch(exc) from exc
+            if patch_type == "apply" and subresource is None and isinstance(patch, dict):
+                _merge_owner_references(resource, name, old, patch, patched)
             return self._replace(resource, (ns, name), old, patched,
                                  status_only=subresource == "status",
                                  expected_rv=meta_of(patched).get("resourceVersion"))

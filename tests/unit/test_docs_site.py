@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # docs/DESIGN.md "What is public", beyond the facades with an ``__all__`` test of their own.
 PUBLIC_BY_NAME = ["pyctrl.manager", "pyctrl.apply", "pyctrl.ownerrefs", "pyctrl.finalizers",
-                  "pyctrl.conditions", "pyctrl.rbac"]
+                  "pyctrl.conditions", "pyctrl.rbac", "pyctrl.models"]
 
 
 def _reference_modules(nav: Any) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -81,9 +82,11 @@ def test_failing_check_makes_probe_fail(runners: list[Runner]) -> None:
     assert http_get(mgr, "/healthz/ping") == (200, "ok")
 
 
-def _election(store: FakeLockStore, identity: str = "me") -> LeaderElectionOptions:
+def _election(store: FakeLockStore, identity: str = "me", *,
+              regain: bool = True) -> LeaderElectionOptions:
     return LeaderElectionOptions(id="mgr", lock=FakeLock(store, identity), lease_duration=15,
-                                 renew_deadline=10, retry_period=2, jitter_factor=1.0)
+                                 renew_deadline=10, retry_period=2, jitter_factor=1.0,
+                                 regain_after_fence=regain)
 
 
 def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
@@ -120,7 +123,7 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
 def test_losing_leadership_stops_workers_and_raises(runners: list[Runner]) -> None:
     clock = FakeClock()
     store = FakeLockStore()
-    mgr, _ = build(FakeClient(), _election(store), clock)
+    mgr, _ = build(FakeClient(), _election(store, regain=False), clock)
     r = start_manager(mgr)
     runners.append(r)
     assert mgr.elector is not None
@@ -135,3 +138,53 @@ def test_losing_leadership_stops_workers_and_raises(runners: list[Runner]) -> No
     assert not r.thread.is_alive()
     assert isinstance(r.error, LeaderElectionLost)
     assert store.holder() == "me", "a lost lease is never written"
+
+
+def _step_until(clock: FakeClock, done: Callable[[], bool], what: str) -> None:
+    """Step the clock a retry period at a time (at most 10) until ``done()``."""
+    for _ in range(10):
+        try:
+            eventually(done, timeout=0.5, what=what)
+            return
+        except AssertionError:
+            clock.step(2)
+    eventually(done, what=what)
+
+
+def test_an_outage_past_the_renew_deadline_fences_then_regains_the_lease(
+    runners: list[Runner],
+) -> None:
+    # Issue 35 item 1: with the default regain_after_fence the replica does not exit when
+    # an apiserver outage outlasts its renew deadline; it takes the lease back (still naming
+    # it) when the server answers, and steps down only once another replica holds it.
+    clock = FakeClock()
+    store = FakeLockStore()
+    mgr, _ = build(FakeClient(), _election(store), clock)
+    r = start_manager(mgr)
+    runners.append(r)
+    elector = mgr.elector
+    assert elector is not None
+    eventually(elector.is_leader, what="leading")
+    store.fail_with = ServerError("apiserver down", 503)
+    for _ in range(10):  # 20 s of outage, past the 10 s renew deadline
+        eventually(lambda: clock.waiters() >= 1)
+        clock.step(2)
+    _step_until(clock, lambda: not elector.holds_lease(), what="fenced")
+    assert r.thread.is_alive(), "the outage alone does not end the process"
+    store.fail_with = None
+    _step_until(clock, elector.holds_lease, what="the lease renewed once the server answers")
+    assert r.thread.is_alive()
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    store.fail_with = ServerError("apiserver down", 503)
+    for _ in range(6):
+        eventually(lambda: clock.waiters() >= 1)
+        clock.step(2)
+    _step_until(clock, lambda: not elector.holds_lease(), what="fenced again")
+    store.fail_with = None
+    store.record = LeaderElectionRecord("other", 15, now, now)  # taken over meanwhile
+    store.version += 1  # as a real write by another replica does
+    _step_until(clock, lambda: not r.thread.is_alive(), what="the manager ended")
+    r.thread.join(10)
+    assert not r.thread.is_alive()
+    assert isinstance(r.error, LeaderElectionLost)
+    assert store.holder() == "other", "nothing written over the new holder"

@@ -30,10 +30,8 @@ def test_metav1_times_are_formatted_in_one_place() -> None:
     assert parse_micro_time(format_micro_time(WHEN)) == WHEN
     assert parse_micro_time("garbage") is None and parse_micro_time(None) is None
     assert api.format_time is format_time
-    conditions: list[dict[str, object]] = []
-    set_status_condition(conditions, {"type": "Ready", "status": "True"},
-                         clock=FakeClock(plus2))
-    assert conditions[0]["lastTransitionTime"] == "2024-01-02T03:04:05Z"
+    (ready,) = set_status_condition([], "Ready", "True", "Ok", clock=FakeClock(plus2))
+    assert pyctrl.api.encode(ready)["lastTransitionTime"] == "2024-01-02T03:04:05Z"
 
 
 def test_one_go_duration_parser() -> None:

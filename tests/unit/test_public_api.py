@@ -35,7 +35,7 @@ def test_facade_covers_the_builder_and_helpers() -> None:
     """What examples/configmap_mirror and the README use, from ``pyctrl`` alone."""
     needed = {"Builder", "Request", "Predicate", "Object", "CONFIGMAPS", "SECRETS",
               "DEPLOYMENTS", "JOBS", "EVENTS", "retry_on_conflict", "controller_of",
-              "is_controlled_by", "set_controller_reference", "AlreadyOwnedError",
+              "is_controlled_by", "set_controller_reference", "AlreadyOwned",
               "set_status_condition", "find_status_condition", "remove_status_condition",
               "add_finalizer", "remove_finalizer", "create_or_update", "apply"}
     assert needed <= set(pyctrl.__all__)

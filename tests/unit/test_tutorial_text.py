@@ -1,18 +1,19 @@
 """docs/TUTORIAL.md shows the real code and the real numbers: every Python block is copied
-verbatim from examples/website, the pyctrl column counts those files, and every step is a
-block tests/integration/test_tutorial.py runs."""
+verbatim from examples/website or its unit test, the pyctrl column counts those files, and
+every step is a block tests/integration/test_tutorial.py runs."""
 
 from __future__ import annotations
 
 import re
 
-from tests.tutorial import EXAMPLE, FILES, TUTORIAL, blocks, code_lines
+from tests.tutorial import EXAMPLE, FILES, TUTORIAL, UNIT_TEST, blocks, code_lines
 
 
 def test_python_blocks_are_verbatim_from_the_example() -> None:
-    sources = [(EXAMPLE / name).read_text() for name in FILES]
+    sources = [(EXAMPLE / name).read_text() for name in FILES] + [UNIT_TEST.read_text()]
     shown = [body for info, body in blocks() if info == "python"]
-    assert len(shown) >= 4
+    assert len(shown) >= 5
+    assert any(body in sources[-1] for body in shown), "the tutorial shows the unit test"
     for body in shown:
         assert any(body in source for source in sources), body[:200]
 

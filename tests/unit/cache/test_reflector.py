@@ -332,3 +332,44 @@ def test_first_list_pages_are_streamed_to_a_store_that_takes_them(accept: bool) 
     replaced = ("replace", [f"o{i}" for i in range(5)], "100")
     assert store.snapshot()[:len(streamed) + 1] == [
         *(("stream", names) for names in streamed), replaced]
+
+
+def test_a_restarting_server_is_retried_within_seconds_not_the_30s_backoff() -> None:
+    # Issue 35 item 1: after a 20 s outage the CronJob reflector backed off 22 s, then met a
+    # 403 from the restarted apiserver (its RBAC cache not yet filled) and backed off again.
+    lw = FakeListWatch()
+    lw.queue_list([], "10")
+    for _ in range(6):
+        lw.queue_watch_error(Unreachable("connection refused", reason="ConnectionError"))
+    lw.queue_watch_error(Forbidden("RBAC: not ready", 403))  # the watch: relist
+    lw.queue_list_error(Forbidden("RBAC: not ready", 403))
+    lw.queue_list([], "20")
+    lw.queue_watch()
+    clock = SleepRecordingClock()
+    refl, _ = make(lw, clock, watch_silence_timeout=1000.0)
+
+    def sleeps(n: int) -> list[float]:
+        assert clock.sleeps.wait_for(
+            lambda ev: len([1 for name, _ in ev if name == "refl-run"]) >= n)
+        return clock.sleeps_of("refl-run")
+
+    with running(refl):
+        for n in range(1, 9):
+            clock.step(sleeps(n)[-1])
+        assert lw.wait_for_watch_calls(8)
+    assert sleeps(8) == [0.25, 0.5, 1.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+    assert [c["resource_version"] for c in lw.list_calls][-1] == "10"
+
+
+def test_a_403_long_after_any_outage_keeps_the_ordinary_backoff() -> None:
+    lw = FakeListWatch()
+    lw.queue_list_error(Forbidden("denied", 403))
+    lw.queue_list([], "10")
+    lw.queue_watch()
+    clock = SleepRecordingClock()
+    refl, _ = make(lw, clock, watch_silence_timeout=1000.0)
+    with running(refl):
+        assert clock.sleeps.wait_for(lambda ev: any(n == "refl-run" for n, _ in ev))
+        assert clock.sleeps_of("refl-run") == [0.8]
+        clock.step(0.8)
+        assert lw.wait_for_watch_calls(1)

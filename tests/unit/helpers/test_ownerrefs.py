@@ -9,7 +9,7 @@ import pytest
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import CONFIGMAPS, SECRETS
 from pyctrl.ownerrefs import (
-    AlreadyOwnedError,
+    AlreadyOwned,
     controller_of,
     is_controlled_by,
     set_controller_reference,
@@ -50,7 +50,7 @@ def test_another_controller_is_not_replaced(client: FakeClient) -> None:
     secret: Object = {"metadata": {"name": "s", "namespace": "ns"}}
     set_controller_reference(first, secret)
     before = copy.deepcopy(secret)
-    with pytest.raises(AlreadyOwnedError, match="first"):
+    with pytest.raises(AlreadyOwned, match="first"):
         set_controller_reference(second, secret)
     assert secret == before
     assert is_controlled_by(secret, first) and not is_controlled_by(secret, second)

@@ -168,7 +168,8 @@ def test_terminal_error_is_counted_and_not_retried(make: Callable[..., Harness])
 
 
 def test_fenced_reconciles_log_a_bounded_number_of_lines(make: Callable[..., Harness]) -> None:
-    # A fenced replica: every reconcile's first write is refused, naming its own object.
+    # A fenced replica: every reconcile's first write is refused, naming its own object. The
+    # outage gate keeps the keys (none terminal) and lets one probe through at a time.
     def fenced(key: str, n: int) -> Result | None:
         raise NotLeader(f"refusing update jobs {key}: this replica no longer holds the lease")
 
@@ -176,16 +177,17 @@ def test_fenced_reconciles_log_a_bounded_number_of_lines(make: Callable[..., Har
         h = make(fenced)
         for i in range(60):
             h.controller.queue.add(f"ns/cj-{i}")
-        eventually(lambda: h.metric("controller_runtime_terminal_reconcile_errors_total") == 60)
-        assert h.controller.queue.num_requeues("ns/cj-0") == 0, "terminal: not retried"
-        h.clock.step(10.0)  # the sampler's next interval: one more line carries the count
-        h.controller.queue.add("ns/late")
-        eventually(lambda: h.reconciler.count("ns/late") == 1)
-        eventually(lambda: h.metric("controller_runtime_terminal_reconcile_errors_total") == 61)
+        eventually(lambda: h.metric("controller_runtime_reconcile_errors_total") >= 1)
+        for _ in range(30):  # 30 s of probes, each refused
+            h.clock.step(1.0)
+            eventually(lambda: h.clock.waiters() >= 2)
+    errors = h.metric("controller_runtime_reconcile_errors_total")
+    assert 1 <= errors <= 25, "probes only: one per probe delay (0.25 s doubling to 2 s)"
+    assert h.metric("controller_runtime_terminal_reconcile_errors_total") == 0
+    assert all(h.controller.queue.num_requeues(f"ns/cj-{i}") == 0 for i in range(60))
     lines = [e for e in logs if "refusing update jobs" in str(e)]
-    assert 2 <= len(lines) <= 6, [e["event"] for e in lines]  # burst 5, then 1 with the count
-    assert lines[-1]["suppressed"] == 55
-    assert all(e["error"] == "NotLeader" and e["log_level"] == "error" for e in lines)
+    assert 1 <= len(lines) <= 8, [e["event"] for e in lines]  # sampled: burst, then counts
+    assert all(e["error"] == "NotLeader" for e in lines), lines
 
 
 def test_one_key_is_never_reconciled_concurrently(make: Callable[..., Harness]) -> None:

@@ -183,7 +183,8 @@ def test_bad_settings_are_refused(kw: dict[str, Any]) -> None:
 
 
 def test_controller_logs_a_refused_connection_flood_as_a_few_one_liners() -> None:
-    """The worker loop goes through ErrorLog: 200 keys failing at once, no traceback."""
+    """The worker loop goes through ErrorLog, and the outage gate holds the workers: 200 keys
+    meeting a refused connection cost a few one-liners and a few reconciles, no traceback."""
     calls: list[str] = []
 
     class Refused:
@@ -192,25 +193,32 @@ def test_controller_logs_a_refused_connection_flood_as_a_few_one_liners() -> Non
             raise ConnectionRefusedError(111, "Connection refused")
 
     registry = CollectorRegistry()
-    controller = Controller("flood", Refused(), workers=2, clock=FakeClock(),
-                            registry=registry)
+    clock = FakeClock()
+    controller = Controller("flood", Refused(), workers=2, clock=clock, registry=registry)
     stop = threading.Event()
     thread = threading.Thread(target=controller.run, args=(stop,), name="flood-run")
     with capture_logs() as logs:
         thread.start()
         try:
+            idle = clock.waiters()  # the delaying queue's loop
             for i in range(200):
                 controller.queue.add(Request("ns", f"cj-{i}"))
-            eventually(lambda: registry.get_sample_value(
-                "controller_runtime_reconcile_errors_total", {"controller": "flood"}) == 200)
+            eventually(lambda: len(calls) >= 1)
+            for _ in range(40):  # 20 s of probes, each refused
+                assert clock.wait_for_waiters(idle + 2)
+                clock.step(0.5)
+            assert clock.wait_for_waiters(idle + 2)
         finally:
             stop.set()
             thread.join(5)
-    failures = [e for e in logs if e["event"] == EVENT]
+    assert len(calls) < 30, "the gate lets only probes through during the outage"
+    failures = [e for e in logs if e["event"].startswith("reconcile failed")]
     assert 1 <= len(failures) <= 5
     # (controller, key and reconcile_id come from the contextvars, which capture_logs skips)
     assert all("exc_info" not in e and e["error"] == "ConnectionRefusedError"
                and "Connection refused" in e["message"] for e in failures)
+    assert [e["event"] for e in logs].count(
+        "the API server is unavailable; pausing workers until it answers") == 1
 
 
 def test_a_mapper_bug_hit_by_every_event_logs_one_traceback() -> None:

@@ -51,11 +51,12 @@ class Probe:
 
 class Candidate:
     def __init__(self, store: FakeLockStore, clock: FakeClock, identity: str,
-                 registry: CollectorRegistry | None = None, *, release: bool = True) -> None:
+                 registry: CollectorRegistry | None = None, *, release: bool = True,
+                 regain: bool = False) -> None:
         self.lock = FakeLock(store, identity)
         self.config = LeaderElectionConfig(
             self.lock, lease_duration=15, renew_deadline=10, retry_period=2, jitter_factor=1.0,
-            name="test", release_on_cancel=release,
+            name="test", release_on_cancel=release, regain_after_fence=regain,
         )
         self.probe = Probe()
         self.elector = LeaderElector(self.config, self.probe.callbacks(), clock=clock,
@@ -312,3 +313,51 @@ def test_observe_ignores_records_while_leading(
     assert a.probe.started.wait(5)
     a.elector.observe(LeaderElectionRecord("x", 15, clock.now(), clock.now()))
     assert a.elector.get_leader() == "a"
+
+
+def _step_until(clock: FakeClock, done: Callable[[], bool], what: str) -> None:
+    """Step the clock a retry period at a time (at most 15) until ``done()``."""
+    for _ in range(15):
+        try:
+            eventually(done, timeout=0.3, what=what)
+            return
+        except AssertionError:
+            clock.step(2)
+    eventually(done, what=what)
+
+
+def test_regain_after_fence_takes_the_lease_back_when_it_still_names_us(
+    clock: FakeClock, store: FakeLockStore, cands: list[Candidate]
+) -> None:
+    leader = Candidate(store, clock, "a", regain=True).start()
+    cands.append(leader)
+    assert leader.probe.started.wait(5)
+    store.fail_with = ServerError("apiserver down", 503)
+    _step_until(clock, lambda: not leader.elector.holds_lease(), what="fenced")
+    assert not leader.probe.stopped.is_set(), "fenced, but still leading: no step-down"
+    assert leader.probe.leading_stop is not None and not leader.probe.leading_stop.is_set()
+    store.fail_with = None
+    _step_until(clock, leader.elector.holds_lease, what="regained")
+    assert store.holder() == "a"
+    assert not leader.probe.stopped.is_set()
+    clock.step(30)  # renewing as before: the watchdog is armed again
+    _step_until(clock, leader.elector.holds_lease, what="renewing")
+
+
+def test_regain_after_fence_steps_down_once_another_holder_is_seen(
+    clock: FakeClock, store: FakeLockStore, cands: list[Candidate]
+) -> None:
+    leader = Candidate(store, clock, "a", regain=True).start()
+    cands.append(leader)
+    assert leader.probe.started.wait(5)
+    store.fail_with = ServerError("apiserver down", 503)
+    _step_until(clock, lambda: not leader.elector.holds_lease(), what="fenced")
+    now = clock.now()
+    store.record = LeaderElectionRecord("b", 15, now, now)  # b took over meanwhile
+    store.version += 1
+    store.fail_with = None
+    _step_until(clock, leader.probe.stopped.is_set, what="stepped down")
+    leader.thread.join(5)
+    assert not leader.thread.is_alive(), "the campaign ended"
+    assert store.holder() == "b", "nothing written over the new holder"
+    assert leader.probe.calls[-1] == "stopped"

@@ -1,0 +1,245 @@
+"""TypedClient: the :class:`pyctrl.kube.Client` verbs on kind classes and typed objects.
+
+Contract (controller-runtime's client, on :class:`pyctrl.api.Object` subclasses):
+
+* ``TypedClient(client)`` wraps any raw-dict :class:`~pyctrl.kube.Client` (the RESTClient,
+  the leader-fenced client a Manager hands out, a FakeClient); :attr:`raw` is that client, for
+  unstructured calls. The Resource of every call is :func:`pyctrl.api.resource_for` of the
+  kind class given (``get``/``list``/``patch``/``delete`` by class) or of the object's class
+  (``create``/``update``/``apply``/``delete``/status writes by instance); name and namespace
+  come from the object's metadata. Arguments keep the raw client's order (``name`` then
+  ``namespace``), so ``client.get(Website, "blog", "web")`` names what
+  ``client.raw.get(WEBSITES, "blog", "web")`` does.
+* Every answer is decoded into the class given (or the object's class), fresh, never shared
+  with a cache: from the response bytes straight into the class when the client can hand out
+  undecoded bodies (the RESTClient's GET and LIST, :class:`~pyctrl.kube.RawGetter` and
+  :class:`~pyctrl.kube.RawLister`), from the decoded dict otherwise. Unknown fields are not
+  kept by a typed object: writes that send a whole object (``create``, ``update``,
+  ``update_status``) send only the declared fields, so use them on objects this program
+  declares in full; for objects others write too, prefer ``apply`` or the status diff.
+* :meth:`apply` is server-side apply of a typed, usually partial, object: the fields sent are
+  those whose value differs from the field's default (``omit_defaults``). A kind meant for
+  apply declares its optional fields ``T | None = None``: then an explicit ``0``, ``False``
+  or ``""`` is sent (and owned), and only fields left unset are omitted, as Go's pointer
+  fields in apply configurations do. A field whose default is ``0`` or ``False`` itself
+  (``replicas: int = 1`` set to 1) is indistinguishable from unset and is not sent.
+  ``resourceVersion`` is never sent (an apply is not a read-modify-write), nor an empty
+  ``status``. An object whose controller reference names another owner than the one the
+  stored object has is refused by the server (two controllers); that answer is raised as
+  :class:`pyctrl.errors.AlreadyOwned` naming the stored controller (one GET, on that error
+  only), so an apply never takes over another controller's object.
+* :meth:`patch_status` writes only what a reconciler changed in the status: the merge patch
+  of ``old``'s encoded status to ``new``'s (:func:`pyctrl.api.status_changes`, with the
+  ``equal`` hook, default "unset equals empty"), of the declared status fields only (fields
+  a newer controller wrote survive), carrying ``old``'s resourceVersion as a precondition:
+  a status someone wrote since ``old`` was read raises :class:`pyctrl.errors.Conflict`
+  (409), it is never overwritten from a stale copy. Nothing to write: no request, ``old`` is
+  returned.
+* :meth:`add_finalizer` / :meth:`remove_finalizer` are :func:`pyctrl.add_finalizer`'s
+  contract on typed objects: one merge patch of ``metadata.finalizers`` with ``obj``'s
+  resourceVersion as a precondition (Conflict when it changed), none when there is nothing
+  to change (``obj`` is returned).
+* Errors are the raw client's (:mod:`pyctrl.errors`); a class not declared with
+  :func:`pyctrl.api.kind` raises :class:`pyctrl.api.SchemaError`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+from typing import Any, Generic, TypeVar, Unpack, overload
+
+import msgspec
+
+from pyctrl.api.typed import Equal, decode, encode, resource_for, status_changes
+from pyctrl.api.typed import unset_equals_empty as _unset_equals_empty
+from pyctrl.api.types import Object, Struct
+from pyctrl.errors import AlreadyOwned, ApiError, Invalid
+from pyctrl.kube.interface import Client, PatchBody, RawGetter, RawLister
+from pyctrl.kube.interface import Object as Raw
+from pyctrl.kube.resource import Resource
+from pyctrl.kube.write_options import DeleteArgs, PatchArgs
+
+__all__ = ["TypedClient"]
+
+T = TypeVar("T", bound=Object)
+
+
+class _Items(msgspec.Struct, Generic[T]):
+    items: list[T] = msgspec.field(default_factory=list)
+
+
+@functools.cache
+def _list_decoder(cls: type[Object]) -> msgspec.json.Decoder[_Items[Any]]:
+    return msgspec.json.Decoder(_Items[cls])  # type: ignore[valid-type]
+
+
+def _where(obj: Object) -> tuple[Resource, str, str | None]:
+    if not obj.metadata.name:
+        raise ValueError(f"{type(obj).__name__} has no metadata.name")
+    return resource_for(type(obj)), obj.metadata.name, obj.metadata.namespace or None
+
+
+class TypedClient:
+    """Typed reads and writes over a raw :class:`~pyctrl.kube.Client` (module docstring)."""
+
+    def __init__(self, client: Client) -> None:
+        self.raw = client
+
+    # -- reads -------------------------------------------------------------------------
+    def get(self, cls: type[T], name: str, namespace: str | None = None) -> T:
+        """The object ``name`` (in ``namespace``), as ``cls``; raises NotFound."""
+        resource = resource_for(cls)
+        if isinstance(self.raw, RawGetter):
+            return decode(cls, self.raw.get_raw(resource, name, namespace))
+        return decode(cls, self.raw.get(resource, name, namespace))
+
+    def list(self, cls: type[T], namespace: str | None = None, *,
+             label_selector: str | None = None,
+             field_selector: str | None = None) -> list[T]:
+        """Every object of ``cls`` (in ``namespace``) matching the selectors, one LIST."""
+        resource = resource_for(cls)
+        if isinstance(self.raw, RawLister):
+            body = self.raw.list_raw(resource, namespace, label_selector=label_selector,
+                                     field_selector=field_selector)
+            items: list[T] = _list_decoder(cls).decode(body).items
+            return items
+        page = self.raw.list(resource, namespace, label_selector=label_selector,
+                             field_selector=field_selector)
+        return [decode(cls, item) for item in page.get("items") or []]
+
+    # -- writes ------------------------------------------------------------------------
+    def create(self, obj: T, *, dry_run: bool = False) -> T:
+        """Create ``obj``; the object as stored (uid, resourceVersion, ... filled in)."""
+        resource = resource_for(type(obj))
+        return self._decoded(obj, self.raw.create(resource, encode(obj),
+                                                  obj.metadata.namespace or None,
+                                                  dry_run=dry_run))
+
+    def update(self, obj: T) -> T:
+        """Replace ``obj`` (its resourceVersion, when set, is the optimistic lock)."""
+        resource, _, namespace = _where(obj)
+        return self._decoded(obj, self.raw.update(resource, encode(obj), namespace))
+
+    def update_status(self, obj: T) -> T:
+        """Replace ``obj``'s status subresource whole (prefer :meth:`patch_status`)."""
+        resource, _, namespace = _where(obj)
+        return self._decoded(obj, self.raw.update_status(resource, encode(obj), namespace))
+
+    def patch(self, cls: type[T], name: str, patch: PatchBody, namespace: str | None = None,
+              **kwargs: Unpack[PatchArgs]) -> T:
+        """Send a raw patch body (merge, JSON, strategic or apply) to ``cls``'s object
+        ``name``; the patched object, as ``cls``."""
+        return decode(cls, self.raw.patch(resource_for(cls), name, patch, namespace, **kwargs))
+
+    def apply(self, obj: T, field_manager: str, *, force: bool = False) -> T:
+        """Server-side apply ``obj`` as ``field_manager`` (module docstring)."""
+        if not field_manager:
+            raise ValueError("server-side apply needs a field_manager")
+        resource, name, namespace = _where(obj)
+        body = encode(obj)
+        body["metadata"].pop("resourceVersion", None)
+        if body.get("status") == {}:
+            del body["status"]
+        try:
+            answer = self.raw.patch(resource, name, body, namespace, patch_type="apply",
+                                    field_manager=field_manager, force=force)
+        except Invalid as err:
+            if any(c.field == "metadata.ownerReferences" for c in err.causes):
+                self._refuse_stolen(obj, err)
+            raise
+        return self._decoded(obj, answer)
+
+    def _refuse_stolen(self, obj: T, err: Invalid) -> None:
+        """Raise AlreadyOwned when the stored ``obj`` has another controller than ``obj``."""
+        ours = next((r for r in obj.metadata.owner_references if r.controller), None)
+        if ours is None:
+            return
+        try:
+            stored = self.get(type(obj), obj.metadata.name, obj.metadata.namespace or None)
+        except ApiError:
+            return  # the Invalid answer stands
+        theirs = next((r for r in stored.metadata.owner_references if r.controller), None)
+        if theirs is not None and theirs.uid != ours.uid:
+            raise AlreadyOwned(obj.metadata.name, encode(theirs)) from err
+
+    def patch_status(self, old: T, new: T, *, equal: Equal = _unset_equals_empty) -> T:
+        """Write what changed between ``old``'s status and ``new``'s (module docstring)."""
+        resource, name, namespace = _where(old)
+        before, after = _status_of(old), _status_of(new)
+        if before is None and after is None:
+            return old
+        shown = before if before is not None else after
+        assert shown is not None
+        declared = type(shown)
+        changes = status_changes(_builtins(before), _builtins(after),
+                                 known=frozenset(declared.__struct_encode_fields__),
+                                 equal=equal)
+        if not changes:
+            return old
+        body: Raw = {"status": changes}
+        if old.metadata.resource_version:
+            body["metadata"] = {"resourceVersion": old.metadata.resource_version}
+        return self._decoded(old, self.raw.patch(resource, name, body, namespace,
+                                                 patch_type="merge", subresource="status"))
+
+    def add_finalizer(self, obj: T, name: str) -> T:
+        """``obj`` with ``name`` in its finalizers, written (module docstring)."""
+        current = list(obj.metadata.finalizers)
+        return obj if name in current else self._set_finalizers(obj, [*current, name])
+
+    def remove_finalizer(self, obj: T, name: str) -> T:
+        """``obj`` without ``name`` in its finalizers, written (module docstring)."""
+        current = list(obj.metadata.finalizers)
+        return (obj if name not in current
+                else self._set_finalizers(obj, [f for f in current if f != name]))
+
+    def _set_finalizers(self, obj: T, finalizers: builtins.list[str]) -> T:
+        resource, name, namespace = _where(obj)
+        if not obj.metadata.resource_version:
+            raise ValueError("the object has no metadata.resourceVersion: read it first")
+        body: Raw = {"metadata": {"finalizers": finalizers,
+                                  "resourceVersion": obj.metadata.resource_version}}
+        return self._decoded(obj, self.raw.patch(resource, name, body, namespace,
+                                                 patch_type="merge"))
+
+    @overload
+    def delete(self, obj: T, /, **kwargs: Unpack[DeleteArgs]) -> T | None: ...
+
+    @overload
+    def delete(self, obj: type[T], name: str, namespace: str | None = None, /,
+               **kwargs: Unpack[DeleteArgs]) -> T | None: ...
+
+    def delete(self, obj: T | type[T], name: str | None = None, namespace: str | None = None,
+               /, **kwargs: Unpack[DeleteArgs]) -> T | None:
+        """Delete an object (given, or by class, name and namespace); the object as the server
+        answered (marked for deletion when finalizers hold it), or None when it answered
+        with a Status."""
+        if isinstance(obj, type):
+            cls, resource = obj, resource_for(obj)
+        else:
+            cls = type(obj)
+            resource, name, namespace = _where(obj)
+        if not name:
+            raise ValueError("delete needs a name")
+        answer = self.raw.delete(resource, name, namespace, **kwargs)
+        return None if answer is None else decode(cls, answer)
+
+    @staticmethod
+    def _decoded(like: T, answer: Raw) -> T:
+        return decode(type(like), answer)
+
+
+def _status_of(obj: Object) -> Struct | None:
+    """``obj.status`` (None when an optional status is unset)."""
+    if "status" not in type(obj).__struct_fields__:
+        raise TypeError(f"{type(obj).__name__} declares no status")
+    status = getattr(obj, "status", None)
+    if status is not None and not isinstance(status, Struct):
+        raise TypeError(f"{type(obj).__name__}'s status is not a Struct")
+    return status
+
+
+def _builtins(status: Struct | None) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(status) if status is not None else {}
+    return out
