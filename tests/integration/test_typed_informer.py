@@ -1,6 +1,6 @@
 """Typed informers against a real kube-apiserver: a CRD kind (examples/website's Website) and
-built-in kinds (ConfigMap, Job: declared here with pyctrl.api.kind) decoded straight from the
-LIST pages and watch lines into their classes, by paged LIST and by watch-list."""
+generated built-in kinds (pyctrl.models' ConfigMap, Job) decoded straight from the LIST pages
+and watch lines into their classes, by paged LIST and by watch-list."""
 
 from __future__ import annotations
 
@@ -10,44 +10,14 @@ from typing import Any
 import pytest
 
 from examples.website.api import WEBSITES, Website
-from pyctrl import api
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.resource import JOBS
+from pyctrl.models.batch_v1 import Job
+from pyctrl.models.core_v1 import ConfigMap
 from tests.integration.test_informer import create_configmaps, wait_until
 
 pytestmark = pytest.mark.integration
-
-
-class _BuiltinKind(api.KindInfo):
-    """A built-in kind's identity: api.kind refuses groups without a dot (they are not CRD
-    groups). Test-local stand-in until the generated pyctrl.models kinds are here."""
-
-    def __post_init__(self) -> None:
-        pass
-
-
-def _builtin(group: str, kind: str, plural: str) -> Any:
-    def declare(cls: type[api.Object]) -> type[api.Object]:
-        cls.__kind__ = _BuiltinKind(group, "v1", kind, plural, kind.lower(), f"{kind}List")
-        return cls
-    return declare
-
-
-@_builtin("", "ConfigMap", "configmaps")
-class ConfigMap(api.Object):
-    data: dict[str, str] = api.field(default_factory=dict)
-
-
-class JobStatus(api.Struct):
-    active: int = 0
-    succeeded: int = 0
-
-
-@_builtin("batch", "Job", "jobs")
-class Job(api.Object):
-    spec: dict[str, Any] = api.field(default_factory=dict)
-    status: JobStatus = api.field(default_factory=JobStatus)
 
 
 def _website(name: str, replicas: int) -> dict[str, Any]:
