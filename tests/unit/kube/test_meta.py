@@ -108,7 +108,8 @@ def _typed(raw: dict[str, Any] = RAW) -> Gadget:
 @pytest.mark.parametrize("read, want", [
     (meta.name, "g"), (meta.namespace, "ns"), (meta.uid, "u9"), (meta.resource_version, "7"),
     (meta.generation, 3), (meta.labels, {"app": "web"}), (meta.annotations, {"a": "b"}),
-    (meta.finalizers, ["f"]),
+    (meta.finalizers, ["f"]), (meta.api_version, "meta.test.pyctrl.io/v1"),
+    (meta.kind, "Gadget"),
 ])
 def test_accessors_read_dicts_and_typed_objects_alike(read: Any, want: object) -> None:
     assert read(RAW) == want
@@ -125,6 +126,15 @@ def test_missing_metadata_reads_empty_in_both_forms() -> None:
         assert meta.deletion_timestamp(obj) is None and meta.controller_ref(obj) is None
     assert meta.deletion_timestamp(RAW) == "2026-01-02T03:04:05Z"
     assert meta.deletion_timestamp(_typed()) == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def test_type_of_an_unset_typed_object_comes_from_its_class() -> None:
+    built = Gadget(metadata=api.ObjectMeta(name="o", uid="u5"))  # apiVersion/kind unset
+    assert (built.api_version, built.kind) == ("", "")
+    assert (meta.api_version(built), meta.kind(built)) == ("meta.test.pyctrl.io/v1", "Gadget")
+    assert (meta.api_version({}), meta.kind({})) == ("", "")
+    ref = ownerrefs.owner_reference(built)
+    assert (ref["apiVersion"], ref["kind"]) == ("meta.test.pyctrl.io/v1", "Gadget")
 
 
 def test_controller_of_a_typed_object_is_its_typed_reference() -> None:
