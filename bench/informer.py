@@ -23,7 +23,11 @@ CPU from informer start to synced (the server's cost of the mode). The events ph
 starts from a LIST snapshot (both implementations), so it measures the watch either way.
 
 Implementations: pyctrl's SharedIndexInformer (JSON decoded by orjson, managedFields dropped),
-client-go v0.35.4's SharedInformerFactory informer using protobuf (bench/anchors/informer),
+pyctrl's typed informer (``pyctrl_typed``: the same informer over
+:class:`pyctrl.cache.typed.TypedListWatch`, pages and events decoded by msgspec straight
+into a ConfigMap Struct and cached frozen, as ``SharedInformerFactory.informer_for(cls)``
+builds it; ``ratio_typed`` is it over client-go; ``--no-typed`` skips it), client-go
+v0.35.4's SharedInformerFactory informer using protobuf (bench/anchors/informer),
 and the ``kubernetes`` package's ``kubernetes.informer.SharedInformer`` (typed models) when
 the installed version has it. ``ratio`` is pyctrl / client-go.
 """
@@ -57,6 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--modes", default="list",
                         help="comma-separated sync modes: list, watch-list")
     parser.add_argument("--no-go", action="store_true", help="skip the client-go anchor")
+    parser.add_argument("--no-typed", action="store_true", help="skip pyctrl's typed informer")
     parser.add_argument("--no-kubernetes", action="store_true",
                         help="skip the kubernetes package's informer")
 
@@ -124,14 +129,36 @@ def update_round(kubeconfig: str, namespace: str, n: int) -> str:
 
 
 # -- children (one process each) ----------------------------------------------------------------
+def configmap_kind() -> type[Any]:
+    """A typed ConfigMap (the fields a ConfigMap has besides the object's common ones)."""
+    from pyctrl import api
+
+    class ConfigMap(api.Object):
+        data: dict[str, str] = api.field(default_factory=dict)
+        binary_data: dict[str, str] = api.field(default_factory=dict)
+        immutable: bool | None = None
+
+    return ConfigMap
+
+
 def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
                  page_size: int, watch_list: bool = False,
-                 apiserver_pid: int = 0) -> dict[str, Any]:
+                 apiserver_pid: int = 0, typed: bool = False) -> dict[str, Any]:
     from pyctrl.cache.informer import SharedIndexInformer
-    from pyctrl.cache.listwatch import ListWatch
+    from pyctrl.cache.listwatch import ListerWatcher, ListWatch
     from pyctrl.cache.processor import ResourceEventHandlerFuncs
+    from pyctrl.cache.typed import TypedListWatch, fill_type
     from pyctrl.kube.interface import Object, WatchStream
     from pyctrl.kube.resource import CONFIGMAPS
+
+    kind = configmap_kind() if typed else None
+
+    def informer_over(lw: ListWatch, **kwargs: Any) -> SharedIndexInformer:
+        if kind is None:
+            return SharedIndexInformer(lw, **kwargs)
+        typed_lw: ListerWatcher = TypedListWatch(lw, kind)
+        return SharedIndexInformer(typed_lw, transform=fill_type(CONFIGMAPS),
+                                   detect_mutations=False, **kwargs)
 
     client = _client(kubeconfig)
     client.list(CONFIGMAPS, namespace, limit=1)  # warm the connection pool like client-go
@@ -140,8 +167,8 @@ def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
     stop = threading.Event()
     server_cpu = cpu_seconds(apiserver_pid)
     start = time.perf_counter()
-    informer = SharedIndexInformer(ListWatch(client, CONFIGMAPS, namespace), name="bench",
-                                   page_size=page_size, watch_list=watch_list)
+    informer = informer_over(ListWatch(client, CONFIGMAPS, namespace), name="bench",
+                             page_size=page_size, watch_list=watch_list)
     t = threading.Thread(target=informer.run, args=(stop,))
     t.start()
     informer.wait_for_sync(stop)
@@ -183,7 +210,7 @@ def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
             done.set()
 
     stop2 = threading.Event()
-    inf2 = SharedIndexInformer(SnapshotListWatch(client, CONFIGMAPS, namespace), name="ev")
+    inf2 = informer_over(SnapshotListWatch(client, CONFIGMAPS, namespace), name="ev")
     inf2.add_event_handler(ResourceEventHandlerFuncs(update_func=on_update))
     t2 = threading.Thread(target=inf2.run, args=(stop2,))
     t2.start()
@@ -267,6 +294,9 @@ def _run_child(kind: str, kubeconfig: str, namespace: str, n: int, rv: str,
            "--page-size", str(page_size), "--apiserver-pid", str(apiserver_pid)]
     if mode == "watch-list":
         cmd.append("--watch-list")
+    if kind == "pyctrl-typed":
+        cmd[cmd.index("--child") + 1] = "pyctrl"
+        cmd.append("--typed")
     if kind == "client-go":
         cmd = [str(GO_BINARY), "--kubeconfig", kubeconfig, "--namespace", namespace,
                "--objects", str(n), "--rv-before", rv]
@@ -303,7 +333,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
         if not modes or set(modes) - {"list", "watch-list"}:
             raise SystemExit(f"--modes: list and/or watch-list, not {args.modes!r}")
-        kinds = ["pyctrl"]
+        kinds = ["pyctrl"] + ([] if args.no_typed else ["pyctrl-typed"])
         if not args.no_go and build_go_binary() is not None:
             kinds.append("client-go")
         apiserver_pid = (control_plane.apiserver_pid or 0) if control_plane else 0
@@ -313,13 +343,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 rv = update_round(kubeconfig, namespace, n)
                 result[kind.replace("-", "_") + suffix] = _run_child(
                     kind, kubeconfig, namespace, n, rv, args.page_size, mode, apiserver_pid)
-            py = result.get("pyctrl" + suffix, {})
             go = result.get("client_go" + suffix, {})
-            ratio: dict[str, float] = {}
-            for key in ("sync_seconds", "bytes_per_object", "events_per_s"):
-                if isinstance(py.get(key), float) and isinstance(go.get(key), float) and go[key]:
-                    ratio[key] = py[key] / go[key]
-            result["ratio" + suffix] = ratio
+            for impl, name in (("pyctrl", "ratio"), ("pyctrl_typed", "ratio_typed")):
+                py = result.get(impl + suffix)
+                if py is None:
+                    continue
+                ratio: dict[str, float] = {}
+                for key in ("sync_seconds", "bytes_per_object", "events_per_s"):
+                    if (isinstance(py.get(key), float) and isinstance(go.get(key), float)
+                            and go[key]):
+                        ratio[key] = py[key] / go[key]
+                result[name + suffix] = ratio
         if not args.no_kubernetes:
             rv = update_round(kubeconfig, namespace, n)
             result["kubernetes"] = _run_child("kubernetes", kubeconfig, namespace, n, rv,
@@ -341,10 +375,11 @@ def _child_main() -> None:
     p.add_argument("--page-size", type=int, default=500)
     p.add_argument("--watch-list", action="store_true")
     p.add_argument("--apiserver-pid", type=int, default=0)
+    p.add_argument("--typed", action="store_true")
     a = p.parse_args()
     if a.child == "pyctrl":
         out = child_pyctrl(a.kubeconfig, a.namespace, a.objects, a.rv_before, a.page_size,
-                           a.watch_list, a.apiserver_pid)
+                           a.watch_list, a.apiserver_pid, a.typed)
     else:
         out = child_kubernetes(a.kubeconfig, a.namespace, a.objects, a.rv_before)
     print(json.dumps(out), flush=True)

@@ -109,10 +109,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         for ns, name in keys:
             copy.deepcopy(lister.get(ns, name))
 
-    decoded = [api.decode(CronJob, r) for r in raws]
-    for cj in decoded:
-        cj.status.active_count = 0
-        cj.status.observed_generation = 4
+    decoded = [api.replace(cj, status=api.replace(cj.status, active_count=0,
+                                                  observed_generation=4))
+               for cj in (api.decode(CronJob, r) for r in raws)]
 
     def patches() -> None:
         for raw, cj in zip(raws, decoded, strict=True):

@@ -120,8 +120,14 @@ def _resource(what: KindOrResource) -> Resource:
 
 
 def typed_lister(lister: MultiNamespaceLister, kind: type[K]) -> TypedLister[K]:
-    """``lister``'s objects as ``kind``: each read decodes the cached dict (until the
-    informers cache typed objects, when this returns their own typed lister)."""
+    """``lister``'s objects as ``kind``: each read decodes the cached dict.
+
+    Not the factory's typed ``lister_for(kind)`` (yet): that reads a typed informer of its
+    own, apart from the raw-dict one this controller's watches enqueue from, so a Request
+    could be read before the typed cache has its object (and :func:`pyctrl.with_object`
+    would skip it). Swapping needs the watches declared with a kind class on typed informers
+    too (their handlers, mappers, delete observers and controller hooks then see typed
+    objects)."""
     return TypedLister(lister, kind)
 
 log = structlog.get_logger(__name__)

@@ -24,8 +24,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-from pyctrl.api.typed import replace
-from pyctrl.api.types import Condition
+from pyctrl.api.types import Condition, replace
 from pyctrl.clock import Clock, RealClock
 
 __all__ = [

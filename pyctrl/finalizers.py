@@ -31,7 +31,7 @@ def _finalizers(obj: Object) -> list[str]:
     return list((obj.get("metadata") or {}).get("finalizers") or [])
 
 
-def has_finalizer(obj: object, name: str) -> bool:
+def has_finalizer(obj: meta.AnyObject, name: str) -> bool:
     """True when ``metadata.finalizers`` of ``obj`` (a raw dict or a typed object) contains
     ``name``."""
     return name in meta.finalizers(obj)

@@ -34,6 +34,8 @@ Contract:
   objects keep NORMAL for them (a child's status is the owner's input). Any other queue gets
   plain ``add(request)`` calls.
 * Handlers only enqueue; they never mutate the (shared) cached objects.
+* Handlers and predicates read metadata through :mod:`pyctrl.kube.meta`, so they work on the
+  raw dicts of a raw-dict informer and the typed objects of a typed one alike.
 """
 
 from __future__ import annotations
@@ -47,8 +49,6 @@ import structlog
 from pyctrl._errorlog import ErrorLog
 from pyctrl.cache import DeletedFinalStateUnknown, parse_selector
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Object
-from pyctrl.kube.meta import controller_of
 from pyctrl.reconcile import Request
 from pyctrl.workqueue.priority import LOW_PRIORITY, NORMAL_PRIORITY, PriorityQueue
 
@@ -75,6 +75,9 @@ __all__ = [
 ]
 
 log = structlog.get_logger(__name__)
+
+# What handlers get: a raw-dict informer's dicts, or a typed informer's objects.
+Object = Any
 
 
 class Queue(Protocol):
@@ -144,10 +147,6 @@ def not_(predicate: Predicate) -> Predicate:
                      delete=lambda o: not delete(o))
 
 
-def _meta(obj: Object, field: str) -> Any:
-    return (obj.get("metadata") or {}).get(field)
-
-
 generation_changed = Predicate(
     update=lambda old, new: meta.generation(old) != meta.generation(new)
 )
@@ -163,7 +162,7 @@ def label_selector_predicate(selector: str | Mapping[str, str]) -> Predicate:
     """Pass objects whose labels match ``selector`` (``"app=web,tier!=db"`` or a dict)."""
     sel = parse_selector(selector)
 
-    def matches(obj: Object) -> bool:
+    def matches(obj: meta.AnyObject) -> bool:
         return bool(sel.matches(meta.labels(obj)))
 
     return Predicate(add=matches, update=lambda old, new: matches(new), delete=matches)
@@ -175,27 +174,27 @@ def add_priority(is_in_initial_list: bool) -> int:
 
 
 # What a status-only update leaves unchanged, besides ``metadata.generation``.
-_STATUS_ONLY_SAME = ("labels", "annotations", "finalizers", "ownerReferences",
-                     "deletionTimestamp")
+_STATUS_ONLY_SAME: tuple[Callable[[meta.AnyObject], object], ...] = (
+    meta.labels, meta.annotations, meta.finalizers, meta.owner_references,
+    meta.deletion_timestamp)
 
 
-def is_status_only(old: Object, new: Object) -> bool:
+def is_status_only(old: meta.AnyObject, new: meta.AnyObject) -> bool:
     """True if ``old`` -> ``new`` changed at most the status: both carry the same
     ``metadata.generation`` (the API server bumps it on spec changes and on deletion) and the
     same labels, annotations, finalizers, owner references and deletion timestamp. Objects
     without a generation (ConfigMaps, ...) never count as status-only."""
-    mo = old.get("metadata") or {}
-    mn = new.get("metadata") or {}
-    gen = mn.get("generation")
-    return gen is not None and gen == mo.get("generation") and all(
-        mo.get(f) == mn.get(f) for f in _STATUS_ONLY_SAME)
+    gen = meta.generation(new)
+    return gen is not None and gen == meta.generation(old) and all(
+        f(old) == f(new) for f in _STATUS_ONLY_SAME)
 
 
-def update_priority(old: Object, new: Object, *, status_only_low: bool = False) -> int:
+def update_priority(old: meta.AnyObject, new: meta.AnyObject, *,
+                    status_only_low: bool = False) -> int:
     """The priority of an update: LOW for a resync (same resourceVersion) and, with
     ``status_only_low``, for a status-only change; else NORMAL."""
-    rv = _meta(new, "resourceVersion")
-    if rv is not None and rv == _meta(old, "resourceVersion"):
+    rv = meta.resource_version(new)
+    if rv and rv == meta.resource_version(old):
         return LOW_PRIORITY
     if status_only_low and is_status_only(old, new):
         return LOW_PRIORITY
@@ -303,7 +302,7 @@ def enqueue_requests(queue: Queue, mapper: MapFunc,
     return MapHandler(queue, mapper, predicates)
 
 
-def _own_request(obj: Object) -> tuple[Request]:
+def _own_request(obj: meta.AnyObject) -> tuple[Request]:
     return (Request.from_object(obj),)
 
 
@@ -334,12 +333,10 @@ def enqueue_owner(
     """
     group = _group_of(owner_group) if "/" in owner_group or owner_group == "v1" else owner_group
 
-    def owner_request(obj: Object) -> tuple[Request, ...]:
-        ref = controller_of(obj)
-        if ref is None or ref.get("kind") != owner_kind or _group_of(
-                str(ref.get("apiVersion"))) != group:
+    def owner_request(obj: meta.AnyObject) -> tuple[Request, ...]:
+        ref = meta.controller_ref(obj)
+        if ref is None or ref.kind != owner_kind or _group_of(ref.api_version) != group:
             return ()
-        namespace = _meta(obj, "namespace") if owner_namespaced else None
-        return (Request(namespace or "", str(ref.get("name"))),)
+        return (Request(meta.namespace(obj) if owner_namespaced else "", ref.name),)
 
     return MapHandler(queue, owner_request, predicates, map_old=False, admit=admit)

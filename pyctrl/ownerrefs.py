@@ -5,16 +5,19 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 * :func:`controller_of` returns the object's controller reference (the owner reference with
   ``controller: true``; an object has at most one), or None. It is
   :func:`pyctrl.kube.meta.controller_of`, the one walk over owner references (the cache's
-  controller-UID index uses it too).
+  controller-UID index uses it too): a dict's reference is a dict, a typed object's typed.
 * :func:`is_controlled_by` is True when that reference's ``uid`` is the owner's uid; the
-  owner is given as an object or as its uid (never true for an empty uid).
-* :func:`owner_reference` builds a controller reference to ``owner`` (which needs
-  ``apiVersion``, ``kind``, ``metadata.name`` and ``metadata.uid``: objects read from the
-  cache carry apiVersion/kind, see :class:`pyctrl.cache.SharedInformerFactory`).
+  owner is given as an object or as its uid (never true for an empty uid). Objects and owners
+  may be raw dicts or typed objects (read through :mod:`pyctrl.kube.meta`).
+* :func:`owner_reference` builds a controller reference (a dict) to ``owner``, a raw dict or
+  a typed object (which needs ``apiVersion``, ``kind``, ``metadata.name`` and
+  ``metadata.uid``: objects read from the cache carry apiVersion/kind, see
+  :class:`pyctrl.cache.SharedInformerFactory`; a typed owner's apiVersion and kind come from
+  its class when unset).
 * :func:`set_controller_reference` makes ``owner`` the controller of ``obj``: a reference to
   the same owner (same API group, kind and name) is replaced, otherwise one is appended. A
-  typed ``obj`` (a :class:`pyctrl.api.Object`; typed objects may be shared with a cache and
-  are not changed) gives a **new** object, returned; a raw dict is changed **in place** (pass
+  typed ``obj`` (a :class:`pyctrl.api.Object`; typed objects are frozen and may be shared
+  with a cache) gives a **new** object, returned; a raw dict is changed **in place** (pass
   a copy, never a cached object) and None is returned. The owner may be typed or raw either
   way. It raises :class:`pyctrl.errors.AlreadyOwned` (also importable from here) when
   another object already controls ``obj``, and ValueError when the owner can not own it (a
@@ -24,16 +27,15 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypeVar, overload
 
-from pyctrl.api.typed import encode, replace
+from pyctrl.api.typed import encode
 from pyctrl.api.types import Object as Kind
-from pyctrl.api.types import OwnerReference
+from pyctrl.api.types import OwnerReference, replace
 from pyctrl.errors import AlreadyOwned
 from pyctrl.kube import meta
 from pyctrl.kube.interface import Object
-from pyctrl.kube.meta import controller_of
+from pyctrl.kube.meta import AnyObject, controller_of
 
 __all__ = [
     "AlreadyOwned",
@@ -45,7 +47,6 @@ __all__ = [
 
 
 K = TypeVar("K", bound=Kind)
-AnyObject = Object | Kind
 
 
 def _group(api_version: object) -> str:
@@ -58,30 +59,21 @@ def is_controlled_by(obj: AnyObject, owner: AnyObject | str) -> bool:
     uid = owner if isinstance(owner, str) else meta.uid(owner)
     if not uid:
         return False
-    ref = controller_of(obj) if isinstance(obj, Mapping) else _typed_controller(obj)
-    return ref is not None and ref.get("uid") == uid
+    ref = meta.controller_ref(obj)
+    return ref is not None and ref.uid == uid
 
 
 def owner_reference(owner: AnyObject, *, controller: bool = True,
                     block_owner_deletion: bool = True) -> dict[str, Any]:
-    """An owner reference to ``owner`` (ValueError if it lacks apiVersion/kind/name/uid; a
-    typed owner's apiVersion and kind come from its class when unset)."""
-    head = encode(owner) if isinstance(owner, Kind) else owner
-    ref = {"apiVersion": head.get("apiVersion"), "kind": head.get("kind"),
-           "name": meta.name(owner), "uid": meta.uid(owner)}
+    """An owner reference to ``owner`` (ValueError if it lacks apiVersion/kind/name/uid)."""
+    ref: dict[str, Any] = {"apiVersion": meta.api_version(owner), "kind": meta.kind(owner),
+                           "name": meta.name(owner), "uid": meta.uid(owner)}
     missing = [k for k, v in ref.items() if not v]
     if missing:
         raise ValueError(f"owner lacks {', '.join(missing)}: can not reference it")
     ref["controller"] = controller
     ref["blockOwnerDeletion"] = block_owner_deletion
     return ref
-
-
-def _typed_controller(obj: Kind) -> dict[str, Any] | None:
-    for ref in obj.metadata.owner_references:
-        if ref.controller:
-            return encode(ref)
-    return None
 
 
 def _same_object(a: dict[str, Any], b: dict[str, Any]) -> bool:

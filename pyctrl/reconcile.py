@@ -85,12 +85,12 @@ class Request(NamedTuple):
         return cls(namespace, name)
 
     @classmethod
-    def from_object(cls, obj: object) -> Request:
+    def from_object(cls, obj: meta.AnyObject) -> Request:
         """The Request naming ``obj``, a raw dict or a typed object (KeyError when
         ``metadata.name`` is missing)."""
         name = meta.name(obj)
         if not name:
-            raise KeyError("name")
+            raise KeyError("metadata.name")
         return cls(meta.namespace(obj), name)
 
     def __str__(self) -> str:

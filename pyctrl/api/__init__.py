@@ -50,7 +50,6 @@ from pyctrl.api.typed import (
     decode,
     encode,
     merge_patch,
-    replace,
     resource_for,
     status_changes,
     status_patch,
@@ -67,6 +66,7 @@ from pyctrl.api.types import (
     PodTemplateSpec,
     Struct,
     field,
+    replace,
 )
 
 __all__ = [

@@ -13,8 +13,6 @@ Contract:
   cache. It raises :class:`DecodeError` when a known field has the wrong type (the CRD's
   schema normally makes that impossible). Cost: a few microseconds for a CronJob-sized object
   (``python -m bench typed-read``); hot loops that read one field keep using the dict.
-* :func:`replace` (``msgspec.structs.replace``) is how a typed object is "changed": a new
-  object with some fields replaced (cached objects are shared; never change them).
 * :func:`encode` is the inverse for the declared fields: camelCase keys, fields equal to
   their defaults omitted, ``apiVersion``/``kind`` filled from the class.
 * :func:`status_changes` is the merge patch body for one status: the fields of ``new`` (an
@@ -29,8 +27,13 @@ Contract:
   gives an empty patch (``{}``), which callers skip. Lists are replaced whole, as merge
   patches do. With ``resource_version`` the patch carries it as a precondition (409 Conflict
   when someone wrote in between).
-* :class:`TypedLister` wraps a :class:`pyctrl.cache.Lister` (or a MultiNamespaceLister) and
-  decodes on every ``get``/``list``/``by_index``: each call returns fresh objects.
+* :class:`TypedLister` wraps a raw-dict :class:`pyctrl.cache.Lister` (or a
+  MultiNamespaceLister) and decodes on every ``get``/``list``/``by_index``: each call returns
+  fresh (frozen) objects. A typed informer (``SharedInformerFactory.lister_for(cls)``) decodes
+  once, when the object arrives, instead.
+
+Typed objects are frozen (:class:`pyctrl.api.Struct`); :func:`pyctrl.api.replace` builds a
+changed copy.
 """
 
 from __future__ import annotations
@@ -54,7 +57,6 @@ __all__ = [
     "decode",
     "encode",
     "merge_patch",
-    "replace",
     "resource_for",
     "status_changes",
     "status_patch",
@@ -67,7 +69,6 @@ V = TypeVar("V")
 Equal = Callable[[str, Any, Any], bool]
 """``equal(field, old, new)``: whether two encoded values of a status field mean the same."""
 
-replace = msgspec.structs.replace
 Raw = Mapping[str, Any]
 
 

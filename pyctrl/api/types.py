@@ -6,8 +6,10 @@ Contract:
   camelCase JSON names (``time_zone`` <-> ``timeZone``; ``msgspec.field(name=...)`` overrides
   one), and whose fields equal to their defaults are omitted when encoded, as Go's
   ``omitempty`` does. Declare required fields first (no default), then optional ones.
-  Instances are mutable: every decode builds a fresh object, so changing it never touches
-  the informer cache.
+  Instances are frozen (``frozen=True``, so hashable too): objects from a typed cache are
+  shared by every reader, and a frozen object cannot be changed under them. To change one,
+  build a new one with :func:`replace` (``msgspec.structs.replace``, re-exported as
+  ``pyctrl.api.replace``): ``replace(obj, status=replace(obj.status, ready=True))``.
 * :class:`Object` adds ``apiVersion``, ``kind`` and a typed :class:`ObjectMeta`; a kind
   subclasses it, declares ``spec`` (and usually ``status``) and is decorated with
   :func:`pyctrl.api.kind`.
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Annotated, Any, ClassVar, Literal, Never
+from typing import Annotated, Any, ClassVar, Literal, Never, dataclass_transform
 
 import msgspec
 
@@ -49,9 +51,11 @@ __all__ = [
     "PodTemplateSpec",
     "Struct",
     "field",
+    "replace",
 ]
 
 field = msgspec.field
+replace = msgspec.structs.replace
 
 EMPTY_MAP: Mapping[str, Never] = MappingProxyType({})
 """The default of a ``Mapping`` field: one shared, read-only empty map (an absent map field
@@ -64,8 +68,11 @@ JobTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.batch.v1.JobTem
 PodTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.PodTemplateSpec")]
 
 
-class Struct(msgspec.Struct, rename="camel", omit_defaults=True):
-    """Base of every API type (camelCase JSON names, defaults omitted when encoding)."""
+# frozen_default: type checkers see every subclass frozen too, as msgspec makes it at run time.
+@dataclass_transform(frozen_default=True, field_specifiers=(msgspec.field,))
+class Struct(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True):
+    """Base of every API type (camelCase JSON names, defaults omitted when encoding,
+    frozen: change a copy made with :func:`replace`)."""
 
 
 class OwnerReference(Struct):

@@ -1,7 +1,9 @@
 """pyctrl.cache: client-go's tools/cache in Python (informers, listers, indexers).
 
 Objects handed out by anything in this package (stores, listers, handler callbacks) are the
-cache's shared instances: treat them as read-only and deep-copy before changing them.
+cache's shared instances: treat them as read-only and deep-copy before changing them. A typed
+informer's (``SharedInformerFactory.informer_for(KindClass)``, :mod:`pyctrl.cache.typed`) are
+frozen ``pyctrl.api`` objects: change a copy made with ``pyctrl.api.replace``.
 """
 
 from pyctrl.cache.backoff import ExponentialBackoffManager

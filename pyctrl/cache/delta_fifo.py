@@ -246,9 +246,9 @@ class DeltaFIFO:
                 continue
             last = deltas[-1].object
             if isinstance(last, DeletedFinalStateUnknown):
-                last = last.obj  # type: ignore[assignment]
+                last = last.obj
             count += 1
-            self._queue_action(DELETED, DeletedFinalStateUnknown(key, last))  # type: ignore[arg-type]
+            self._queue_action(DELETED, DeletedFinalStateUnknown(key, last))
         return count
 
     def resync(self) -> None:

@@ -27,6 +27,18 @@ Contract (client-go ``SharedInformerFactory``):
   ``namespaces=[...]`` it reads one informer per namespace (each shared as above) as one
   :class:`MultiNamespaceLister` (``""`` among them: all namespaces, then the only scope;
   a cluster-scoped resource ignores namespaces). ``namespace`` is the factory's default scope.
+* Typed informers: given a kind class (a :class:`pyctrl.api.Object` subclass, its Resource
+  from :func:`pyctrl.api.resource_for`) instead of a Resource, ``informer_for(Website)``
+  builds an informer whose LIST pages and watch events are decoded once, straight from the
+  response bytes into the class, and cached as decoded: frozen objects shared without a
+  copy (no mutation detector: nothing can change them), ``apiVersion``/``kind`` filled,
+  managedFields and every other field the class does not declare dropped by the decoder (see
+  :mod:`pyctrl.cache.typed`, which also says why writes from them must be patches, never a
+  full update). ``lister_for(Website)`` is a ``Lister[Website]`` (``get``, ``list``,
+  ``by_index`` return typed objects; index functions receive them too). A typed informer is
+  shared apart from the raw-dict one of the same resource and scope; the factory's
+  ``transform`` (a dict transform) is not applied to it, and it has no ``metadata_only``
+  form. A Resource argument keeps the raw-dict informer unchanged.
 * ``start(stop)`` starts every informer not started yet, each in its own named thread; call it
   again after requesting more informers. ``wait_for_cache_sync`` waits for the started ones.
 * ``shutdown()`` sets the factory's own stop signal for all informers and joins every thread
@@ -38,19 +50,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import overload
+from typing import Any, TypeVar, overload
 
 from pyctrl.cache.delta_fifo import TransformFunc
 from pyctrl.cache.index import NAMESPACE_INDEX, Indexers, meta_namespace_index_func
 from pyctrl.cache.informer import SharedIndexInformer
 from pyctrl.cache.lister import Lister, MultiNamespaceLister
-from pyctrl.cache.listwatch import ListWatch
+from pyctrl.cache.listwatch import ListerWatcher, ListWatch
 from pyctrl.cache.mutation import drop_managed_fields
+from pyctrl.cache.typed import TypedListWatch, fill_type
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
 
 __all__ = ["SharedInformerFactory"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +75,7 @@ class _Key:
     label_selector: str | None
     field_selector: str | None
     metadata_only: bool = False
+    kind_class: type | None = None  # a typed informer's kind
 
 
 class SharedInformerFactory:
@@ -82,30 +98,42 @@ class SharedInformerFactory:
         self._stop = threading.Event()
         self._shutting_down = False
 
-    def informer_for(self, resource: Resource, *, namespace: str | None = None,
+    def informer_for(self, resource: Resource | type[Any], *, namespace: str | None = None,
                      label_selector: str | None = None, field_selector: str | None = None,
                      resync: float | None = None, indexers: Indexers | None = None,
                      metadata_only: bool = False) -> SharedIndexInformer:
-        """The shared informer for this resource/scope/selectors (created on first use);
-        ``metadata_only``: one caching only the objects' metadata (see module docstring)."""
+        """The shared informer for this resource (or kind class: a typed informer) and
+        scope/selectors (created on first use); ``metadata_only``: one caching only the
+        objects' metadata (see module docstring)."""
+        resource, kind_class = _resource_of(resource)
+        if kind_class is not None and metadata_only:
+            raise ValueError("a typed informer has no metadata-only form: pass the Resource")
         ns = namespace if namespace is not None else self._namespace
         if not resource.namespaced:
             ns = None
         key = _Key(resource, ns or None, label_selector or None, field_selector or None,
-                   metadata_only)
+                   metadata_only, kind_class)
         with self._lock:
             informer = self._informers.get(key)
             if informer is None:
-                lw = ListWatch(self._client, resource, key.namespace, key.label_selector,
-                               key.field_selector, metadata_only=metadata_only)
-                typed = _as_metadata if metadata_only else _with_type
+                lw: ListerWatcher = ListWatch(
+                    self._client, resource, key.namespace, key.label_selector,
+                    key.field_selector, metadata_only=metadata_only)
+                if kind_class is not None:
+                    lw = TypedListWatch(lw, kind_class)
+                    transform: TransformFunc = fill_type(resource)
+                else:
+                    typed = _as_metadata if metadata_only else _with_type
+                    transform = typed(resource, self._transform)
                 informer = SharedIndexInformer(
                     lw,
                     resync_period=self._default_resync if resync is None else resync,
                     indexers={NAMESPACE_INDEX: meta_namespace_index_func},
-                    transform=typed(resource, self._transform), clock=self._clock,
+                    transform=transform, clock=self._clock,
                     name=_informer_name(key), page_size=self._page_size,
                     watch_list=self._watch_list,
+                    # Frozen objects cannot be changed in place: nothing to detect.
+                    detect_mutations=False if kind_class is not None else None,
                 )
                 self._informers[key] = informer
             if indexers:
@@ -131,30 +159,43 @@ class SharedInformerFactory:
                    indexers: Indexers | None = None,
                    metadata_only: bool = False) -> MultiNamespaceLister: ...
 
-    def lister_for(self, resource: Resource, *, namespace: str | None = None,
+    @overload
+    def lister_for(self, resource: type[T], *, namespace: str | None = None,
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   indexers: Indexers | None = None) -> Lister[T]: ...
+
+    @overload
+    def lister_for(self, resource: type[T], *, namespaces: Iterable[str],
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   indexers: Indexers | None = None) -> MultiNamespaceLister[T]: ...
+
+    def lister_for(self, resource: Resource | type[Any], *, namespace: str | None = None,
                    namespaces: Iterable[str] | None = None,
                    label_selector: str | None = None, field_selector: str | None = None,
                    indexers: Indexers | None = None,
-                   metadata_only: bool = False) -> Lister | MultiNamespaceLister:
-        """A Lister over the shared informer for these arguments; with ``namespaces``, one
-        MultiNamespaceLister over the shared informer of each (see module docstring)."""
-        if namespaces is None:
-            informer = self.informer_for(resource, namespace=namespace,
+                   metadata_only: bool = False) -> Lister[Any] | MultiNamespaceLister[Any]:
+        """A Lister over the shared informer for these arguments (a ``Lister[cls]`` of typed
+        objects for a kind class); with ``namespaces``, one MultiNamespaceLister over the
+        shared informer of each (see module docstring)."""
+        res, _ = _resource_of(resource)
+
+        def one(ns: str | None) -> Lister[Any]:
+            informer = self.informer_for(resource, namespace=ns,
                                          label_selector=label_selector,
                                          field_selector=field_selector, indexers=indexers,
                                          metadata_only=metadata_only)
-            return Lister(informer.get_indexer(), resource)
+            return Lister(informer.get_indexer(), res)
+
+        if namespaces is None:
+            return one(namespace)
         if namespace is not None:
             raise ValueError("pass namespace or namespaces, not both")
         scopes = list(dict.fromkeys(namespaces))
         if not scopes:
             raise ValueError("namespaces must name at least one namespace")
-        if "" in scopes or not resource.namespaced:
+        if "" in scopes or not res.namespaced:
             scopes = [""]
-        return MultiNamespaceLister({ns: self.lister_for(
-            resource, namespace=ns, label_selector=label_selector,
-            field_selector=field_selector, indexers=indexers, metadata_only=metadata_only)
-            for ns in scopes}, resource)
+        return MultiNamespaceLister({ns: one(ns) for ns in scopes}, res)
 
     def start(self, stop: threading.Event) -> None:
         """Start every informer not started yet, each in a named thread."""
@@ -255,4 +296,15 @@ def _informer_name(key: _Key) -> str:
         name += f"[{key.label_selector}]"
     if key.metadata_only:
         name += ":metadata"
+    if key.kind_class is not None:
+        name += ":typed"
     return name
+
+
+def _resource_of(arg: Resource | type[Any]) -> tuple[Resource, type[Any] | None]:
+    """The Resource of an informer_for/lister_for argument, and the kind class if typed."""
+    if isinstance(arg, Resource):
+        return arg, None
+    # Imported here: pyctrl.api imports pyctrl.cache (its TypedLister) at import time.
+    from pyctrl.api.typed import resource_for
+    return resource_for(arg), arg

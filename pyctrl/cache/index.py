@@ -8,14 +8,17 @@ indexer's lock. Two standard indexes ship here, mirroring client-go:
   i.e. cluster-scoped ones, are not indexed).
 * ``CONTROLLER_UID_INDEX`` / :func:`controller_uid_index_func`: the uid of the owner reference
   marked ``controller: true`` (how a CronJob controller finds its Jobs without a LIST).
+
+Both read through :mod:`pyctrl.kube.meta`, so they index raw dicts and typed objects alike;
+an index function of a typed informer receives the typed (frozen) objects.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from pyctrl.kube.interface import Object
-from pyctrl.kube.meta import controller_of
+from pyctrl.kube import meta
 
 __all__ = [
     "CONTROLLER_UID_INDEX",
@@ -26,21 +29,21 @@ __all__ = [
     "meta_namespace_index_func",
 ]
 
-IndexFunc = Callable[[Object], list[str]]
+# Any: a raw-dict informer passes dicts, a typed one its kind's objects.
+IndexFunc = Callable[[Any], list[str]]
 Indexers = dict[str, IndexFunc]
 
 NAMESPACE_INDEX = "namespace"
 CONTROLLER_UID_INDEX = "controller-uid"
 
 
-def meta_namespace_index_func(obj: Object) -> list[str]:
+def meta_namespace_index_func(obj: meta.AnyObject) -> list[str]:
     """Index by ``metadata.namespace``; cluster-scoped objects get no entry."""
-    ns = obj.get("metadata", {}).get("namespace")
+    ns = meta.namespace(obj)
     return [ns] if ns else []
 
 
-def controller_uid_index_func(obj: Object) -> list[str]:
+def controller_uid_index_func(obj: meta.AnyObject) -> list[str]:
     """Index by the uid of the controlling owner reference, if there is one."""
-    ref = controller_of(obj)
-    uid = ref.get("uid") if ref is not None else None
-    return [uid] if isinstance(uid, str) and uid else []
+    ref = meta.controller_ref(obj)
+    return [ref.uid] if ref is not None and ref.uid else []

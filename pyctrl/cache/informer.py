@@ -8,7 +8,9 @@ Contract (client-go ``sharedIndexInformer``):
 * Objects pass through ``transform`` (default :func:`drop_managed_fields`) before they reach
   the cache. **Objects from the cache, listers and handler callbacks are shared and
   read-only**: deep-copy before changing one. ``detect_mutations=True`` (or
-  ``PYCTRL_CACHE_MUTATION_DETECTOR=1``) keeps deep copies and reports in-place changes.
+  ``PYCTRL_CACHE_MUTATION_DETECTOR=1``) keeps deep copies and reports in-place changes
+  (raw dicts only: a typed informer's frozen objects cannot change, and the factory builds
+  those with the detector off).
 * Handlers (see :mod:`pyctrl.cache.processor`) each get their own buffer and thread, so a
   slow or failing handler never delays the cache, the reflector or other handlers. A handler
   added after start first receives every cached object as an add (``is_in_initial_list``
@@ -60,6 +62,7 @@ from pyctrl.cache.processor import (
 from pyctrl.cache.reflector import Reflector
 from pyctrl.cache.store import Indexer
 from pyctrl.clock import Clock, RealClock
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Object
 
 __all__ = ["MIN_RESYNC_PERIOD", "SharedIndexInformer"]
@@ -70,9 +73,8 @@ MIN_RESYNC_PERIOD = 1.0
 _MUTATION_CHECK_PERIOD = 10.0
 
 
-def _rv(obj: Object) -> str | None:
-    md = obj.get("metadata")
-    return md.get("resourceVersion") if md else None
+def _rv(obj: Object) -> str:
+    return meta.resource_version(obj)
 
 
 class SharedIndexInformer:

@@ -9,13 +9,17 @@ Contract (mirrors client-go ``MetaNamespaceKeyFunc``):
   may be stale, or None when even that was unknown). Its key is the key it was stored under.
 * :func:`deletion_handling_meta_namespace_key` accepts either an object or a tombstone, which
   is what every delete handler needs.
+* Keys are read through :mod:`pyctrl.kube.meta`, so raw dicts and typed objects
+  (:class:`pyctrl.api.Object`) have the same key.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from pyctrl.kube.interface import Object
+from pyctrl.kube import meta
+from pyctrl.kube.meta import AnyObject
 
 __all__ = [
     "DeletedFinalStateUnknown",
@@ -30,19 +34,20 @@ class DeletedFinalStateUnknown:
     """A deletion seen only through a relist: ``obj`` is the last known state (maybe None)."""
 
     key: str
-    obj: Object | None
+    obj: Any  # the last known object (a dict, or a typed cache's typed object), or None
 
 
-def meta_namespace_key(obj: Object | DeletedFinalStateUnknown) -> str:
+def meta_namespace_key(obj: AnyObject | DeletedFinalStateUnknown) -> str:
     """``"ns/name"`` for namespaced objects, ``"name"`` for cluster-scoped ones.
 
     A tombstone yields the key it carries. Raises KeyError when ``metadata.name`` is missing.
     """
     if isinstance(obj, DeletedFinalStateUnknown):
         return obj.key
-    md = obj["metadata"]
-    ns = md.get("namespace")
-    name: str = md["name"]
+    name = meta.name(obj)
+    if not name:
+        raise KeyError("metadata.name")
+    ns = meta.namespace(obj)
     return f"{ns}/{name}" if ns else name
 
 

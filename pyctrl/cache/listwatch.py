@@ -112,10 +112,23 @@ class ListWatch:
                                 limit=limit, continue_=continue_,
                                 resource_version=resource_version)
 
+    @property
+    def lists_bytes(self) -> bool:
+        """Whether :meth:`decoded_pages` reads the response bodies itself (a client with
+        ``list_raw``, and no subclass overriding ``list``), so ``decode`` applies."""
+        return isinstance(self.client, RawLister) and type(self).list is ListWatch.list
+
     def list_pages(self, *, limit: int | None, resource_version: str) -> Pages:
         """The pages of one LIST, pipelined when possible (see module docstring)."""
+        return self.decoded_pages(limit=limit, resource_version=resource_version,
+                                  decode=decode_object)
+
+    def decoded_pages(self, *, limit: int | None, resource_version: str,
+                      decode: Callable[[bytes], Object]) -> Pages:
+        """:meth:`list_pages` with each body decoded by ``decode`` when :attr:`lists_bytes`
+        (a typed informer's decoder), else the pages as ``list`` returns them."""
         client = self.client
-        if not isinstance(client, RawLister) or type(self).list is not ListWatch.list:
+        if not isinstance(client, RawLister) or not self.lists_bytes:
             # A subclass that overrides list() must keep being asked for every page.
             return sequential_pages(self, limit=limit, resource_version=resource_version)
         selectors = self._selectors
@@ -125,7 +138,8 @@ class ListWatch:
                                    limit=limit, continue_=cont,
                                    resource_version=None if cont else resource_version)
 
-        return pipelined_pages(fetch, name=f"list-prefetch-{self.resource.plural}")
+        return pipelined_pages(fetch, name=f"list-prefetch-{self.resource.plural}",
+                               decode=decode)
 
     def watch(
         self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
@@ -207,8 +221,10 @@ class _Fetcher:
                 self._results.put((None, err))
 
 
-def pipelined_pages(fetch: Callable[[str | None], bytes], *, name: str) -> Pages:
-    """Pages of one LIST from ``fetch(continue_or_None) -> body``, next page prefetched."""
+def pipelined_pages(fetch: Callable[[str | None], bytes], *, name: str,
+                    decode: Callable[[bytes], Object] = decode_object) -> Pages:
+    """Pages of one LIST from ``fetch(continue_or_None) -> body``, next page prefetched;
+    ``decode`` turns a body into the page (a typed informer's decodes its items typed)."""
     body = fetch(None)
     fetcher = _Fetcher(fetch, name)
     try:
@@ -217,7 +233,7 @@ def pipelined_pages(fetch: Callable[[str | None], bytes], *, name: str) -> Pages
             if guess:
                 fetcher.submit(guess)
             with gc_paused():
-                page = decode_object(body)
+                page = decode(body)
                 del body
                 cont = (page.get("metadata") or {}).get("continue") or None
                 guessed = cont == guess

@@ -86,6 +86,7 @@ from pyctrl.errors import (
     Unreachable,
     from_status,
 )
+from pyctrl.kube import meta
 from pyctrl.kube.body import gc_paused
 from pyctrl.kube.interface import Object, WatchEvent, WatchStream
 from pyctrl.kube.resource import Resource
@@ -419,7 +420,7 @@ class Reflector:
             elif etype != "BOOKMARK":
                 log.warning("unknown watch event type", reflector=self.name, type=etype)
                 continue
-            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            rv = meta.resource_version(obj)
             if rv:
                 self._last_rv = rv
             count += 1

@@ -1,11 +1,28 @@
 """Object-metadata accessors every layer shares (apimachinery's ``metav1`` helpers).
 
-Contract: :func:`controller_of` is the one walk over ``metadata.ownerReferences``: it returns
-the first owner reference with ``controller: true`` (an object has at most one, as
-``metav1.GetControllerOf`` assumes), or None. It reads defensively: a missing or malformed
-``metadata``/``ownerReferences``, and entries that are not mappings, count as no controller,
-so a handler or index fed a half-formed object never raises. It never copies or mutates:
-the reference returned is the object's own (read-only for cached objects).
+Contract: this module is the one place that reads an object's metadata, for a raw dict (as a
+raw-dict informer or the client hands it out) and a typed object (a
+:class:`pyctrl.api.Object`: anything with a ``metadata`` attribute shaped like
+:class:`pyctrl.api.ObjectMeta`, see :class:`TypedObject`) alike. Key functions, indexers,
+handlers, predicates and :mod:`pyctrl.ownerrefs` read through it, so they work on both.
+
+* :func:`name`, :func:`namespace`, :func:`uid`, :func:`resource_version` return ``""`` when
+  the field is missing, as do :func:`api_version` and :func:`kind` (top-level fields, not
+  metadata; a typed object whose field is unset reads its class's
+  :class:`pyctrl.api.KindInfo`); :func:`generation` None (a typed object's default ``0``
+  also reads as None: the API server starts generations at 1, so ``0`` means "not set");
+  :func:`labels`, :func:`annotations` an empty mapping, :func:`finalizers` and
+  :func:`owner_references` an empty sequence; :func:`deletion_timestamp` None, else the value
+  as the object holds it (an RFC 3339 string in a dict, an aware datetime in a typed object).
+  Raw dicts are read defensively: a missing or malformed ``metadata`` reads as empty.
+* :func:`controller_of` is the one walk over ``metadata.ownerReferences``: it returns the first
+  owner reference with ``controller: true`` (an object has at most one, as
+  ``metav1.GetControllerOf`` assumes), or None; a dict's reference is a dict, a typed object's
+  its typed reference. It reads defensively: a missing or malformed ``ownerReferences``, and
+  entries that are not mappings, count as no controller, so a handler or index fed a
+  half-formed object never raises. :func:`controller_ref` is the same reference as a
+  :class:`OwnerRef` (the same four fields for both forms). Nothing here copies or mutates:
+  what is returned is the object's own (read-only for cached objects).
 
 Times as the API server writes them, one place for every writer (conditions, events,
 Leases, the CronJob status): :func:`format_time` is a ``metav1.Time`` (RFC 3339 in UTC,
@@ -14,24 +31,30 @@ microseconds). Both take an aware datetime in any zone (a naive one is read as l
 ``datetime.astimezone`` does). :func:`parse_micro_time` reads either form back (an aware
 datetime; a string without an offset is read as UTC), None for a missing or malformed value.
 
-Accessors for a raw dict and a typed object alike (a :class:`pyctrl.api.Object`, read by
-duck typing: its ``metadata`` attribute with snake_case fields): :func:`name`,
-:func:`namespace`, :func:`uid`, :func:`resource_version`, :func:`generation` (None when
-unset), :func:`labels` and :func:`annotations` (an empty mapping when unset). They only read.
-
-It lives in ``pyctrl.kube`` (the lowest layer) so ``pyctrl.cache`` (the controller-UID index),
-the handlers and :mod:`pyctrl.ownerrefs` (the public helper) all use it.
+It lives in ``pyctrl.kube`` (the lowest layer) so ``pyctrl.cache`` (keys, the namespace and
+controller-UID indexes), the handlers and :mod:`pyctrl.ownerrefs` all use it; it imports
+nothing from ``pyctrl.api`` (typed objects are recognised by shape: whatever is not a
+mapping is read through its ``metadata`` attribute).
 """
 
+# No ``from __future__ import annotations``: a function here is named ``annotations``.
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol, TypeAlias, overload
 
 __all__ = [
+    "AnyObject",
+    "OwnerRef",
+    "TypedObject",
+    "TypedObjectMeta",
+    "TypedOwnerReference",
     "annotations",
     "api_version",
     "controller_of",
+    "controller_ref",
+    "deletion_timestamp",
     "finalizers",
     "format_micro_time",
     "format_time",
@@ -40,78 +63,175 @@ __all__ = [
     "labels",
     "name",
     "namespace",
+    "owner_references",
     "parse_micro_time",
     "resource_version",
     "uid",
 ]
 
-_EMPTY: Mapping[str, str] = {}
+
+class TypedOwnerReference(Protocol):
+    """The read side of a typed owner reference (:class:`pyctrl.api.OwnerReference`)."""
+
+    @property
+    def api_version(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def controller(self) -> bool | None: ...
 
 
-def _field(obj: object, key: str, attr: str) -> Any:
+class TypedObjectMeta(Protocol):
+    """The read side of a typed ObjectMeta (:class:`pyctrl.api.ObjectMeta`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def resource_version(self) -> str: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def deletion_timestamp(self) -> datetime | None: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def annotations(self) -> Mapping[str, str]: ...
+    @property
+    def finalizers(self) -> Sequence[str]: ...
+    @property
+    def owner_references(self) -> Sequence[TypedOwnerReference]: ...
+
+
+class TypedObject(Protocol):
+    """A typed object as this module reads it: one with a typed ``metadata``."""
+
+    @property
+    def metadata(self) -> TypedObjectMeta: ...
+
+
+AnyObject: TypeAlias = Mapping[str, Any] | TypedObject
+"""A raw object (a dict, as decoded from JSON) or a typed one."""
+
+
+class OwnerRef(NamedTuple):
+    """An owner reference's identifying fields, whichever form it came in."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _raw(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    md = obj.get("metadata")
+    return md if isinstance(md, Mapping) else _EMPTY
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def name(obj: AnyObject) -> str:
+    """``metadata.name`` (``""`` when missing)."""
+    if type(obj) is dict or isinstance(obj, Mapping):  # dicts first: the hot case
+        return _str(_raw(obj).get("name"))
+    return obj.metadata.name
+
+
+def namespace(obj: AnyObject) -> str:
+    """``metadata.namespace`` (``""`` for cluster-scoped objects)."""
+    if type(obj) is dict or isinstance(obj, Mapping):  # dicts first: the hot case
+        return _str(_raw(obj).get("namespace"))
+    return obj.metadata.namespace
+
+
+def uid(obj: AnyObject) -> str:
+    """``metadata.uid`` (``""`` when missing)."""
     if isinstance(obj, Mapping):
-        md = obj.get("metadata")
-        return md.get(key) if isinstance(md, Mapping) else None
-    return getattr(getattr(obj, "metadata", None), attr, None)
+        return _str(_raw(obj).get("uid"))
+    return obj.metadata.uid
 
 
-def name(obj: object) -> str:
-    """``metadata.name`` ("" when unset)."""
-    return str(_field(obj, "name", "name") or "")
+def resource_version(obj: AnyObject) -> str:
+    """``metadata.resourceVersion`` (``""`` when missing)."""
+    if type(obj) is dict or isinstance(obj, Mapping):  # dicts first: the hot case
+        return _str(_raw(obj).get("resourceVersion"))
+    return obj.metadata.resource_version
 
 
-def namespace(obj: object) -> str:
-    """``metadata.namespace`` ("" when unset or cluster-scoped)."""
-    return str(_field(obj, "namespace", "namespace") or "")
-
-
-def uid(obj: object) -> str:
-    """``metadata.uid`` ("" when unset)."""
-    return str(_field(obj, "uid", "uid") or "")
-
-
-def resource_version(obj: object) -> str:
-    """``metadata.resourceVersion`` ("" when unset)."""
-    return str(_field(obj, "resourceVersion", "resource_version") or "")
-
-
-def api_version(obj: object) -> str:
-    """``apiVersion`` (a typed object's class gives it when the field is unset)."""
+def api_version(obj: AnyObject) -> str:
+    """``apiVersion`` (``""`` when missing; a typed object's class gives it when unset)."""
     if isinstance(obj, Mapping):
-        return str(obj.get("apiVersion") or "")
-    info = getattr(type(obj), "__kind__", None)
-    return str(getattr(obj, "api_version", "") or getattr(info, "api_version", ""))
+        return _str(obj.get("apiVersion"))
+    return _str(getattr(obj, "api_version", "")) or _str(
+        getattr(getattr(type(obj), "__kind__", None), "api_version", ""))
 
 
-def kind(obj: object) -> str:
-    """``kind`` (a typed object's class gives it when the field is unset)."""
+def kind(obj: AnyObject) -> str:
+    """``kind`` (``""`` when missing; a typed object's class gives it when unset)."""
     if isinstance(obj, Mapping):
-        return str(obj.get("kind") or "")
-    info = getattr(type(obj), "__kind__", None)
-    return str(getattr(obj, "kind", "") or getattr(info, "kind", ""))
+        return _str(obj.get("kind"))
+    return _str(getattr(obj, "kind", "")) or _str(
+        getattr(getattr(type(obj), "__kind__", None), "kind", ""))
 
 
-def finalizers(obj: object) -> list[str]:
-    """A copy of ``metadata.finalizers`` (empty when unset)."""
-    return list(_field(obj, "finalizers", "finalizers") or ())
+def generation(obj: AnyObject) -> int | None:
+    """``metadata.generation``; None when missing (or a typed object's unset ``0``)."""
+    if isinstance(obj, Mapping):
+        gen = _raw(obj).get("generation")
+        return gen if isinstance(gen, int) else None
+    return obj.metadata.generation or None
 
 
-def generation(obj: object) -> int | None:
-    """``metadata.generation``, None when unset (a typed object's 0 is unset)."""
-    value = _field(obj, "generation", "generation")
-    return value if isinstance(value, int) and value else None
+def labels(obj: AnyObject) -> Mapping[str, str]:
+    """``metadata.labels`` (empty when missing)."""
+    if isinstance(obj, Mapping):
+        found = _raw(obj).get("labels")
+        return found if isinstance(found, Mapping) else _EMPTY
+    return obj.metadata.labels
 
 
-def labels(obj: object) -> Mapping[str, str]:
-    """``metadata.labels`` (empty when unset)."""
-    value = _field(obj, "labels", "labels")
-    return value if isinstance(value, Mapping) else _EMPTY
+def annotations(obj: AnyObject) -> Mapping[str, str]:
+    """``metadata.annotations`` (empty when missing)."""
+    if isinstance(obj, Mapping):
+        found = _raw(obj).get("annotations")
+        return found if isinstance(found, Mapping) else _EMPTY
+    return obj.metadata.annotations
 
 
-def annotations(obj: object) -> Mapping[str, str]:
-    """``metadata.annotations`` (empty when unset)."""
-    value = _field(obj, "annotations", "annotations")
-    return value if isinstance(value, Mapping) else _EMPTY
+def finalizers(obj: AnyObject) -> Sequence[str]:
+    """``metadata.finalizers`` (empty when missing)."""
+    if isinstance(obj, Mapping):
+        found = _raw(obj).get("finalizers")
+        return found if isinstance(found, list) else ()
+    return obj.metadata.finalizers
+
+
+def owner_references(obj: AnyObject) -> Sequence[Mapping[str, Any] | TypedOwnerReference]:
+    """``metadata.ownerReferences`` (empty when missing), in the object's own form."""
+    if isinstance(obj, Mapping):
+        found = _raw(obj).get("ownerReferences")
+        return found if isinstance(found, list) else ()
+    return obj.metadata.owner_references
+
+
+def deletion_timestamp(obj: AnyObject) -> str | datetime | None:
+    """``metadata.deletionTimestamp`` as the object holds it; None when not being deleted."""
+    if isinstance(obj, Mapping):
+        found = _raw(obj).get("deletionTimestamp")
+        return found if isinstance(found, str | datetime) and found else None
+    return obj.metadata.deletion_timestamp
 
 
 def format_time(when: datetime) -> str:
@@ -135,10 +255,20 @@ def parse_micro_time(value: object) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+@overload
+def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None: ...
+@overload
+def controller_of(obj: TypedObject) -> TypedOwnerReference | None: ...
+
+
+def controller_of(obj: AnyObject) -> dict[str, Any] | TypedOwnerReference | None:
     """The owner reference of ``obj`` with ``controller: true``, or None."""
-    meta = obj.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    if not isinstance(obj, Mapping):
+        for typed in obj.metadata.owner_references:
+            if typed.controller is True:
+                return typed
+        return None
+    refs = _raw(obj).get("ownerReferences")
     if not isinstance(refs, list):
         return None
     for ref in refs:
@@ -146,3 +276,17 @@ def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
             found: dict[str, Any] = ref
             return found
     return None
+
+
+def controller_ref(obj: AnyObject) -> OwnerRef | None:
+    """:func:`controller_of` as an :class:`OwnerRef` (missing fields read as ``""``)."""
+    if not isinstance(obj, Mapping):
+        typed = controller_of(obj)
+        if typed is None:
+            return None
+        return OwnerRef(typed.api_version, typed.kind, typed.name, typed.uid)
+    ref = controller_of(obj)
+    if ref is None:
+        return None
+    return OwnerRef(_str(ref.get("apiVersion")), _str(ref.get("kind")), _str(ref.get("name")),
+                    _str(ref.get("uid")))

@@ -7,6 +7,9 @@ Contract:
   split a multi-byte character, so bytes are buffered until a newline and each complete line
   is decoded with orjson. Blank lines are skipped; a line that is not a JSON object raises
   :class:`pyctrl.errors.ApiError` (the stream is corrupt, the caller must re-watch).
+  ``WatchDecoder(decode)`` decodes each line with ``decode`` instead (a typed informer's
+  decoder: straight from the line's bytes into its kind, see :mod:`pyctrl.cache.typed`);
+  :meth:`HTTPWatchStream.decode_with` sets it on a stream before it is iterated.
 * :class:`HTTPWatchStream` is the :class:`pyctrl.kube.interface.WatchStream` the REST client
   returns. Iterating yields events until the server ends the response (``timeoutSeconds``) or
   the connection drops (both end iteration quietly: the Reflector re-watches). ERROR events are
@@ -49,10 +52,11 @@ _READ_SIZE = 64 * 1024
 class WatchDecoder:
     """Split a byte stream into newline-terminated JSON events (see module docstring)."""
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_buf", "_decode")
 
-    def __init__(self) -> None:
+    def __init__(self, decode: Callable[[bytes], WatchEvent] | None = None) -> None:
         self._buf = b""
+        self._decode = decode or _decode
 
     def feed(self, chunk: bytes) -> list[WatchEvent]:
         """Add ``chunk``; return every event completed by it, in order."""
@@ -64,16 +68,17 @@ class WatchDecoder:
             self._buf = data
             return []
         self._buf = data[end + 1 :]
+        decode = self._decode
         out: list[WatchEvent] = []
         for line in data[:end].split(b"\n"):
             if line.strip():
-                out.append(_decode(line))
+                out.append(decode(line))
         return out
 
     def finish(self) -> list[WatchEvent]:
         """The stream ended: decode a final event that had no trailing newline, if any."""
         rest, self._buf = self._buf, b""
-        return [_decode(rest)] if rest.strip() else []
+        return [self._decode(rest)] if rest.strip() else []
 
     @property
     def pending(self) -> int:
@@ -118,6 +123,11 @@ class HTTPWatchStream:
         # Set when iter_chunks read the body exactly: the http.client response to close
         # before the connection may go back to the pool.
         self._reusable: http.client.HTTPResponse | None = None
+        self._line_decoder: Callable[[bytes], WatchEvent] | None = None
+
+    def decode_with(self, decode: Callable[[bytes], WatchEvent]) -> None:
+        """Decode each event's line with ``decode`` (before the stream is iterated)."""
+        self._line_decoder = decode
 
     @property
     def closed(self) -> bool:
@@ -146,7 +156,7 @@ class HTTPWatchStream:
     def __iter__(self) -> Iterator[WatchEvent]:
         with self._lock:
             self._iterating = True
-        decoder = WatchDecoder()
+        decoder = WatchDecoder(self._line_decoder)
         try:
             if self._closed:
                 return

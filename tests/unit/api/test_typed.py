@@ -71,10 +71,9 @@ def test_encode_fills_api_version_and_kind_and_omits_defaults() -> None:
 def test_status_patch_touches_only_declared_changed_fields() -> None:
     cached = raw()
     site = api.decode(Website, cached)
-    site.status.replicas = 3
-    site.status.url = ""  # back to its default: removed
-    site.status.observed_generation = site.metadata.generation
-    patch = api.status_patch(cached, site.status)
+    status = api.replace(site.status, replicas=3, url="",  # url back to its default: removed
+                         observed_generation=site.metadata.generation)
+    patch = api.status_patch(cached, status)
     assert patch == {"status": {"observedGeneration": 2, "replicas": 3, "url": None}}
     # A field this class does not declare is not in the patch: it survives the write.
     assert "newerControllerField" not in patch["status"]
@@ -88,8 +87,7 @@ def test_unchanged_status_gives_an_empty_patch() -> None:
 def test_status_patch_with_a_resource_version_precondition() -> None:
     cached = raw()
     site = api.decode(Website, cached)
-    site.status.replicas = 1
-    patch = api.status_patch(cached, site.status, resource_version="7")
+    patch = api.status_patch(cached, api.replace(site.status, replicas=1), resource_version="7")
     assert patch["metadata"] == {"resourceVersion": "7"}
 
 
@@ -102,9 +100,8 @@ def test_status_patch_applied_keeps_unknown_fields() -> None:
     client.patch(res, "a", {"status": raw()["status"]}, "ns", patch_type="merge",
                  subresource="status")
     cached = client.get(res, "a", "ns")
-    site = api.decode(Website, cached)
-    site.status.replicas = 2
-    client.patch(res, "a", api.status_patch(cached, site.status), "ns", patch_type="merge",
+    status = api.replace(api.decode(Website, cached).status, replicas=2)
+    client.patch(res, "a", api.status_patch(cached, status), "ns", patch_type="merge",
                  subresource="status")
     stored = client.get(res, "a", "ns")
     assert stored["status"]["replicas"] == 2
@@ -124,8 +121,9 @@ def test_typed_lister_decodes_fresh_objects() -> None:
     indexer.add(raw())
     typed = api.TypedLister(Lister(indexer), Website)
     first = typed.get("ns", "a")
-    first.spec.replicas = 99
-    assert typed.get("ns", "a").spec.replicas == 3
+    with pytest.raises(AttributeError):  # typed objects are frozen
+        first.spec.replicas = 99  # type: ignore[misc]
+    assert typed.get("ns", "a") is not first and typed.get("ns", "a") == first
     assert [s.metadata.name for s in typed.list("ns")] == ["a"]
     with pytest.raises(NotFound):
         typed.get("ns", "missing")

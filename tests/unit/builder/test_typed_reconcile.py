@@ -184,7 +184,7 @@ def raw(name: str, generation: int, labels: dict[str, str],
 def test_changed_predicates_read_dicts_and_typed_objects(make: Callable[..., object]) -> None:
     def update(p: Predicate, old: object, new: object) -> bool:
         assert p.update is not None
-        return p.update(old, new)  # type: ignore[arg-type]
+        return p.update(old, new)
 
     base = make("a", 1, {"x": "1"})
     assert not update(pyctrl.generation_changed, base, make("a", 1, {"x": "2"}))
@@ -194,7 +194,7 @@ def test_changed_predicates_read_dicts_and_typed_objects(make: Callable[..., obj
     assert update(pyctrl.annotations_changed, base, make("a", 1, {"x": "1"}, {"n": "y"}))
     assert not update(pyctrl.annotations_changed, base, make("a", 2, {"x": "1"}))
     selector = pyctrl.label_selector_predicate("x=1")
-    assert selector.add is not None and selector.add(base)  # type: ignore[arg-type]
+    assert selector.add is not None and selector.add(base)
 
 
 def test_predicates_compose_with_and_or_not() -> None:

@@ -86,7 +86,7 @@ def test_replace_emits_tombstones_for_known_keys_missing_from_relist() -> None:
     queued = by_key["default/queued-only"] or []
     assert types(queued) == [ADDED, DELETED]
     assert isinstance(queued[-1].object, DeletedFinalStateUnknown)
-    assert queued[-1].object.obj["metadata"]["resourceVersion"] == "3"  # type: ignore[index]
+    assert queued[-1].object.obj["metadata"]["resourceVersion"] == "3"
 
 
 def test_has_synced_after_initial_replace_batch_is_popped() -> None:
