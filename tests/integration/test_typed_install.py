@@ -83,7 +83,7 @@ def test_wheel_ships_py_typed_and_type_checks(tmp_path: Path, project: Path) -> 
     dist = tmp_path / "dist"
     subprocess.run([str(BIN / "pip"), "wheel", "--quiet", "--no-deps", "-w", str(dist), "."],
                    check=True, cwd=ROOT, env=_env(), timeout=600)
-    (wheel,) = dist.glob("pyctrl-*.whl")
+    (wheel,) = dist.glob("pyctrl_k8s-*.whl")
     assert "pyctrl/py.typed" in zipfile.ZipFile(wheel).namelist()
     python = _venv(tmp_path / "venv")
     _pip_install(python, str(wheel))
@@ -93,7 +93,7 @@ def test_wheel_ships_py_typed_and_type_checks(tmp_path: Path, project: Path) -> 
 @pytest.mark.timeout(900)
 def test_editable_install_type_checks_in_compat_mode(tmp_path: Path, project: Path) -> None:
     makefile = (ROOT / "Makefile").read_text()
-    assert "--config-settings editable_mode=compat -e '.[dev]'" in makefile
+    assert "--config-settings editable_mode=compat" in makefile and "-e '.[dev]'" in makefile
     compat = _venv(tmp_path / "compat")
     _pip_install(compat, "--config-settings", "editable_mode=compat", "-e", ".")
     _assert_only_the_deliberate_error(_mypy(compat, project))
