@@ -11,8 +11,8 @@ parses and is listed; the overlays are composed here in Python (resources, compo
 Deployment, Service, webhook configurations, certificate and RBAC agree with each other and
 with the controller's flags and webhook paths; the NetworkPolicy admits exactly the
 container's ports and lets out only API server and DNS traffic; the alert rules name metrics
-the code exports and pass ``promtool check rules`` / ``promtool test rules`` when promtool is installed; the
-Dockerfile is multi-stage, pinned, non-root, and runs the controller.
+the code exports and pass ``promtool check rules`` / ``promtool test rules`` when promtool is
+installed; the Dockerfile is multi-stage, pinned, non-root, and runs the controller.
 """
 
 from __future__ import annotations
