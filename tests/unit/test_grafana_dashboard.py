@@ -4,7 +4,9 @@ Every PromQL expression of the dashboard (panel targets, nested rows, template v
 reduced to its metric names, and each must be one the code exposes: the names registered with
 ``Counter``/``Gauge``/``Histogram``/``Summary`` in pyctrl/ and cronjob_controller/, with the
 suffixes prometheus_client exposes (``_total`` for counters, ``_bucket``/``_sum``/``_count``
-for histograms). A misspelled name, or a metric renamed in the code, fails here.
+for histograms), and those of the process, GC and platform collectors the Manager puts on its
+registry (``register_runtime_collectors``). A misspelled name, or a metric renamed in the
+code, fails here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from pyctrl.serving.gcmetrics import register_runtime_collectors
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "manifests" / "grafana" / "cronjob-controller.json"
@@ -41,6 +47,9 @@ def exposed_names() -> set[str]:
             else:
                 names |= {name, f"{name}_bucket", f"{name}_sum", f"{name}_count",
                           f"{name}_created"}
+    registry = CollectorRegistry()
+    register_runtime_collectors(registry)  # process_*, python_gc_*, python_info
+    names |= {s.name for family in registry.collect() for s in family.samples}
     return names
 
 
@@ -75,7 +84,8 @@ def test_extraction_finds_names_and_flags_a_misspelling() -> None:
     known = exposed_names()
     assert {"controller_runtime_reconcile_total", "workqueue_depth",
             "rest_client_requests_total", "leader_election_master_status",
-            "cronjob_controller_cronjob_job_creation_skew_duration_seconds_bucket"} <= known
+            "cronjob_controller_cronjob_job_creation_skew_duration_seconds_bucket",
+            "process_resident_memory_bytes", "process_cpu_seconds_total"} <= known
     expr = ('histogram_quantile(0.99, sum by (controller, le) (rate('
             'controller_runtime_reconcile_time_seconds_bucket{job=~"$job"}[$__rate_interval])))'
             ' / on (controller) controller_runtime_reconcile_totl')
