@@ -8,6 +8,7 @@ server and the Manager's metrics and probe servers are built on it.
 
 from pyctrl.frontend.http import (
     Handler,
+    Headers,
     Reply,
     Request,
     RequestHead,
@@ -17,5 +18,5 @@ from pyctrl.frontend.http import (
 )
 from pyctrl.frontend.server import Frontend, FrontendConfig
 
-__all__ = ["Frontend", "FrontendConfig", "Handler", "Reply", "Request", "RequestHead", "Route",
-           "response", "text"]
+__all__ = ["Frontend", "FrontendConfig", "Handler", "Headers", "Reply", "Request", "RequestHead",
+           "Route", "response", "text"]

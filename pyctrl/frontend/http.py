@@ -20,7 +20,8 @@ Contract:
 * :func:`body_length` applies the framing rules the servers share: no chunked bodies (411),
   ``Content-Length`` required except for GET/HEAD (411), digits only (400), more than 18
   digits 413.
-* :func:`response` is the bytes of a response with a ``Content-Length``: with
+* :func:`response` is the bytes of a response with a ``Content-Length`` (and the reply's
+  extra header fields, when it has a fourth element, after ``Content-Type``): with
   ``keep_alive=False`` (the default) it says ``Connection: close``; with ``keep_alive=True``
   it says nothing for an HTTP/1.1 request (persistence is the default there) and
   ``Connection: keep-alive`` for an HTTP/1.0 one. Whether a connection is kept is the
@@ -34,10 +35,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 
-__all__ = ["Handler", "Reply", "Request", "RequestHead", "Route", "body_length", "parse_head",
-           "response", "text", "wants_keep_alive"]
+__all__ = ["Handler", "Headers", "Reply", "Request", "RequestHead", "Route", "body_length",
+           "parse_head", "response", "text", "wants_keep_alive"]
 
-Reply = tuple[int, bytes, str]  # status, body, content type
+Headers = tuple[tuple[str, str], ...]  # extra response header fields, in order
+# status, body, content type[, extra header fields]
+Reply = tuple[int, bytes, str] | tuple[int, bytes, str, Headers]
 
 
 def text(code: int, message: str) -> Reply:
@@ -47,13 +50,15 @@ def text(code: int, message: str) -> Reply:
 
 def response(reply: Reply, *, keep_alive: bool = False, version: str = "HTTP/1.1") -> bytes:
     """The bytes of an HTTP/1.1 response to a ``version`` request (see module docstring)."""
-    code, body, content_type = reply
+    code, body, content_type = reply[0], reply[1], reply[2]
+    fields = reply[3] if len(reply) == 4 else ()
+    extra = "".join(f"{name}: {value}\r\n" for name, value in fields)
     if not keep_alive:
         connection = "Connection: close\r\n"
     else:
         connection = "Connection: keep-alive\r\n" if version == "HTTP/1.0" else ""
     head = (f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\nContent-Type: {content_type}\r\n"
-            f"Content-Length: {len(body)}\r\n{connection}\r\n")
+            f"{extra}Content-Length: {len(body)}\r\n{connection}\r\n")
     return head.encode("latin-1") + body
 
 

@@ -7,7 +7,7 @@ Contract:
 * :class:`Checks` answers ``/healthz`` (or ``/readyz``) with 200 ``ok`` when every check
   passes, else 500 listing failures; ``?verbose`` lists every check as ``[+]name ok`` /
   ``[-]name failed: reason``; ``/<endpoint>/<name>`` runs one check (404 when unknown).
-  :meth:`Checks.serve` is a :data:`pyctrl.serving.http.Handler`.
+  :meth:`Checks.serve` answers ``(path, query)`` (the probe server routes to it).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable
 
 from pyctrl.serving.http import TEXT as _TEXT
-from pyctrl.serving.http import Response
 
 __all__ = ["Check", "Checks"]
 
@@ -48,7 +47,7 @@ class Checks:
         except Exception as err:
             return f"check raised {type(err).__name__}: {err}"
 
-    def serve(self, path: str, query: dict[str, list[str]]) -> Response:
+    def serve(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         """Answer ``/<endpoint>`` or ``/<endpoint>/<name>``."""
         with self._mu:
             checks = dict(self._checks)

@@ -2,7 +2,8 @@
 
 Contract:
 
-* A :data:`Handler` answers ``(path, query) -> (status, content type, body)``.
+* A :data:`Handler` answers ``(path, query, headers) -> (status, content type, body[, extra
+  header fields])``; ``headers`` are the request's, with lower-case names.
 * :class:`HTTPServerThread` serves one handler on a :class:`pyctrl.frontend.Frontend`: one
   event-loop thread (``http-<name>-loop``) accepts and reads every connection and a few
   worker threads (``http-<name>-worker-<i>``) run the handler on complete requests, so
@@ -27,12 +28,12 @@ Contract:
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from urllib.parse import parse_qs
 
 import structlog
 
-from pyctrl.frontend import Frontend, FrontendConfig, Reply, Request, RequestHead, text
+from pyctrl.frontend import Frontend, FrontendConfig, Headers, Reply, Request, RequestHead, text
 from pyctrl.frontend import Handler as RequestHandler
 
 __all__ = [
@@ -46,8 +47,9 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Response = tuple[int, str, bytes]  # status, content type, body
-Handler = Callable[[str, dict[str, list[str]]], Response]
+# status, content type, body[, extra header fields]
+Response = tuple[int, str, bytes] | tuple[int, str, bytes, Headers]
+Handler = Callable[[str, dict[str, list[str]], Mapping[str, str]], Response]
 Authorizer = Callable[[str, str | None], Response | None]  # (path, Authorization) -> denial
 
 TEXT = "text/plain; charset=utf-8"
@@ -108,9 +110,10 @@ class HTTPServerThread:
         try:
             denied = (self._authorize(path, request.head.headers.get("authorization"))
                       if self._authorize is not None else None)
-            status, ctype, body = denied or self._handler(
-                path, parse_qs(request.head.query, keep_blank_values=True))
+            answer = denied or self._handler(
+                path, parse_qs(request.head.query, keep_blank_values=True),
+                request.head.headers)
         except Exception:
             log.exception("http handler failed", server=self.name, path=path)
-            status, ctype, body = 500, TEXT, b"internal error\n"
-        return status, body, ctype
+            return 500, b"internal error\n", TEXT
+        return answer[0], answer[2], answer[1], answer[3] if len(answer) == 4 else ()

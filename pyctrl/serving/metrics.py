@@ -1,7 +1,13 @@
 """Metric families shared per Prometheus registry, and the handler that exposes a registry.
 
-Contract: :func:`metrics_handler` serves the Prometheus text exposition of a registry at
-``/metrics`` (404 elsewhere). :func:`per_registry` turns a factory that registers collectors on a
+Contract: :func:`metrics_handler` serves a registry at ``/metrics`` (404 elsewhere) through
+prometheus_client's own exposition: the format the ``Accept`` header asks for
+(``choose_encoder``: OpenMetrics 1.0 for ``application/openmetrics-text``, else the Prometheus
+text format 0.0.4), gzip-compressed when ``Accept-Encoding`` lists ``gzip`` (with
+``Content-Encoding: gzip``), ``?name[]=<family>`` restricting the answer to those families as
+prometheus_client's own server does; every answer says ``Vary: Accept, Accept-Encoding``.
+
+:func:`per_registry` turns a factory that registers collectors on a
 ``prometheus_client.CollectorRegistry`` into a getter that calls the factory once per
 registry and hands every later caller with the same registry the same result (a registry
 refuses a second collector of the same name, and several queues, clients or controllers in
@@ -20,12 +26,14 @@ import no other pyctrl module): every layer (``pyctrl.kube`` included) may use i
 
 from __future__ import annotations
 
+import gzip
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder, gzip_accepted
 
 from pyctrl.serving.http import TEXT, Handler, Response
 
@@ -64,11 +72,17 @@ def per_registry(factory: Callable[[CollectorRegistry | None], T]) -> PerRegistr
 
 
 def metrics_handler(registry: CollectorRegistry) -> Handler:
-    """Serve the Prometheus text exposition of ``registry`` at ``/metrics``."""
+    """Serve ``registry`` at ``/metrics``, negotiated as the module docstring says."""
 
-    def handle(path: str, query: dict[str, list[str]]) -> Response:
+    def handle(path: str, query: dict[str, list[str]], headers: Mapping[str, str]) -> Response:
         if path.rstrip("/") != "/metrics":
             return 404, TEXT, b"not found\n"
-        return 200, CONTENT_TYPE_LATEST, generate_latest(registry)
+        encoder, content_type = choose_encoder(headers.get("accept", ""))
+        names = query.get("name[]")
+        body = encoder(registry.restricted_registry(names) if names else registry)
+        vary = ("Vary", "Accept, Accept-Encoding")
+        if gzip_accepted(headers.get("accept-encoding", "")):
+            return 200, content_type, gzip.compress(body), (("Content-Encoding", "gzip"), vary)
+        return 200, content_type, body, (vary,)
 
     return handle

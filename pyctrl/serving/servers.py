@@ -16,7 +16,7 @@ Manager serves: /metrics at ``metrics_address`` (HTTPS from ``cert_dir`` or self
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry
 
@@ -39,7 +39,7 @@ def metrics_server(address: tuple[str, int], registry: CollectorRegistry, *,
 def probe_server(address: tuple[str, int], *checks: Checks) -> HTTPServerThread:
     """The probe server answering ``/<endpoint>[/<check>]`` for each of ``checks``."""
 
-    def probes(path: str, query: dict[str, list[str]]) -> Response:
+    def probes(path: str, query: dict[str, list[str]], headers: Mapping[str, str]) -> Response:
         for family in checks:
             prefix = "/" + family.endpoint
             if path == prefix or path.startswith(prefix + "/"):

@@ -9,9 +9,10 @@ parses and is listed; the overlays are composed here in Python (resources, compo
 "add" patches) so the checks below run without kubectl, and, when a kubectl binary is found,
 ``kubectl kustomize`` renders each overlay to exactly the objects composed here. The
 Deployment, Service, webhook configurations, certificate and RBAC agree with each other and
-with the controller's flags and webhook paths; the alert rules name metrics the code exports
-and pass ``promtool check rules`` / ``promtool test rules`` when promtool is installed; the
-Dockerfile is multi-stage, pinned, non-root, and runs the controller.
+with the controller's flags and webhook paths; the NetworkPolicy admits exactly the
+container's ports and lets out only API server and DNS traffic; the alert rules name metrics
+the code exports and pass ``promtool check rules`` / ``promtool test rules`` when promtool is
+installed; the Dockerfile is multi-stage, pinned, non-root, and runs the controller.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ BASE_KEYS = {
     ("Service", "cronjob-controller"),
     ("Deployment", "cronjob-controller"),
     ("PodDisruptionBudget", "cronjob-controller"),
+    ("NetworkPolicy", "cronjob-controller"),
 }
 WEBHOOK_KEYS = {
     ("Issuer", "cronjob-controller-selfsigned"),
@@ -249,6 +251,12 @@ def test_probes_and_security_context(objects: Objects) -> None:
     container = _container(objects)
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
+    # A slow first cache sync must not become a liveness restart loop: the startup probe
+    # (which holds liveness back) waits on /readyz for at least 5 minutes.
+    startup = container["startupProbe"]
+    assert startup["httpGet"] == {"path": "/readyz", "port": "probes"}
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 300
+    assert "initialDelaySeconds" not in container["livenessProbe"]
     sc = container["securityContext"]
     assert sc["runAsNonRoot"] is True and sc["readOnlyRootFilesystem"] is True
     assert sc["allowPrivilegeEscalation"] is False
@@ -258,6 +266,26 @@ def test_probes_and_security_context(objects: Objects) -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["serviceAccountName"] in {n for (k, n) in objects if k == "ServiceAccount"}
     assert {"requests", "limits"} <= container["resources"].keys()
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_network_policy_admits_every_container_port_and_only_api_and_dns_egress(
+        overlay: str) -> None:
+    objs = compose(overlay)
+    policy = objs[("NetworkPolicy", "cronjob-controller")]["spec"]
+    pod_labels = _deployment(objs)["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
+    # Ingress from anywhere (no `from`), to exactly the container's named ports: metrics,
+    # probes (kubelet traffic some CNIs do not exempt) and, with the webhook, the webhook.
+    [ingress] = policy["ingress"]
+    assert "from" not in ingress
+    container_ports = {p["name"] for p in _container(objs)["ports"]}
+    assert {p["port"] for p in ingress["ports"]} == container_ports
+    assert ("webhook" in container_ports) == (overlay != "base")
+    # Egress: the API server (443 via the Service, 6443 on its endpoints) and DNS only.
+    egress = {(p["port"], p["protocol"]) for rule in policy["egress"] for p in rule["ports"]}
+    assert egress == {(443, "TCP"), (6443, "TCP"), (53, "UDP"), (53, "TCP")}
 
 
 def test_service_webhooks_and_certificate_agree(objects: Objects) -> None:
