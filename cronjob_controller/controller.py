@@ -6,12 +6,13 @@ key ``str(request)``, ``namespace/name``, names what the reconciler remembers pe
 1. Read the CronJob and the Jobs it controls (by owner UID, through an index) from the
    informer caches; never LIST. A missing CronJob ends the sync (its Jobs are garbage
    collected by the API server through their controller ownerReference).
-2. Rebuild status from the world: ``active`` = our unfinished Jobs; ``lastSuccessfulTime`` =
-   the latest completion among our Complete Jobs (never going backwards); ``lastScheduleTime``
-   = the latest of the recorded value, the scheduled times of our Jobs (annotation, else the
-   name's minute suffix) and the run record (:class:`RunRecord`: runs this process created or
-   saw, deleted Jobs included, that the cached status does not show yet), so a status write
-   that was lost or deferred is recovered, and a run whose Job vanished is never created again.
+2. Rebuild status from the world: ``active`` = our unfinished Jobs not being deleted (no
+   ``deletionTimestamp``); ``lastSuccessfulTime`` = the latest completion among our Complete
+   Jobs (never going backwards); ``lastScheduleTime`` = the latest of the recorded value, the
+   scheduled times of our Jobs (annotation, else the name's minute suffix) and the run record
+   (:class:`RunRecord`: runs this process created or saw, deleted Jobs included, that the
+   cached status does not show yet), so a status write that was lost or deferred is
+   recovered, and a run whose Job vanished is never created again.
 3. History cleanup (runs even when suspended), then stop if deleting, invalid or suspended.
 4. Find the most recent due time ``t`` (anchor < t <= now), apply the starting deadline, the
    concurrency policy, and create the Job named ``<name>-<unix minutes of t>``. The name is

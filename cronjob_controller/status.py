@@ -3,7 +3,9 @@
 Contract:
 
 * :func:`rebuild` is step 2 of the sync (controller.py): from the cached CronJob and the Jobs
-  it controls it returns a :class:`Plan` holding ``active`` (our unfinished Jobs),
+  it controls it returns a :class:`Plan` holding ``active`` (our unfinished Jobs, except the
+  departing ones: a Job with a ``deletionTimestamp``, kept by a finalizer after a delete, is
+  never active again and never deleted again),
   ``lastSuccessfulTime`` (the latest completion among our Complete Jobs, never going
   backwards) and ``lastScheduleTime`` (the latest of the recorded value, our Jobs' scheduled
   times and the run record's floor), plus the Jobs that finished since the status listed them
@@ -126,7 +128,8 @@ def rebuild(key: str, raw: Object, status: Mapping[str, Any], owned: list[Object
         finished, how = jobs.is_job_finished(job)
         newest_job = latest(newest_job, jobs.scheduled_time_of(job, name))
         if not finished:
-            plan.active.append(job)
+            if not meta(job).get("deletionTimestamp"):  # departing: not active
+                plan.active.append(job)
             continue
         if how == "Complete":
             last_successful = latest(last_successful, jobs.completion_time_of(job))

@@ -1,7 +1,9 @@
 """MissingJob like upstream (issue 27 item 4): a Job the status lists active that no longer
 exists gives one Normal ``MissingJob`` event "Active job went missing: NAME" and leaves
 ``active``; no storm, no hot loop. Jobs we deleted, or saw finish before they vanished, are
-not missing; a Job the cache has not caught up with is asked of the API server."""
+not missing; a Job the cache has not caught up with is asked of the API server. A Job being
+deleted (``deletionTimestamp``, kept by a finalizer) is departing: not active, not deleted
+again by a Replace, not missing when it goes (issue 35 item 8)."""
 
 from __future__ import annotations
 
@@ -207,3 +209,25 @@ def test_job_kept_by_a_finalizer_is_not_deleted_again_by_the_next_replace() -> N
 
     assert [name for name, _ in f.deletes()] == [NOON_JOB]
     assert f.events() == [("Normal", "SuccessfulDelete"), ("Normal", "SuccessfulCreate")]
+
+
+def test_job_the_cache_has_not_caught_up_with_is_not_active_once_it_is_being_deleted() -> None:
+    # The API server's answer for a status.active entry the cache lacks: the Job is there but
+    # departing (deletionTimestamp, kept by a finalizer), so it is neither active nor missing.
+    f = Fixture()
+    f.clock.set_time(at("11:57"))
+    cj = f.add_cronjob(new_cronjob(status={"lastScheduleTime": fmt(RUN)}))
+    job = new_job(cj, RUN)
+    job["metadata"]["finalizers"] = ["example.com/hold"]
+    f.add_job(job)
+    f.settle()
+    f.client.delete(JOBS, RUN_JOB, NAMESPACE)  # stays, with a deletionTimestamp
+    f.refresh()
+    f.job_indexer.replace([])  # the Job cache lags the server
+    f.clear()
+
+    f.sync()
+
+    assert f.events() == []
+    assert f.actions() == [GET_RUN_JOB, STATUS_PATCH]
+    assert f.status()["active"] == []
