@@ -199,7 +199,8 @@ class CronJobReconciler:
         if self._job_cache_behind(key, raw, owned):
             return Result(requeue_after=CACHE_WAIT_SECONDS)
         # 2. Status rebuilt from the world.
-        plan = rebuild(key, raw, status, owned, self.runs)
+        listed = {str(ref.get("uid")) for ref in status.get("active") or []}
+        plan = rebuild(key, raw, status, owned, self.runs, self.gone.explained(key, listed))
         self._report_completed(key, raw, plan)
         self.departures.check_unlisted(key, raw, plan)
         # 3. History cleanup (even when suspended); stop if deleting or invalid.

@@ -81,6 +81,12 @@ class JobDepartures:
         Job that a Replace ends, not finished history."""
         job_meta = meta(job)
         name = str(job_meta.get("name"))
+        if active and job_meta.get("deletionTimestamp"):
+            # Already being deleted (a finalizer holds it; our earlier Replace, its status
+            # write deferred): not deleted again, and it leaves active now.
+            self.gone.note(key, str(job_meta.get("uid", "")))
+            plan.active = [j for j in plan.active if meta(j).get("uid") != job_meta.get("uid")]
+            return
         try:
             self.client.delete(JOBS, name, str(job_meta.get("namespace")),
                                propagation_policy="Background",

@@ -231,3 +231,25 @@ def test_job_the_cache_has_not_caught_up_with_is_not_active_once_it_is_being_del
     assert f.events() == []
     assert f.actions() == [GET_RUN_JOB, STATUS_PATCH]
     assert f.status()["active"] == []
+
+
+def test_job_a_user_deletes_behind_a_finalizer_still_holds_a_forbid_run() -> None:
+    # As upstream: a Job still listed active and not deleted by us stays active while a
+    # finalizer keeps it, so Forbid does not start the next run next to its pods.
+    f = Fixture()
+    f.clock.set_time(at("11:57"))
+    cj = f.add_cronjob(new_cronjob(status={"lastScheduleTime": fmt(RUN)},
+                                   concurrencyPolicy="Forbid"))
+    job = new_job(cj, RUN)
+    job["metadata"]["finalizers"] = ["example.com/hold"]
+    f.add_job(job)
+    f.settle()
+    f.client.delete(JOBS, RUN_JOB, NAMESPACE)  # a user; the finalizer keeps it
+    f.refresh()
+    f.clock.set_time(at("12:00", second=30))
+    f.clear()
+
+    f.sync()
+
+    assert not [a for a in f.actions() if a[0] == "create"], "Forbid: no noon run yet"
+    assert [r["name"] for r in f.status()["active"]] == [RUN_JOB]
