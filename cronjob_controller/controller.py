@@ -6,12 +6,13 @@ key ``str(request)``, ``namespace/name``, names what the reconciler remembers pe
 1. Read the CronJob and the Jobs it controls (by owner UID, through an index) from the
    informer caches; never LIST. A missing CronJob ends the sync (its Jobs are garbage
    collected by the API server through their controller ownerReference).
-2. Rebuild status from the world: ``active`` = our unfinished Jobs; ``lastSuccessfulTime`` =
-   the latest completion among our Complete Jobs (never going backwards); ``lastScheduleTime``
-   = the latest of the recorded value, the scheduled times of our Jobs (annotation, else the
-   name's minute suffix) and the run record (:class:`RunRecord`: runs this process created or
-   saw, deleted Jobs included, that the cached status does not show yet), so a status write
-   that was lost or deferred is recovered, and a run whose Job vanished is never created again.
+2. Rebuild status from the world: ``active`` = our unfinished Jobs not being deleted (no
+   ``deletionTimestamp``); ``lastSuccessfulTime`` = the latest completion among our Complete
+   Jobs (never going backwards); ``lastScheduleTime`` = the latest of the recorded value, the
+   scheduled times of our Jobs (annotation, else the name's minute suffix) and the run record
+   (:class:`RunRecord`: runs this process created or saw, deleted Jobs included, that the
+   cached status does not show yet), so a status write that was lost or deferred is
+   recovered, and a run whose Job vanished is never created again.
 3. History cleanup (runs even when suspended), then stop if deleting, invalid or suspended.
 4. Find the most recent due time ``t`` (anchor < t <= now), apply the starting deadline, the
    concurrency policy, and create the Job named ``<name>-<unix minutes of t>``. The name is
@@ -198,7 +199,8 @@ class CronJobReconciler:
         if self._job_cache_behind(key, raw, owned):
             return Result(requeue_after=CACHE_WAIT_SECONDS)
         # 2. Status rebuilt from the world.
-        plan = rebuild(key, raw, status, owned, self.runs)
+        listed = {str(ref.get("uid")) for ref in status.get("active") or []}
+        plan = rebuild(key, raw, status, owned, self.runs, self.gone.explained(key, listed))
         self._report_completed(key, raw, plan)
         self.departures.check_unlisted(key, raw, plan)
         # 3. History cleanup (even when suspended); stop if deleting or invalid.

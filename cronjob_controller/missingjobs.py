@@ -19,10 +19,10 @@ Contract of :class:`JobDepartures` (one per reconciler; ``gone`` is the reconcil
   ``status.active`` entries the Job cache does not hold (``plan.unlisted``) and ``gone`` does
   not explain: each is asked of the API server (the cache may lag it, as upstream does).
   Gone: one Normal ``MissingJob`` event, its UID noted (a deferred status write does not get
-  it reported again) and it stays out of ``active``. Found with the same UID, unfinished and
-  controlled by the CronJob: the cache is behind, and the Job counts as active. Jobs we
-  deleted or saw finish before they vanished are not missing. What is noted outlives a stale
-  cached status: ``gone`` forgets only after a successful status write
+  it reported again) and it stays out of ``active``. Found with the same UID, unfinished, not
+  being deleted and controlled by the CronJob: the cache is behind, and the Job counts as
+  active. Jobs we deleted or saw finish before they vanished are not missing. What is noted
+  outlives a stale cached status: ``gone`` forgets only after a successful status write
   (:class:`~cronjob_controller.statuswrite.StatusWriter`).
 """
 
@@ -81,6 +81,12 @@ class JobDepartures:
         Job that a Replace ends, not finished history."""
         job_meta = meta(job)
         name = str(job_meta.get("name"))
+        if active and job_meta.get("deletionTimestamp"):
+            # Already being deleted (a finalizer holds it; our earlier Replace, its status
+            # write deferred): not deleted again, and it leaves active now.
+            self.gone.note(key, str(job_meta.get("uid", "")))
+            plan.active = [j for j in plan.active if meta(j).get("uid") != job_meta.get("uid")]
+            return
         try:
             self.client.delete(JOBS, name, str(job_meta.get("namespace")),
                                propagation_policy="Background",
@@ -114,5 +120,6 @@ class JobDepartures:
                 log.info("active job went missing", key=key, job=name)
                 continue
             if (meta(job).get("uid") == uid and not jobs.is_job_finished(job)[0]
+                    and not meta(job).get("deletionTimestamp")
                     and is_controlled_by(job, str(meta(raw).get("uid", "")))):
                 plan.active.append(job)

@@ -3,7 +3,10 @@
 Contract:
 
 * :func:`rebuild` is step 2 of the sync (controller.py): from the cached CronJob and the Jobs
-  it controls it returns a :class:`Plan` holding ``active`` (our unfinished Jobs),
+  it controls it returns a :class:`Plan` holding ``active`` (our unfinished Jobs; one with a
+  ``deletionTimestamp``, kept by a finalizer after a delete, only while the status still lists
+  it and this controller did not delete it: a Forbid run still waits for a Job a user
+  deletes, as upstream's does, but a Job a Replace deleted is never active again),
   ``lastSuccessfulTime`` (the latest completion among our Complete Jobs, never going
   backwards) and ``lastScheduleTime`` (the latest of the recorded value, our Jobs' scheduled
   times and the run record's floor), plus the Jobs that finished since the status listed them
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
@@ -111,8 +114,10 @@ def schedule_digest(schedule_text: str, time_zone: str) -> str:
 
 
 def rebuild(key: str, raw: Object, status: Mapping[str, Any], owned: list[Object],
-            runs: RunRecord) -> Plan:
-    """Status from the world (module docstring); ``owned``: the Jobs ``raw`` controls."""
+            runs: RunRecord, departed: Collection[str] = ()) -> Plan:
+    """Status from the world (module docstring); ``owned``: the Jobs ``raw`` controls;
+    ``departed``: UIDs of Jobs this controller deleted whose removal the cached status does
+    not show yet."""
     previously_active = {ref.get("uid") for ref in status.get("active") or []}
     name, uid = str(meta(raw).get("name", "")), str(meta(raw).get("uid", ""))
     last_successful = api.parse_time(status.get("lastSuccessfulTime"))
@@ -126,7 +131,13 @@ def rebuild(key: str, raw: Object, status: Mapping[str, Any], owned: list[Object
         finished, how = jobs.is_job_finished(job)
         newest_job = latest(newest_job, jobs.scheduled_time_of(job, name))
         if not finished:
-            plan.active.append(job)
+            # Departing (deletionTimestamp, kept by a finalizer): active only while the
+            # status still lists it (a Forbid run still waits for it, as upstream's does);
+            # once a status write dropped it (a Replace delete), never active again.
+            job_uid = meta(job).get("uid")
+            if (not meta(job).get("deletionTimestamp")
+                    or (job_uid in previously_active and job_uid not in departed)):
+                plan.active.append(job)
             continue
         if how == "Complete":
             last_successful = latest(last_successful, jobs.completion_time_of(job))

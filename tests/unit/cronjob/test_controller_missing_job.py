@@ -1,12 +1,16 @@
 """MissingJob like upstream (issue 27 item 4): a Job the status lists active that no longer
 exists gives one Normal ``MissingJob`` event "Active job went missing: NAME" and leaves
 ``active``; no storm, no hot loop. Jobs we deleted, or saw finish before they vanished, are
-not missing; a Job the cache has not caught up with is asked of the API server."""
+not missing; a Job the cache has not caught up with is asked of the API server. A Job being
+deleted (``deletionTimestamp``, kept by a finalizer) is departing: not active, not deleted
+again by a Replace, not missing when it goes (issue 35 item 8)."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+
+import pytest
 
 from cronjob_controller.api import CRONJOBS
 from pyctrl.kube import JOBS
@@ -151,3 +155,101 @@ def test_job_deleted_by_history_while_the_cronjob_cache_lags_is_not_missing() ->
     f.clear()
     f.sync()
     assert f.events() == [] and f.actions() == []
+
+
+def _replace_kept_by_a_finalizer(f: Fixture) -> Any:
+    """A Replace CronJob whose 11:55 Job carries a finalizer: the noon sync deletes it, and it
+    stays (with a deletionTimestamp) next to the noon Job. Returns its last state."""
+    f.clock.set_time(at("11:57"))
+    cj = f.add_cronjob(new_cronjob(status={"lastScheduleTime": fmt(RUN)},
+                                   concurrencyPolicy="Replace"))
+    job = new_job(cj, RUN)
+    job["metadata"]["finalizers"] = ["example.com/hold"]
+    f.add_job(job)
+    f.settle()
+    f.clock.set_time(at("12:00", second=30))
+    f.sync()  # deletes the 11:55 Job (kept by its finalizer), creates the noon one
+    f.refresh()
+    kept = f.client.get_object(JOBS, RUN_JOB, NAMESPACE)
+    assert kept["metadata"].get("deletionTimestamp")  # departing, not gone
+    return kept
+
+
+@pytest.mark.parametrize("defer", [True, False], ids=["deferred-write", "immediate-write"])
+def test_job_kept_by_a_finalizer_after_a_replace_is_not_active_again_nor_missing(
+        defer: bool) -> None:
+    # Issue 35 item 8: the departing Job was listed active again by the next sync, and when
+    # its finalizer went it was reported MissingJob though we had deleted it.
+    f = Fixture(defer_status_after_create=defer)
+    kept = _replace_kept_by_a_finalizer(f)
+
+    f.settle()  # the deferred status write, then the steady state
+
+    assert [r["name"] for r in f.status()["active"]] == [NOON_JOB]
+    assert f.client.get_object(JOBS, RUN_JOB, NAMESPACE)["metadata"].get("deletionTimestamp")
+
+    f.client.patch(JOBS, RUN_JOB, {"metadata": {"finalizers": None}}, NAMESPACE)  # it goes
+    f.reconciler.observe_deleted_job(kept)  # the informer's final state, still unfinished
+    f.refresh()
+    f.clear()
+    f.sync()
+
+    assert f.events() == []
+    assert GET_RUN_JOB not in f.actions()
+    assert [r["name"] for r in f.status()["active"]] == [NOON_JOB]
+
+
+def test_job_kept_by_a_finalizer_is_not_deleted_again_by_the_next_replace() -> None:
+    f = Fixture()
+    _replace_kept_by_a_finalizer(f)
+    f.settle()
+    f.clock.set_time(at("12:05", second=30))
+
+    f.sync()
+
+    assert [name for name, _ in f.deletes()] == [NOON_JOB]
+    assert f.events() == [("Normal", "SuccessfulDelete"), ("Normal", "SuccessfulCreate")]
+
+
+def test_job_the_cache_has_not_caught_up_with_is_not_active_once_it_is_being_deleted() -> None:
+    # The API server's answer for a status.active entry the cache lacks: the Job is there but
+    # departing (deletionTimestamp, kept by a finalizer), so it is neither active nor missing.
+    f = Fixture()
+    f.clock.set_time(at("11:57"))
+    cj = f.add_cronjob(new_cronjob(status={"lastScheduleTime": fmt(RUN)}))
+    job = new_job(cj, RUN)
+    job["metadata"]["finalizers"] = ["example.com/hold"]
+    f.add_job(job)
+    f.settle()
+    f.client.delete(JOBS, RUN_JOB, NAMESPACE)  # stays, with a deletionTimestamp
+    f.refresh()
+    f.job_indexer.replace([])  # the Job cache lags the server
+    f.clear()
+
+    f.sync()
+
+    assert f.events() == []
+    assert f.actions() == [GET_RUN_JOB, STATUS_PATCH]
+    assert f.status()["active"] == []
+
+
+def test_job_a_user_deletes_behind_a_finalizer_still_holds_a_forbid_run() -> None:
+    # As upstream: a Job still listed active and not deleted by us stays active while a
+    # finalizer keeps it, so Forbid does not start the next run next to its pods.
+    f = Fixture()
+    f.clock.set_time(at("11:57"))
+    cj = f.add_cronjob(new_cronjob(status={"lastScheduleTime": fmt(RUN)},
+                                   concurrencyPolicy="Forbid"))
+    job = new_job(cj, RUN)
+    job["metadata"]["finalizers"] = ["example.com/hold"]
+    f.add_job(job)
+    f.settle()
+    f.client.delete(JOBS, RUN_JOB, NAMESPACE)  # a user; the finalizer keeps it
+    f.refresh()
+    f.clock.set_time(at("12:00", second=30))
+    f.clear()
+
+    f.sync()
+
+    assert not [a for a in f.actions() if a[0] == "create"], "Forbid: no noon run yet"
+    assert [r["name"] for r in f.status()["active"]] == [RUN_JOB]
