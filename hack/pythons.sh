@@ -2,7 +2,8 @@
 # The unit suite and mypy --strict on every CPython that pyproject.toml's classifiers name
 # and this machine has (python3.X on PATH, else ~/.pyenv/versions/3.X.*), each in its own
 # venv in the checkout (.venv3X, git-ignored; 3.11 is `make setup`'s .venv when that is
-# 3.11), installed with the `test` extra under requirements/dev.lock's pins and refreshed
+# 3.11), installed with the test, docs and bench extras (what the unit suite and mypy import)
+# under requirements/dev.lock's pins, refreshed
 # when pyproject.toml or the lock changes. A version that is not installed is reported and
 # skipped; any failure fails the run (after all ran).
 #
@@ -45,7 +46,7 @@ for v in ${versions}; do
     "${python}" -m venv "${venv}" \
       && "${venv}/bin/pip" install --quiet --upgrade pip \
       && "${venv}/bin/pip" install --quiet --config-settings editable_mode=compat \
-           -c requirements/dev.lock -e '.[test]' \
+           -c requirements/dev.lock -e '.[test,docs,bench]' \
       && touch "${venv}/.installed" || { failed+=("${v} (install)"); continue; }
   fi
   echo "=== Python ${v} ($(${venv}/bin/python -V)): unit suite"
