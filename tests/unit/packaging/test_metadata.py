@@ -73,4 +73,5 @@ def test_dev_tools_are_pinned_by_the_lock_make_setup_uses() -> None:
                 assert normalized in pins, f"{normalized} ({extra}) is not pinned"
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "-c requirements/dev.lock -e '.[dev]'" in makefile
-    assert "-c requirements/dev.lock -e '.[test]'" in (ROOT / "hack" / "pythons.sh").read_text()
+    pythons = (ROOT / "hack" / "pythons.sh").read_text()
+    assert "-c requirements/dev.lock -e '.[test,docs,bench]'" in pythons
