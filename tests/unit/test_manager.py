@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -25,7 +24,7 @@ from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
 from tests.threads import Runner
 from tests.unit.manager_helpers import http_get, start_manager
-from tests.unit.runtime.helpers import eventually
+from tests.unit.runtime.helpers import eventually, step_until
 
 
 @dataclass
@@ -110,7 +109,7 @@ def test_workers_run_only_while_leading_and_lease_is_released_on_stop(
     eventually(lambda: mgr.elector is not None and mgr.elector.get_leader() == "other",
                what="the other holder's record observed")
     elector = mgr.elector
-    _step_until(clock, elector.is_leader, what="leading once the other's lease expired")
+    step_until(clock, elector.is_leader, what="leading once the other's lease expired")
     eventually(lambda: rec.keys == ["ns/a"], what="reconciled once leading")
     r.shutdown()
     assert r.error is None
@@ -137,17 +136,6 @@ def test_losing_leadership_stops_workers_and_raises(runners: list[Runner]) -> No
     assert store.holder() == "me", "a lost lease is never written"
 
 
-def _step_until(clock: FakeClock, done: Callable[[], bool], what: str) -> None:
-    """Step the clock a retry period at a time (at most 15) until ``done()``."""
-    for _ in range(15):
-        try:
-            eventually(done, timeout=0.5, what=what)
-            return
-        except AssertionError:
-            clock.step(2)
-    eventually(done, what=what)
-
-
 def test_an_outage_past_the_renew_deadline_fences_then_regains_the_lease(
     runners: list[Runner],
 ) -> None:
@@ -166,21 +154,21 @@ def test_an_outage_past_the_renew_deadline_fences_then_regains_the_lease(
     for _ in range(10):  # 20 s of outage, past the 10 s renew deadline
         eventually(lambda: clock.waiters() >= 1)
         clock.step(2)
-    _step_until(clock, lambda: not elector.holds_lease(), what="fenced")
+    step_until(clock, lambda: not elector.holds_lease(), what="fenced")
     assert r.thread.is_alive(), "the outage alone does not end the process"
     store.fail_with = None
-    _step_until(clock, elector.holds_lease, what="the lease renewed once the server answers")
+    step_until(clock, elector.holds_lease, what="the lease renewed once the server answers")
     assert r.thread.is_alive()
     now = datetime(2026, 1, 1, tzinfo=UTC)
     store.fail_with = ServerError("apiserver down", 503)
     for _ in range(6):
         eventually(lambda: clock.waiters() >= 1)
         clock.step(2)
-    _step_until(clock, lambda: not elector.holds_lease(), what="fenced again")
+    step_until(clock, lambda: not elector.holds_lease(), what="fenced again")
     store.fail_with = None
     store.record = LeaderElectionRecord("other", 15, now, now)  # taken over meanwhile
     store.version += 1  # as a real write by another replica does
-    _step_until(clock, lambda: not r.thread.is_alive(), what="the manager ended")
+    step_until(clock, lambda: not r.thread.is_alive(), what="the manager ended")
     r.thread.join(10)
     assert not r.thread.is_alive()
     assert isinstance(r.error, LeaderElectionLost)

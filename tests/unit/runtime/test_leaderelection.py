@@ -18,7 +18,7 @@ from pyctrl.leaderelection import (
 )
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
-from tests.unit.runtime.helpers import eventually
+from tests.unit.runtime.helpers import eventually, step_until
 
 
 @dataclass
@@ -315,17 +315,6 @@ def test_observe_ignores_records_while_leading(
     assert a.elector.get_leader() == "a"
 
 
-def _step_until(clock: FakeClock, done: Callable[[], bool], what: str) -> None:
-    """Step the clock a retry period at a time (at most 15) until ``done()``."""
-    for _ in range(15):
-        try:
-            eventually(done, timeout=0.3, what=what)
-            return
-        except AssertionError:
-            clock.step(2)
-    eventually(done, what=what)
-
-
 def test_regain_after_fence_takes_the_lease_back_when_it_still_names_us(
     clock: FakeClock, store: FakeLockStore, cands: list[Candidate]
 ) -> None:
@@ -333,15 +322,15 @@ def test_regain_after_fence_takes_the_lease_back_when_it_still_names_us(
     cands.append(leader)
     assert leader.probe.started.wait(5)
     store.fail_with = ServerError("apiserver down", 503)
-    _step_until(clock, lambda: not leader.elector.holds_lease(), what="fenced")
+    step_until(clock, lambda: not leader.elector.holds_lease(), what="fenced")
     assert not leader.probe.stopped.is_set(), "fenced, but still leading: no step-down"
     assert leader.probe.leading_stop is not None and not leader.probe.leading_stop.is_set()
     store.fail_with = None
-    _step_until(clock, leader.elector.holds_lease, what="regained")
+    step_until(clock, leader.elector.holds_lease, what="regained")
     assert store.holder() == "a"
     assert not leader.probe.stopped.is_set()
     clock.step(30)  # renewing as before: the watchdog is armed again
-    _step_until(clock, leader.elector.holds_lease, what="renewing")
+    step_until(clock, leader.elector.holds_lease, what="renewing")
 
 
 def test_regain_after_fence_steps_down_once_another_holder_is_seen(
@@ -351,12 +340,12 @@ def test_regain_after_fence_steps_down_once_another_holder_is_seen(
     cands.append(leader)
     assert leader.probe.started.wait(5)
     store.fail_with = ServerError("apiserver down", 503)
-    _step_until(clock, lambda: not leader.elector.holds_lease(), what="fenced")
+    step_until(clock, lambda: not leader.elector.holds_lease(), what="fenced")
     now = clock.now()
     store.record = LeaderElectionRecord("b", 15, now, now)  # b took over meanwhile
     store.version += 1
     store.fail_with = None
-    _step_until(clock, leader.probe.stopped.is_set, what="stepped down")
+    step_until(clock, leader.probe.stopped.is_set, what="stepped down")
     leader.thread.join(5)
     assert not leader.thread.is_alive(), "the campaign ended"
     assert store.holder() == "b", "nothing written over the new holder"
