@@ -312,10 +312,6 @@ def enqueue_object(queue: Queue, predicates: Sequence[Predicate] = ()) -> MapHan
                       status_only_low=True)
 
 
-def _group_of(api_version: str) -> str:
-    return api_version.rpartition("/")[0] if "/" in api_version else ""
-
-
 def enqueue_owner(
     queue: Queue,
     owner_group: str,
@@ -331,11 +327,12 @@ def enqueue_owner(
     (``"apps/v1"``, ``"v1"``); only the group is compared. ``admit(request)``, when given,
     must also be true (a sharded controller admits only owners in its shard's cache).
     """
-    group = _group_of(owner_group) if "/" in owner_group or owner_group == "v1" else owner_group
+    group = (meta.api_group(owner_group) if "/" in owner_group or owner_group == "v1"
+             else owner_group)
 
     def owner_request(obj: meta.AnyObject) -> tuple[Request, ...]:
         ref = meta.controller_ref(obj)
-        if ref is None or ref.kind != owner_kind or _group_of(ref.api_version) != group:
+        if ref is None or ref.kind != owner_kind or meta.api_group(ref.api_version) != group:
             return ()
         return (Request(meta.namespace(obj) if owner_namespaced else "", ref.name),)
 

@@ -49,11 +49,6 @@ __all__ = [
 K = TypeVar("K", bound=Kind)
 
 
-def _group(api_version: object) -> str:
-    text = str(api_version or "")
-    return text.rpartition("/")[0] if "/" in text else ""
-
-
 def is_controlled_by(obj: AnyObject, owner: AnyObject | str) -> bool:
     """True when ``owner`` (an object, or its uid) is ``obj``'s controller, by uid."""
     uid = owner if isinstance(owner, str) else meta.uid(owner)
@@ -77,7 +72,7 @@ def owner_reference(owner: AnyObject, *, controller: bool = True,
 
 
 def _same_object(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return (_group(a.get("apiVersion")) == _group(b.get("apiVersion"))
+    return (meta.api_group(a.get("apiVersion")) == meta.api_group(b.get("apiVersion"))
             and a.get("kind") == b.get("kind") and a.get("name") == b.get("name"))
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "TypedObjectMeta",
     "TypedOwnerReference",
     "annotations",
+    "api_group",
     "api_version",
     "controller_of",
     "controller_ref",
@@ -242,6 +243,15 @@ def format_time(when: datetime) -> str:
 def format_micro_time(when: datetime) -> str:
     """A ``metav1.MicroTime`` string: RFC 3339 in UTC with microseconds."""
     return when.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def api_group(api_version: object) -> str:
+    """The group of an ``apiVersion`` (``"batch"`` for ``"batch/v1"``; ``""`` for the core
+    group's ``"v1"`` and for anything that is not a string)."""
+    if not isinstance(api_version, str):
+        return ""
+    group, sep, _ = api_version.rpartition("/")
+    return group if sep else ""
 
 
 def parse_micro_time(value: object) -> datetime | None:
