@@ -10,6 +10,8 @@ Contract:
   shared by every reader, and a frozen object cannot be changed under them. To change one,
   build a new one with :func:`replace` (``msgspec.structs.replace``, re-exported as
   ``pyctrl.api.replace``): ``replace(obj, status=replace(obj.status, ready=True))``.
+  Instances are not tracked by the cyclic garbage collector (``gc=False``): an API object is
+  a tree, and one that is made to contain itself is never freed.
 * :class:`Object` adds ``apiVersion``, ``kind`` and a typed :class:`ObjectMeta`; a kind
   subclasses it, declares ``spec`` (and usually ``status``) and is decorated with
   :func:`pyctrl.api.kind`.
@@ -70,7 +72,7 @@ PodTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.PodTemp
 
 # frozen_default: type checkers see every subclass frozen too, as msgspec makes it at run time.
 @dataclass_transform(frozen_default=True, field_specifiers=(msgspec.field,))
-class Struct(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True):
+class Struct(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True, gc=False):
     """Base of every API type (camelCase JSON names, defaults omitted when encoding,
     frozen: change a copy made with :func:`replace`)."""
 
