@@ -4,7 +4,9 @@ Contract: for every ConfigMap labelled ``pyctrl.io/mirror=true`` a Secret of the
 and namespace holds its ``data`` (base64) and ``binaryData``, controlled by the ConfigMap:
 changes propagate, and the garbage collector deletes the Secret with the ConfigMap. An
 existing Secret this ConfigMap does not control is left alone (Warning event ``SecretExists``).
-Writes go through ``manager.client_for_leader()`` (fenced when leader election is on).
+Typed throughout (the built-in ConfigMap and Secret of :mod:`pyctrl.models`): both are read
+from the Builder's typed caches and the Secret is written by server-side apply through
+``manager.client_for_leader()`` (fenced when leader election is on).
 """
 
 from __future__ import annotations
@@ -12,18 +14,21 @@ from __future__ import annotations
 import base64
 
 import pyctrl
-from pyctrl import CONFIGMAPS, SECRETS, Manager, Object, Request
+from pyctrl import Manager, Request
+from pyctrl.api import ObjectMeta
+from pyctrl.models.core_v1 import ConfigMap, Secret
 
 NAME = "configmap-mirror"
 SELECTOR = "pyctrl.io/mirror=true"
 
 
 class Mirror:
-    """Writes the Secret a ConfigMap asks for; reads ConfigMaps from the cache."""
+    """Applies the Secret a ConfigMap asks for; reads both kinds from the cache."""
 
-    def __init__(self, manager: Manager) -> None:
-        self.client = manager.client_for_leader()
-        self.configmaps = manager.informers.lister_for(CONFIGMAPS, label_selector=SELECTOR)
+    def __init__(self, manager: Manager, builder: pyctrl.Builder) -> None:
+        self.client = pyctrl.TypedClient(manager.client_for_leader())
+        self.configmaps = builder.lister_for(ConfigMap)
+        self.secrets = builder.lister_for(Secret)
         self.recorder = manager.event_recorder(NAME)
 
     def reconcile(self, request: Request) -> None:
@@ -31,24 +36,22 @@ class Mirror:
             cm = self.configmaps.get(request.namespace, request.name)
         except pyctrl.NotFound:
             return  # deleted: the garbage collector deletes the Secret it controlled
-        data = {k: base64.b64encode(v.encode()).decode() for k, v in (cm.get("data") or {}).items()}
-        data.update(cm.get("binaryData") or {})
-
-        def mutate(secret: Object) -> None:
-            if "uid" in secret["metadata"] and not pyctrl.is_controlled_by(secret, cm):
-                raise pyctrl.AlreadyOwned(request.name, pyctrl.controller_of(secret))
-            pyctrl.set_controller_reference(cm, secret)
-            secret["data"] = data
-
-        secret: Object = {"metadata": {"name": request.name, "namespace": request.namespace}}
         try:
-            pyctrl.create_or_update(self.client, SECRETS, secret, mutate)
-        except pyctrl.AlreadyOwned as err:
-            self.recorder.event(cm, "Warning", "SecretExists", str(err))
+            existing: Secret | None = self.secrets.get(request.namespace, request.name)
+        except pyctrl.NotFound:
+            existing = None
+        if existing is not None and not pyctrl.is_controlled_by(existing, cm):
+            self.recorder.event(cm, "Warning", "SecretExists", f"Secret {request.name!r} "
+                                "exists and is not controlled by this ConfigMap; left alone")
+            return
+        data = {k: base64.b64encode(v.encode()).decode() for k, v in cm.data.items()}
+        secret = Secret(metadata=ObjectMeta(name=request.name, namespace=request.namespace),
+                        data=data | dict(cm.binary_data))
+        self.client.apply(pyctrl.set_controller_reference(cm, secret), field_manager=NAME)
 
 
 def setup(manager: Manager, *, workers: int = 2) -> pyctrl.Controller[Request]:
     """Mirror labelled ConfigMaps; a changed or deleted Secret is rewritten."""
-    return (manager.controller(NAME, workers=workers).for_(CONFIGMAPS, label_selector=SELECTOR)
-            .owns(SECRETS).complete(Mirror(manager)))
-
+    builder = (manager.controller(NAME, workers=workers)
+               .for_(ConfigMap, label_selector=SELECTOR).owns(Secret))
+    return builder.complete(Mirror(manager, builder))
