@@ -20,21 +20,19 @@ examples.website:setup`` derives its RBAC from that (the finalizer patch is decl
 from __future__ import annotations
 
 import pyctrl
-from examples.website.api import (
-    WEBSITES,
+from examples.website.api import WEBSITES, Website
+from pyctrl import api, rbac
+from pyctrl.models.apps_v1 import Deployment, DeploymentSpec
+from pyctrl.models.core_v1 import (
     Container,
     ContainerPort,
-    Deployment,
-    DeploymentSpec,
-    LabelSelector,
     PodSpec,
     PodTemplateSpec,
     Service,
     ServicePort,
     ServiceSpec,
-    Website,
 )
-from pyctrl import api, rbac
+from pyctrl.models.meta_v1 import LabelSelector
 
 __all__ = ["FIELD_MANAGER", "FINALIZER", "WebsiteReconciler", "desired_deployment",
            "desired_service", "setup"]
@@ -96,7 +94,7 @@ class WebsiteReconciler:
 
     def _update_status(self, site: Website, deployment: Deployment) -> None:
         replicas = site.spec.replicas
-        available = (deployment.status.available_replicas if deployment.status else None) or 0
+        available = deployment.status.available_replicas or 0
         ready = available >= replicas
         message = f"{available}/{replicas} replicas available"
         conditions = pyctrl.set_status_condition(

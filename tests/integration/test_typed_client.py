@@ -8,17 +8,12 @@ import pytest
 
 import pyctrl
 from examples.website import Website, WebsiteSpec
-from examples.website.api import (
-    Container,
-    Deployment,
-    DeploymentSpec,
-    LabelSelector,
-    PodSpec,
-    PodTemplateSpec,
-)
 from pyctrl import api
 from pyctrl.errors import Conflict
 from pyctrl.kube import RESTClient
+from pyctrl.models.apps_v1 import Deployment, DeploymentSpec
+from pyctrl.models.core_v1 import Container, PodSpec, PodTemplateSpec
+from pyctrl.models.meta_v1 import LabelSelector
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +34,7 @@ def test_typed_client_end_to_end(client: RESTClient, namespace: str) -> None:
                                                      spec=PodSpec(containers=[Container(
                                                          name="web", image="nginx")])))))
     applied = typed.apply(deployment, "typed-test", force=True)
-    assert applied.spec is not None and applied.spec.replicas == 0  # sent, not the default 1
+    assert applied.spec.replicas == 0  # sent, not the default 1
     (ref,) = applied.metadata.owner_references
     assert (ref.kind, ref.uid, ref.controller) == ("Website", site.metadata.uid, True)
 

@@ -10,9 +10,10 @@ import pytest
 
 import pyctrl
 from examples.website import FINALIZER, Website, WebsiteReconciler, WebsiteSpec
-from examples.website.api import Deployment, DeploymentStatus, Service
 from pyctrl import api
 from pyctrl.cli import main
+from pyctrl.models.apps_v1 import Deployment, DeploymentStatus
+from pyctrl.models.core_v1 import Service
 from pyctrl.testing import FakeClient, FakeClock, FakeRecorder, synced_lister
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -63,15 +64,12 @@ def test_a_website_gets_an_owned_deployment_and_service_and_a_finalizer(h: Harne
     for child in (deployment, service):
         (ref,) = child.metadata.owner_references
         assert (ref.kind, ref.name, ref.controller) == ("Website", "blog", True)
-    assert deployment.spec is not None and deployment.spec.replicas == 2
-    assert deployment.spec.template is not None
+    assert deployment.spec.replicas == 2
     (container,) = deployment.spec.template.spec.containers
     assert container.image == "nginx:1.27"
     assert api.encode(container)["ports"] == [{"name": "http", "containerPort": 8080}]
-    assert service.spec is not None and service.spec.ports is not None
     assert api.encode(service.spec)["ports"] == [{"name": "http", "port": 80,
                                                   "targetPort": 8080}]
-    assert deployment.spec.selector is not None
     assert service.spec.selector == deployment.spec.selector.match_labels
     ready = h.ready()
     assert (ready.status, ready.reason, ready.message) == (
@@ -118,7 +116,7 @@ def test_a_spec_change_is_applied_and_observed(h: Harness) -> None:
     h.client.update(api.replace(site, spec=api.replace(site.spec, replicas=3)))
     h.reconcile()
     deployment = h.client.get(Deployment, "blog", "web")
-    assert deployment.spec is not None and deployment.spec.replicas == 3
+    assert deployment.spec.replicas == 3
     assert h.site().status.observed_generation == 2
     assert h.ready().message == "0/3 replicas available"
 
