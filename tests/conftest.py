@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from pyctrl.kube.client import RESTClient
 
 ROOT = Path(__file__).resolve().parent.parent
-CRD_DIRS = [ROOT / "crds", ROOT / "examples" / "sample_controller" / "crd.yaml",
+CRD_DIRS = [ROOT / "crds", ROOT / "examples" / "sample_controller" / "config" / "crd",
             ROOT / "examples" / "website" / "config" / "crd"]
 
 

@@ -1,5 +1,10 @@
-"""A port of kubernetes/sample-controller: each Foo owns a Deployment (see controller.py)."""
+"""A port of kubernetes/sample-controller: each Foo owns a Deployment (see controller.py).
 
-from examples.sample_controller.controller import FOOS, FooReconciler, setup
+The Foo kind is declared in :mod:`examples.sample_controller.api`; its CRD under
+``config/crd`` is generated from it and checked by the tests.
+"""
 
-__all__ = ["FOOS", "FooReconciler", "setup"]
+from examples.sample_controller.api import FOOS, Foo, FooSpec, FooStatus
+from examples.sample_controller.controller import FooReconciler, setup
+
+__all__ = ["FOOS", "Foo", "FooReconciler", "FooSpec", "FooStatus", "setup"]

@@ -3,46 +3,49 @@
 Contract, as in kubernetes/sample-controller:
 
 * For each Foo, a Deployment named ``spec.deploymentName`` exists in the Foo's namespace,
-  controlled by the Foo (ownerReference controller=true), running ``spec.replicas`` nginx pods.
+  controlled by the Foo (ownerReference controller=true), running ``spec.replicas`` nginx pods
+  (1 when unset). An empty ``spec.deploymentName`` is a TerminalError (no retry).
 * If a Deployment of that name exists but is not controlled by the Foo, the Foo gets a Warning
   event ``ErrResourceExists`` and the key is retried with backoff (someone may delete it).
 * ``status.availableReplicas`` mirrors the Deployment's; a Normal ``Synced`` event follows
   every successful sync. Deleting a Foo leaves the Deployment to the garbage collector.
-* Reads come from listers (the informer cache); cached objects are copied before changes.
-* Wiring is one Builder chain (:func:`setup`); the reconciler receives a ``pyctrl.Request``.
-* Writes (the Deployment, the Foo's status) and events go through
-  ``manager.client_for_leader()``: with leader election, a replica that lost its lease writes
-  nothing (NotLeader); without it, that is the manager's client.
+* Typed throughout: the Foo (:mod:`examples.sample_controller.api`) and the Deployment
+  (:mod:`pyctrl.models`) are read from the Builder's typed caches, immutable, never copied.
+* Writes touch only what the controller owns: the Deployment is created whole, scaled with a
+  merge patch of ``spec.replicas`` (never a PUT of a decoded object, which would drop fields
+  the model does not declare), and the status is written with
+  :meth:`pyctrl.TypedClient.patch_status` (only the changed fields, the resourceVersion as a
+  lock; nothing when nothing changed).
+* Writes and events go through ``manager.client_for_leader()``: with leader election, a
+  replica that lost its lease writes nothing (NotLeader); without it, that is the manager's
+  client.
 """
 
 from __future__ import annotations
 
-import copy
-from typing import Any
-
+from examples.sample_controller.api import Foo, FooStatus
 from pyctrl import (
-    DEPLOYMENTS,
-    Client,
+    Builder,
     Controller,
-    EventRecorder,
-    Lister,
     Manager,
     NotFound,
-    Object,
     Request,
-    Resource,
     Result,
     TerminalError,
+    TypedClient,
+    api,
     get_logger,
     is_controlled_by,
     set_controller_reference,
 )
+from pyctrl.models.apps_v1 import Deployment, DeploymentSpec
+from pyctrl.models.core_v1 import Container, PodSpec, PodTemplateSpec
+from pyctrl.models.meta_v1 import LabelSelector
 
-__all__ = ["FOOS", "FooReconciler", "ResourceExistsError", "new_deployment", "setup"]
+__all__ = ["AGENT", "FooReconciler", "ResourceExistsError", "new_deployment", "setup"]
 
 log = get_logger(__name__)
 
-FOOS = Resource("samplecontroller.pyctrl.io", "v1alpha1", "foos", "Foo")
 AGENT = "sample-controller"
 SUCCESS_SYNCED = "Synced"
 ERR_RESOURCE_EXISTS = "ErrResourceExists"
@@ -54,36 +57,35 @@ class ResourceExistsError(Exception):
     """The Deployment name is taken by an object this Foo does not control."""
 
 
-def new_deployment(foo: Object) -> Object:
+def new_deployment(foo: Foo) -> Deployment:
     """The Deployment a Foo wants: nginx pods labelled with the Foo's name."""
-    md, spec = foo["metadata"], foo.get("spec") or {}
-    labels = {"app": "nginx", "controller": md["name"]}
-    deployment: Object = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": spec["deploymentName"], "namespace": md["namespace"]},
-        "spec": {
-            "replicas": spec.get("replicas", 1),
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]},
-            },
-        },
-    }
-    set_controller_reference(foo, deployment)
-    return deployment
+    labels = {"app": "nginx", "controller": foo.metadata.name}
+    replicas = foo.spec.replicas if foo.spec.replicas is not None else 1
+    deployment = Deployment(
+        metadata=api.ObjectMeta(name=foo.spec.deployment_name,
+                                namespace=foo.metadata.namespace),
+        spec=DeploymentSpec(
+            replicas=replicas, selector=LabelSelector(match_labels=labels),
+            template=PodTemplateSpec(metadata=api.ObjectMeta(labels=labels), spec=PodSpec(
+                containers=[Container(name="nginx", image="nginx:latest")]))))
+    return set_controller_reference(foo, deployment)
+
+
+def _same(field: str, old: object, new: object) -> bool:
+    """Status equality without "unset equals 0": a new Foo's ``availableReplicas: 0`` is
+    written, as upstream's (a non-omitempty int32) is."""
+    del field
+    return old == new
 
 
 class FooReconciler:
     """Drives one Foo's Deployment and status towards its spec."""
 
-    def __init__(self, client: Client, foos: Lister, deployments: Lister,
-                 recorder: EventRecorder) -> None:
-        self.client = client
-        self.foos = foos
-        self.deployments = deployments
-        self.recorder = recorder
+    def __init__(self, manager: Manager, builder: Builder) -> None:
+        self.client = TypedClient(manager.client_for_leader())
+        self.foos = builder.lister_for(Foo)
+        self.deployments = builder.lister_for(Deployment)
+        self.recorder = manager.event_recorder(AGENT)
 
     def reconcile(self, request: Request) -> Result | None:
         namespace, name = request
@@ -92,42 +94,33 @@ class FooReconciler:
         except NotFound:
             log.info("foo no longer exists")
             return None
-        spec: dict[str, Any] = foo.get("spec") or {}
-        deployment_name = spec.get("deploymentName")
+        deployment_name = foo.spec.deployment_name
         if not deployment_name:
             raise TerminalError(f"{request.key}: spec.deploymentName must be specified")
         try:
             deployment = self.deployments.get(namespace, deployment_name)
         except NotFound:
-            deployment = self.client.create(DEPLOYMENTS, new_deployment(foo), namespace)
+            deployment = self.client.create(new_deployment(foo))
             log.info("created deployment", deployment=deployment_name)
         if not is_controlled_by(deployment, foo):
             message = MESSAGE_RESOURCE_EXISTS % deployment_name
             self.recorder.event(foo, "Warning", ERR_RESOURCE_EXISTS, message)
             raise ResourceExistsError(message)
-        replicas = spec.get("replicas")
-        if replicas is not None and (deployment.get("spec") or {}).get("replicas") != replicas:
-            updated = copy.deepcopy(deployment)
-            updated["spec"]["replicas"] = replicas
-            deployment = self.client.update(DEPLOYMENTS, updated, namespace)
+        replicas = foo.spec.replicas
+        if replicas is not None and deployment.spec.replicas != replicas:
+            deployment = self.client.patch(Deployment, deployment_name,
+                                           {"spec": {"replicas": replicas}}, namespace)
             log.info("scaled deployment", deployment=deployment_name, replicas=replicas)
-        self._update_status(foo, deployment)
+        available = deployment.status.available_replicas or 0
+        self.client.patch_status(foo, api.replace(
+            foo, status=FooStatus(available_replicas=available)), equal=_same)
         self.recorder.event(foo, "Normal", SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)
         return None
 
-    def _update_status(self, foo: Object, deployment: Object) -> None:
-        available = (deployment.get("status") or {}).get("availableReplicas", 0)
-        if (foo.get("status") or {}).get("availableReplicas") == available:
-            return
-        updated = copy.deepcopy(foo)
-        updated["status"] = {"availableReplicas": available}
-        self.client.update_status(FOOS, updated, foo["metadata"]["namespace"])
-
 
 def setup(manager: Manager, *, workers: int = 2) -> Controller[Request]:
-    """Wire the Foo controller into ``manager``: Foos and the Deployments they own."""
-    lister = manager.informers.lister_for
-    reconciler = FooReconciler(manager.client_for_leader(), lister(FOOS), lister(DEPLOYMENTS),
-                               manager.event_recorder(AGENT))
-    return (manager.controller("foo", workers=workers).for_(FOOS).owns(DEPLOYMENTS)
-            .complete(reconciler))
+    """Wire the Foo controller into ``manager``: Foos and the Deployments they own (created,
+    then scaled by patch; the garbage collector deletes them)."""
+    builder = (manager.controller("foo", workers=workers)
+               .for_(Foo).owns(Deployment, writes=("create", "patch")))
+    return builder.complete(FooReconciler(manager, builder))

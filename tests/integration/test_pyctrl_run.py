@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = "examples.sample_controller.controller:setup"
-CRD = str(ROOT / "examples" / "sample_controller" / "crd.yaml")
+CRD = str(ROOT / "examples" / "sample_controller" / "config" / "crd")
 
 
 @pytest.fixture

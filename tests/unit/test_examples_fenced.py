@@ -38,8 +38,7 @@ def test_examples_write_through_the_fenced_client_only_with_leader_election(
         try:
             reconciler = controller.reconciler
             assert isinstance(reconciler, FooReconciler | Mirror)
-            writer = reconciler.client.raw if isinstance(reconciler, Mirror) \
-                else reconciler.client
+            writer = reconciler.client.raw  # both write through a TypedClient
             if elect:
                 assert isinstance(writer, FencedClient)
                 assert writer.inner is client
