@@ -1,8 +1,5 @@
-"""Garbage-collector tuning once the caches are full (issue 28 item 5).
-
-A controller's heap is mostly its informer caches: tens of thousands of long-lived dicts that
-hold no reference cycles. Every full collection walks them all again (one measured 105 ms in
-the middle of a 3.8 s burst of Job creates) and frees nothing among them.
+"""Garbage-collector tuning once the caches are full (the reasons: docs/DESIGN.md, "Numbers
+behind the defaults").
 
 Contract:
 

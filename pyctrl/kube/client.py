@@ -8,8 +8,7 @@ Contract:
 * Transport: with ``transport="lean"`` (the default) every non-watch request goes through
   :class:`pyctrl.kube.transport.UnaryTransport`: one keep-alive connection per calling thread,
   opened by urllib3 with the pool's TLS settings, on which the request and its answer are
-  written and parsed directly (``python -m bench.restclient``: about 0.3x the client CPU per
-  request of the urllib3 pool); a connection the server closed while idle is replaced before
+  written and parsed directly; a connection the server closed while idle is replaced before
   the send, and a request that meets a dead reused connection is resent only when that is
   safe (see that module). Watches, and every request with ``transport="urllib3"`` (the
   escape hatch, kept) or through an HTTP(S) proxy, use one keep-alive ``urllib3`` pool shared
@@ -23,11 +22,8 @@ Contract:
   place that reads urllib3 internals (``make urllib3-range`` runs the unit suite on the
   oldest and the newest urllib3 pyproject allows, so a release cannot switch it silently).
 * Before each request (and each retry) the caller takes a token from a client-side
-  :class:`TokenBucketRateLimiter`. Defaults are ``qps=50, burst=100``: client-go's 5/10 throttles
-  a controller of thousands of objects for minutes after every restart (one status write per
-  object), and controller-runtime's 20/30 still needs ~100 s to touch 2000 objects once; 50/100
-  keeps a cold start of a few thousand writes under a minute while staying far below what API
-  Priority and Fairness grants a single workload. A WATCH takes a token to start, never while
+  :class:`TokenBucketRateLimiter`. Defaults are ``qps=50, burst=100`` (why not client-go's
+  5/10: docs/DESIGN.md, "Numbers behind the defaults"). A WATCH takes a token to start, never while
   it streams. ``qps <= 0`` disables the limiter (``python -m cronjob_controller`` does by
   default, relying on APF and the 429 retries below; docs/OPERATOR.md "Rate limits").
 * Non-2xx answers and transport failures raise as :mod:`pyctrl.kube.httperrors` maps them
