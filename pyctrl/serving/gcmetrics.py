@@ -5,9 +5,7 @@ Contract: :func:`gc_pause_histogram` registers, once per registry, the histogram
 spirit: prometheus_client's own GC collector counts collections but not their time). Every
 collection in the process, from any thread and including explicit ``gc.collect()`` calls, is
 observed into every live registry's histogram. A full collection holds the GIL, so its
-duration is a pause of every thread: with a large informer cache it is the biggest single
-stall a controller has (105 ms with 2000 CronJobs and their Jobs cached; see
-bench/results/cronjob-skew-burst-20261126.txt).
+duration is a pause of every thread.
 
 Mechanics: one module-level callback in ``gc.callbacks``, installed on first use, times the
 "start"/"stop" pair on the process's real monotonic clock (:class:`pyctrl.clock.RealClock`:
