@@ -96,7 +96,7 @@ from pyctrl.kube import (
     RESTClient,
     load_config,
 )
-from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
+from pyctrl.leaderelection import LeaderCallbacks, LeaderElector, LeaseLock
 from pyctrl.log import configure_logging, get_logger
 from pyctrl.manager import (
     GCOptions,
@@ -194,7 +194,6 @@ __all__ = [
     "Indexer",
     "Invalid",
     "LeaderCallbacks",
-    "LeaderElectionConfig",
     "LeaderElectionLost",
     "LeaderElectionOptions",
     "LeaderElector",

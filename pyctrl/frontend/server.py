@@ -10,7 +10,7 @@ Contract:
   (``<name>-worker-<i>``), which runs the route's handler and hands the answer back to the
   loop. So a connection that is idle or slow costs memory (a few KiB), never a thread, and
   valid requests are answered while thousands of such connections are open.
-* Bounds (:class:`FrontendConfig`): ``max_connections`` open at once and
+* Bounds (:class:`FrontendOptions`): ``max_connections`` open at once and
   ``max_connections_per_peer`` from one client address; the TLS handshake plus the request
   head within ``header_timeout_seconds`` of the request's start (the accept, or the first
   byte of a later request on a kept connection), the whole request within
@@ -71,7 +71,7 @@ from pyctrl.clock import RealClock
 from pyctrl.frontend.connection import Conn
 from pyctrl.frontend.http import Handler, Reply, Request, Route, text
 
-__all__ = ["Frontend", "FrontendConfig"]
+__all__ = ["Frontend", "FrontendOptions"]
 
 log = structlog.get_logger(__name__)
 
@@ -84,7 +84,7 @@ _JOIN_GRACE = 0.1  # for idle workers to see their stop after the connections dr
 
 
 @dataclass(frozen=True, slots=True)
-class FrontendConfig:
+class FrontendOptions:
     """Where to listen and the bounds (see the module docstring). ``port=0`` picks a port."""
 
     host: str = "0.0.0.0"
@@ -126,7 +126,7 @@ _Work = tuple[Conn, Handler, Request]
 class Frontend:
     """One listening server (see module docstring)."""
 
-    def __init__(self, name: str, config: FrontendConfig, route: Route, *,
+    def __init__(self, name: str, config: FrontendOptions, route: Route, *,
                  context: Callable[[], ssl.SSLContext] | None = None) -> None:
         self.name = name
         self.config = config

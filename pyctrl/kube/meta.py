@@ -29,7 +29,9 @@ Leases, the CronJob status): :func:`format_time` is a ``metav1.Time`` (RFC 3339 
 whole seconds, ``Z``), :func:`format_micro_time` a ``metav1.MicroTime`` (the same with
 microseconds). Both take an aware datetime in any zone (a naive one is read as local time, as
 ``datetime.astimezone`` does). :func:`parse_micro_time` reads either form back (an aware
-datetime; a string without an offset is read as UTC), None for a missing or malformed value.
+datetime; a string without an offset is read as UTC), None for a missing or malformed value;
+it is the one metav1 time parser. :func:`group_version` is the one ``apiVersion`` parser
+(:func:`api_group` its group).
 
 It lives in ``pyctrl.kube`` (the lowest layer) so ``pyctrl.cache`` (keys, the namespace and
 controller-UID indexes), the handlers and :mod:`pyctrl.ownerrefs` all use it; it imports
@@ -60,6 +62,7 @@ __all__ = [
     "format_micro_time",
     "format_time",
     "generation",
+    "group_version",
     "kind",
     "labels",
     "name",
@@ -245,13 +248,18 @@ def format_micro_time(when: datetime) -> str:
     return when.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-def api_group(api_version: object) -> str:
-    """The group of an ``apiVersion`` (``"batch"`` for ``"batch/v1"``; ``""`` for the core
-    group's ``"v1"`` and for anything that is not a string)."""
+def group_version(api_version: object) -> tuple[str, str]:
+    """An ``apiVersion`` as (group, version): ``("batch", "v1")`` for ``"batch/v1"``,
+    ``("", "v1")`` for the core group's ``"v1"``; ``("", "")`` for anything not a string."""
     if not isinstance(api_version, str):
-        return ""
-    group, sep, _ = api_version.rpartition("/")
-    return group if sep else ""
+        return "", ""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def api_group(api_version: object) -> str:
+    """The group of an ``apiVersion`` (:func:`group_version`'s first part)."""
+    return group_version(api_version)[0]
 
 
 def parse_micro_time(value: object) -> datetime | None:

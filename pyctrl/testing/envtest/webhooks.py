@@ -51,7 +51,7 @@ from typing import Any
 from pyctrl.clock import RealClock
 from pyctrl.testing.envtest.http import AdminHttp
 from pyctrl.testing.envtest.manifests import load_manifests
-from pyctrl.webhook import CertificatePaths, ServedHandler, WebhookServer, WebhookServerConfig
+from pyctrl.webhook import CertificatePaths, ServedHandler, WebhookServer, WebhookServerOptions
 from pyctrl.webhook import generate_certs as _generate_certs
 
 __all__ = [
@@ -416,7 +416,7 @@ class LocalWebhookServer:
         """Start serving (again, on the same port after :meth:`stop`)."""
         if self.server is not None:
             return
-        server = WebhookServer(WebhookServerConfig(
+        server = WebhookServer(WebhookServerOptions(
             cert_dir=str(self.cert_dir), host="127.0.0.1", port=self._port,
             cert_poll_seconds=self.cert_poll_seconds), self.handlers)
         server.start()

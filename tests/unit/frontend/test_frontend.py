@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pyctrl.frontend import FrontendConfig
+from pyctrl.frontend import FrontendOptions
 from pyctrl.webhook import CertificatePaths
 from tests.unit.frontend.helpers import GATE, get
 from tests.unit.runtime.helpers import eventually
@@ -177,7 +177,7 @@ def test_config_is_validated() -> None:
                 {"max_connections_per_peer": 0}, {"idle_timeout_seconds": -1},
                 {"max_requests_per_connection": 0}):
         with pytest.raises(ValueError):
-            FrontendConfig(**bad)  # type: ignore[arg-type]
+            FrontendOptions(**bad)  # type: ignore[arg-type]
 
 
 def _accepted(server: Any, n: int) -> bool:
