@@ -126,7 +126,7 @@ def test_global_cap_refuses_only_when_every_connection_has_a_complete_request(
     try:
         for sock in held:  # both busy in a handler: nothing to take
             sock.sendall(b"GET /gate HTTP/1.1\r\n\r\n")
-        eventually(lambda: server.active_connections() == 2 and not server._heads,
+        eventually(lambda: server.active_connections() == 2 and not server._slots.head_count(),
                    what="2 heads read")
         late = socket.create_connection(server.address, timeout=5,
                                         source_address=("127.0.0.9", 0))
