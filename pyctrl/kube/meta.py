@@ -6,7 +6,8 @@ raw-dict informer or the client hands it out) and a typed object (a
 :class:`pyctrl.api.ObjectMeta`, see :class:`TypedObject`) alike. Key functions, indexers,
 handlers, predicates and :mod:`pyctrl.ownerrefs` read through it, so they work on both.
 
-* :func:`name`, :func:`namespace`, :func:`uid`, :func:`resource_version` return ``""`` when
+* :func:`name`, :func:`generate_name`, :func:`namespace`, :func:`uid`,
+  :func:`resource_version` return ``""`` when
   the field is missing, as do :func:`api_version` and :func:`kind` (top-level fields, not
   metadata; a typed object whose field is unset reads its class's
   :class:`pyctrl.api.KindInfo`); :func:`generation` None (a typed object's default ``0``
@@ -61,6 +62,7 @@ __all__ = [
     "finalizers",
     "format_micro_time",
     "format_time",
+    "generate_name",
     "generation",
     "group_version",
     "kind",
@@ -94,6 +96,8 @@ class TypedObjectMeta(Protocol):
 
     @property
     def name(self) -> str: ...
+    @property
+    def generate_name(self) -> str: ...
     @property
     def namespace(self) -> str: ...
     @property
@@ -151,6 +155,13 @@ def name(obj: AnyObject) -> str:
     if type(obj) is dict or isinstance(obj, Mapping):  # dicts first: the hot case
         return _str(_raw(obj).get("name"))
     return obj.metadata.name
+
+
+def generate_name(obj: AnyObject) -> str:
+    """``metadata.generateName`` (``""`` when missing)."""
+    if isinstance(obj, Mapping):
+        return _str(_raw(obj).get("generateName"))
+    return obj.metadata.generate_name
 
 
 def namespace(obj: AnyObject) -> str:
