@@ -221,7 +221,7 @@ def _webhook(args: argparse.Namespace,
     if bind is None:
         return None
     server = webhook_server(WebhookServerOptions(cert_dir=args.webhook_cert_dir, host=bind[0],
-                                                port=bind[1]), handlers(dry_run_client))
+                                                 port=bind[1]), handlers(dry_run_client))
     server.certs.load()
     return server
 

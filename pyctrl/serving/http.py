@@ -78,8 +78,8 @@ class HTTPServerThread:
         self._handler = handler
         self._authorize = authorize
         config = FrontendOptions(host=address[0], port=address[1],
-                                header_timeout_seconds=min(_HEADER_TIMEOUT, request_timeout),
-                                request_timeout_seconds=request_timeout)
+                                 header_timeout_seconds=min(_HEADER_TIMEOUT, request_timeout),
+                                 request_timeout_seconds=request_timeout)
         context = (lambda: ssl_context) if ssl_context is not None else None
         self._frontend = Frontend(f"http-{name}", config, self._route, context=context)
         self._frontend.bind()

@@ -108,7 +108,7 @@ def test_webhook_rejects_bad_schedule_through_the_apiserver(
         pytest.skip("registers a webhook by URL on 127.0.0.1")
     certs = generate_certs(tmp_path, ["localhost"], ["127.0.0.1"])
     server = WebhookServer(WebhookServerOptions(cert_dir=str(tmp_path), host="127.0.0.1",
-                                               port=0), HANDLERS)
+                                                port=0), HANDLERS)
     stop = threading.Event()
     thread = threading.Thread(target=server.run, args=(stop,), name="test-webhook")
     thread.start()

@@ -72,7 +72,7 @@ def server(tmp_path: Path) -> Iterator[tuple[WebhookServer, CertificatePaths]]:
     limits = raise_open_file_limit()
     certs = generate_certs(tmp_path / "certs", ["localhost"], ["127.0.0.1"])
     srv = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
-                                            host="127.0.0.1", port=0), HANDLERS)
+                                             host="127.0.0.1", port=0), HANDLERS)
     stop = threading.Event()
     thread = threading.Thread(target=srv.run, args=(stop,), name="test-webhook")
     thread.start()

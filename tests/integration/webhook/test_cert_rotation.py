@@ -94,7 +94,7 @@ def server(tmp_path: Path) -> Iterator[WebhookServer]:
     cert_dir = tmp_path / "serving-certs"
     install_serving_cert(generate_certs(tmp_path / "first", ["localhost"], ["127.0.0.1"]), cert_dir)
     srv = WebhookServer(WebhookServerOptions(cert_dir=str(cert_dir), host="127.0.0.1", port=0,
-                                            cert_poll_seconds=0.2), HANDLERS)
+                                             cert_poll_seconds=0.2), HANDLERS)
     stop = threading.Event()
     thread = threading.Thread(target=srv.run, args=(stop,), name="test-webhook")
     thread.start()

@@ -43,7 +43,7 @@ def test_twelve_reviews_answer_within_the_timeout_while_the_dry_run_hangs(
 
     client.prepend_reactor("create", JOBS, stuck)
     server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
-                                               host="127.0.0.1", port=0, workers=4),
+                                                host="127.0.0.1", port=0, workers=4),
                            handlers(client), admission=ADMISSION)
     server.start()
     try:
@@ -76,7 +76,7 @@ def test_handlers_see_the_shorter_of_the_query_timeout_and_the_admissions(
     certs = new_certs(tmp_path)
     seen: list[float | None] = []
     server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
-                                               host="127.0.0.1", port=0),
+                                                host="127.0.0.1", port=0),
                            {"/a": _probe(seen), "/b": _probe(seen)},
                            admission={"/a": ADMISSION[VALIDATE_PATH]})
     server.start()

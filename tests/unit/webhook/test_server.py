@@ -129,7 +129,7 @@ def test_concurrent_requests(start: Start, certs: CertificatePaths) -> None:
 
 def test_run_serves_until_stop_and_joins(certs: CertificatePaths) -> None:
     server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.ca_file.parent),
-                                               host="127.0.0.1", port=0), HANDLERS)
+                                                host="127.0.0.1", port=0), HANDLERS)
     assert server.check() == "webhook server is not listening"
     stop = threading.Event()
     runner = threading.Thread(target=server.run, args=(stop,), name="webhook-run")
@@ -149,7 +149,7 @@ def test_run_serves_until_stop_and_joins(certs: CertificatePaths) -> None:
 
 def test_port_before_start_and_double_start(start: Start, certs: CertificatePaths) -> None:
     server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.ca_file.parent),
-                                               host="127.0.0.1", port=0))
+                                                host="127.0.0.1", port=0))
     with pytest.raises(RuntimeError, match="not started"):
         _ = server.port
     server = start(certs.ca_file.parent)
@@ -160,7 +160,7 @@ def test_port_before_start_and_double_start(start: Start, certs: CertificatePath
 def test_missing_cert_dir_fails_start_naming_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope" / "certs"
     server = WebhookServer(WebhookServerOptions(cert_dir=str(missing), host="127.0.0.1",
-                                               port=0), HANDLERS)
+                                                port=0), HANDLERS)
     with pytest.raises(CertificateError, match=re.escape(str(missing))):
         server.start()
     assert server.check() is not None

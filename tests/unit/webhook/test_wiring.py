@@ -73,7 +73,7 @@ def _manager_with(server: WebhookServer) -> Manager:
 def test_readyz_includes_the_webhook_server(tmp_path: Path) -> None:
     certs: CertificatePaths = new_certs(tmp_path)
     server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
-                                               host="127.0.0.1", port=0), HANDLERS)
+                                                host="127.0.0.1", port=0), HANDLERS)
     manager = _manager_with(server)
     assert server.check() == "webhook server is not listening"
     stop = threading.Event()
