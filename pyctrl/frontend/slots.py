@@ -25,7 +25,7 @@ from pyctrl.frontend.options import FrontendOptions
 
 __all__ = ["Slots"]
 
-log = structlog.get_logger("pyctrl.frontend.server")
+log = structlog.get_logger("pyctrl.frontend.server")  # the front end's lines, one logger
 
 _Pool = dict[Conn, None]  # insertion order: the oldest first
 
