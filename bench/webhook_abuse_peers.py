@@ -37,8 +37,8 @@ def _wait_stdin() -> None:
 
 
 def serve_pyctrl(cert_dir: str, port: int) -> None:
-    from pyctrl.webhook import WebhookServer, WebhookServerConfig
-    server = WebhookServer(WebhookServerConfig(cert_dir=cert_dir, host="127.0.0.1", port=port),
+    from pyctrl.webhook import WebhookServer, WebhookServerOptions
+    server = WebhookServer(WebhookServerOptions(cert_dir=cert_dir, host="127.0.0.1", port=port),
                            {PATH: _handler()})
     server.start()
     print("ready", flush=True)

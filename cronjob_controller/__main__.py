@@ -55,7 +55,7 @@ from pyctrl.kube import JOBS, Client, ConfigError, RESTClient
 from pyctrl.leaderelection import default_identity
 from pyctrl.serving import serving_context
 from pyctrl.sharding import Sharding, ShardingOptions
-from pyctrl.webhook import WebhookServer, WebhookServerConfig
+from pyctrl.webhook import WebhookServer, WebhookServerOptions
 
 __all__ = ["build_parser", "main"]
 
@@ -220,8 +220,8 @@ def _webhook(args: argparse.Namespace,
     bind = parse_bind_address(args.webhook_bind_address)
     if bind is None:
         return None
-    server = webhook_server(WebhookServerConfig(cert_dir=args.webhook_cert_dir, host=bind[0],
-                                                port=bind[1]), handlers(dry_run_client))
+    server = webhook_server(WebhookServerOptions(cert_dir=args.webhook_cert_dir, host=bind[0],
+                                                 port=bind[1]), handlers(dry_run_client))
     server.certs.load()
     return server
 

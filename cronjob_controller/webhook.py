@@ -229,7 +229,7 @@ def mutate_review(review: Mapping[str, object]) -> dict[str, object]:
     return handle_review(mutate, review)
 
 
-def server(config: serving.WebhookServerConfig,
+def server(config: serving.WebhookServerOptions,
            served: Mapping[str, Handler]) -> serving.WebhookServer:
     """The webhook server for ``served`` (from :func:`handlers`), each with its Admission
     (the server itself lives in :mod:`pyctrl.webhook`)."""
@@ -238,5 +238,5 @@ def server(config: serving.WebhookServerConfig,
 
 def setup(manager: Manager) -> None:
     """The webhook as deployed, on ``manager`` (``python -m pyctrl gen webhook`` reads it)."""
-    manager.add(server(serving.WebhookServerConfig(cert_dir="/tmp/k8s-webhook-server/serving-certs"),
+    manager.add(server(serving.WebhookServerOptions(cert_dir="/tmp/k8s-webhook-server/serving-certs"),
                        HANDLERS))

@@ -24,10 +24,9 @@ from collections.abc import Callable
 import structlog
 from prometheus_client import CollectorRegistry
 
-from pyctrl._manager_options import LeaderElectionOptions
 from pyctrl.clock import Clock
 from pyctrl.kube.interface import Client
-from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector
+from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionOptions, LeaderElector
 from pyctrl.serving import Checks
 
 __all__ = ["Leadership"]
@@ -55,14 +54,15 @@ class Leadership:
 
     def ensure(self, options: LeaderElectionOptions) -> LeaderElector:
         if self.elector is None:
-            self.elector = self._elector(options.config(self._client), self._on_lead,
+            self.elector = self._elector(options.with_lock(self._client), self._on_lead,
                                          "leader-election", "leader election lost")
         return self.elector
 
-    def add_gate(self, config: LeaderElectionConfig, check: str) -> LeaderElector:
+    def add_gate(self, options: LeaderElectionOptions, check: str) -> LeaderElector:
         if self.elector is None or self.gate is not None:
             raise RuntimeError("a controller gate needs leader election, and there is one")
-        self.gate = self._elector(config, self._on_gate, check, "controller gate lost")
+        self.gate = self._elector(options.with_lock(self._client), self._on_gate, check,
+                                   "controller gate lost")
         return self.gate
 
     def holder(self) -> LeaderElector | None:
@@ -81,14 +81,14 @@ class Leadership:
             thread.start()
         return threads
 
-    def _elector(self, config: LeaderElectionConfig, work: Work, check: str,
+    def _elector(self, options: LeaderElectionOptions, work: Work, check: str,
                  message: str) -> LeaderElector:
         def lost() -> None:
             if not self.stopping:
                 log.error(message, check=check)
                 self.lost.set()
 
-        elector = LeaderElector(config, LeaderCallbacks(work, lost), clock=self._clock,
+        elector = LeaderElector(options, LeaderCallbacks(work, lost), clock=self._clock,
                                 registry=self._registry)
         self._healthz.add(check, elector.check)
         return elector

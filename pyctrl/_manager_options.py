@@ -3,10 +3,10 @@
 Contract: each options object is immutable and valid once built (``__post_init__`` raises
 ValueError naming the field otherwise). There is one way to configure each thing:
 
-* :class:`LeaderElectionOptions` (``ManagerOptions.leader_election``; None: no election, the
-  controllers run at once): a ``coordination.k8s.io/v1`` Lease named ``id`` in ``namespace``
-  held as ``identity`` (default :func:`pyctrl.leaderelection.default_identity`), with
-  client-go's timing (15 / 10 / 2 s,
+* :class:`pyctrl.leaderelection.LeaderElectionOptions` (``ManagerOptions.leader_election``;
+  None: no election, the controllers run at once): a ``coordination.k8s.io/v1`` Lease named
+  ``id`` in ``namespace`` held as ``identity`` (default
+  :func:`pyctrl.leaderelection.default_identity`), with client-go's timing (15 / 10 / 2 s,
   jitter 1.2; ``lease_duration > renew_deadline > jitter_factor * retry_period``) and
   ``release_on_cancel`` (True: a clean stop hands the Lease over at once) and
   ``regain_after_fence`` (True: a lease not renewed in time because of an outage is taken
@@ -42,9 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyctrl._gctune import GCOptions
-from pyctrl.kube.interface import Client
-from pyctrl.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLock, default_identity
-from pyctrl.leaderelection.config import check_timing
+from pyctrl.leaderelection import LeaderElectionOptions, default_identity
 from pyctrl.serving import Authorizer, parse_bind_address
 
 __all__ = ["GCOptions", "HealthOptions", "LeaderElectionOptions", "ManagerOptions",
@@ -56,42 +54,6 @@ def _check_bind(what: str, address: str) -> None:
         parse_bind_address(address)
     except ValueError as err:
         raise ValueError(f"{what}: {err}") from None
-
-
-@dataclass(frozen=True)
-class LeaderElectionOptions:
-    """Leader election on a Lease (see module docstring)."""
-
-    id: str = ""
-    namespace: str = "default"
-    identity: str | None = None
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    jitter_factor: float = 1.2
-    release_on_cancel: bool = True
-    regain_after_fence: bool = True
-    lock: ResourceLock | None = None
-
-    def __post_init__(self) -> None:
-        if not self.id and self.lock is None:
-            raise ValueError("leader election needs an id (the Lease name) or a lock")
-        if not self.namespace:
-            raise ValueError("leader election needs a namespace for its Lease")
-        if self.identity is not None and not self.identity:
-            raise ValueError("leader election identity must not be empty (None: generated)")
-        check_timing(self.lease_duration, self.renew_deadline, self.retry_period,
-                     self.jitter_factor)
-
-    def config(self, client: Client) -> LeaderElectionConfig:
-        """The elector's config: the Lease (or ``lock``) and the timing."""
-        lock = self.lock or LeaseLock(client, self.namespace, self.id,
-                                      self.identity or default_identity())
-        return LeaderElectionConfig(
-            lock, lease_duration=self.lease_duration, renew_deadline=self.renew_deadline,
-            retry_period=self.retry_period, jitter_factor=self.jitter_factor, name=self.id,
-            release_on_cancel=self.release_on_cancel,
-            regain_after_fence=self.regain_after_fence)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from pyctrl.errors import NotFound
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
 
@@ -20,11 +21,10 @@ OperationResult = Literal["created", "updated", "unchanged"]
 
 
 def _name_ns(obj: Object) -> tuple[str, str | None]:
-    md: dict[str, Any] = obj.get("metadata") or {}
-    name = md.get("name")
+    name = meta.name(obj)
     if not name:
         raise ValueError("the object needs metadata.name")
-    return str(name), md.get("namespace") or None
+    return name, meta.namespace(obj) or None
 
 
 def _replace(obj: Object, content: Object) -> None:

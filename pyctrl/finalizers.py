@@ -18,17 +18,11 @@ written to the server at once):
 
 from __future__ import annotations
 
-from typing import Any
-
 from pyctrl.kube import meta
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
 
 __all__ = ["add_finalizer", "has_finalizer", "remove_finalizer"]
-
-
-def _finalizers(obj: Object) -> list[str]:
-    return list((obj.get("metadata") or {}).get("finalizers") or [])
 
 
 def has_finalizer(obj: meta.AnyObject, name: str) -> bool:
@@ -38,18 +32,17 @@ def has_finalizer(obj: meta.AnyObject, name: str) -> bool:
 
 
 def _patch(client: Client, resource: Resource, obj: Object, finalizers: list[str]) -> Object:
-    md: dict[str, Any] = obj.get("metadata") or {}
-    rv = md.get("resourceVersion")
+    rv = meta.resource_version(obj)
     if not rv:
         raise ValueError("the object has no metadata.resourceVersion: read it from the server")
     patch = {"metadata": {"finalizers": finalizers, "resourceVersion": rv}}
-    return client.patch(resource, str(md["name"]), patch, md.get("namespace") or None,
+    return client.patch(resource, meta.name(obj), patch, meta.namespace(obj) or None,
                         patch_type="merge")
 
 
 def add_finalizer(client: Client, resource: Resource, obj: Object, name: str) -> Object:
     """Add ``name`` to ``obj``'s finalizers on the server (see module docstring)."""
-    current = _finalizers(obj)
+    current = list(meta.finalizers(obj))
     if name in current:
         return obj
     return _patch(client, resource, obj, [*current, name])
@@ -57,7 +50,7 @@ def add_finalizer(client: Client, resource: Resource, obj: Object, name: str) ->
 
 def remove_finalizer(client: Client, resource: Resource, obj: Object, name: str) -> Object:
     """Remove ``name`` from ``obj``'s finalizers on the server (see module docstring)."""
-    current = _finalizers(obj)
+    current = list(meta.finalizers(obj))
     if name not in current:
         return obj
     return _patch(client, resource, obj, [f for f in current if f != name])

@@ -56,13 +56,7 @@ from prometheus_client import CollectorRegistry
 from pyctrl._extension import ControllerHook, Extension
 from pyctrl._gctune import tune_after_sync
 from pyctrl._leadership import Leadership
-from pyctrl._manager_options import (
-    GCOptions,
-    HealthOptions,
-    LeaderElectionOptions,
-    ManagerOptions,
-    MetricsOptions,
-)
+from pyctrl._manager_options import GCOptions, HealthOptions, ManagerOptions, MetricsOptions
 from pyctrl._runnables import Runnable, RunnableEntry, RunnableGroup, run_controllers
 from pyctrl._signals import install_signal_handlers
 from pyctrl.builder import Builder
@@ -72,7 +66,7 @@ from pyctrl.controller import Controller, RequestT
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
-from pyctrl.leaderelection import LeaderElectionConfig, LeaderElector
+from pyctrl.leaderelection import LeaderElectionOptions, LeaderElector
 from pyctrl.rbac import PolicyRule
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.serving import Check, Checks, MetricsAuth
@@ -230,14 +224,14 @@ class Manager:
             raise RuntimeError("configure leader election before Manager.run")
         return self._leadership.ensure(options)
 
-    def gate_controllers(self, config: LeaderElectionConfig, *, check: str) -> LeaderElector:
-        """Run the controllers only while this replica holds ``config``'s lock (a Lease of
+    def gate_controllers(self, options: LeaderElectionOptions, *, check: str) -> LeaderElector:
+        """Run the controllers only while this replica holds ``options``' lock (a Lease of
         its own), instead of while leading; ``client_for_leader`` is fenced by it, losing it
         is fatal and ``/healthz`` reports it as ``check``. Needs leader election (for the
         ``needs_leader`` runnables); one gate per Manager (:mod:`pyctrl._leadership`)."""
         if self._ran:
             raise RuntimeError("gate the controllers before Manager.run")
-        return self._leadership.add_gate(config, check)
+        return self._leadership.add_gate(options, check)
 
     def client_with_budget(self, qps: float, burst: int, *, user_agent: str,
                            pool_maxsize: int = 8) -> Client:

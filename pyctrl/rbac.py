@@ -211,7 +211,7 @@ def _scalar(text: str) -> str:
     return text if plain else json.dumps(text)
 
 
-def _meta(name: str, namespace: str | None, labels: Mapping[str, str]) -> list[str]:
+def _metadata_lines(name: str, namespace: str | None, labels: Mapping[str, str]) -> list[str]:
     lines = ["metadata:", f"  name: {name}"]
     if namespace:
         lines.append(f"  namespace: {namespace}")
@@ -224,7 +224,7 @@ def _meta(name: str, namespace: str | None, labels: Mapping[str, str]) -> list[s
 def _role(kind: str, name: str, namespace: str | None, labels: Mapping[str, str],
           rules: Sequence[PolicyRule]) -> list[str]:
     lines = ["apiVersion: rbac.authorization.k8s.io/v1", f"kind: {kind}",
-             *_meta(name, namespace, labels), "rules:"]
+             *_metadata_lines(name, namespace, labels), "rules:"]
     for rule in rules:
         if rule.reason:
             lines.append(f"  # {rule.reason}")
@@ -243,7 +243,7 @@ def _binding(kind: str, role_kind: str, name: str, namespace: str | None,
              labels: Mapping[str, str], service_account: tuple[str, str]) -> list[str]:
     sa_namespace, sa_name = service_account
     return ["apiVersion: rbac.authorization.k8s.io/v1", f"kind: {kind}",
-            *_meta(name, namespace, labels), "roleRef:",
+            *_metadata_lines(name, namespace, labels), "roleRef:",
             "  apiGroup: rbac.authorization.k8s.io", f"  kind: {role_kind}", f"  name: {name}",
             "subjects:", "  - kind: ServiceAccount", f"    name: {sa_name}",
             f"    namespace: {sa_namespace}"]

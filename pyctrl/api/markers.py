@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from pyctrl.kube import meta
+
 __all__ = [
     "Default",
     "Embedded",
@@ -361,7 +363,7 @@ def kind(api_version: str, kind: str, *, plural: str = "", singular: str = "",
     plus "s"; ``rules`` are CEL rules on the whole object (``self.metadata.name`` etc.).
     ``builtin=True`` declares (part of) a kind the API server serves itself (``"v1"``,
     ``"apps/v1"``): it has a Resource for clients and the Builder, and no CRD."""
-    group, _, version = api_version.rpartition("/")
+    group, version = meta.group_version(api_version)
     info = KindInfo(
         group=group, version=version, kind=kind, plural=plural or f"{kind.lower()}s",
         singular=singular or kind.lower(), list_kind=f"{kind}List", scope=scope,

@@ -16,7 +16,8 @@ from pyctrl.frontend.http import (
     response,
     text,
 )
-from pyctrl.frontend.server import Frontend, FrontendConfig
+from pyctrl.frontend.options import FrontendOptions
+from pyctrl.frontend.server import Frontend
 
-__all__ = ["Frontend", "FrontendConfig", "Handler", "Headers", "Reply", "Request", "RequestHead",
+__all__ = ["Frontend", "FrontendOptions", "Handler", "Headers", "Reply", "Request", "RequestHead",
            "Route", "response", "text"]

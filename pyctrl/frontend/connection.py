@@ -2,38 +2,30 @@
 
 Contract:
 
-* A :class:`Conn` lives on the event loop. It reads the raw bytes the loop hands it, runs
-  TLS itself over an ``ssl.SSLObject`` and two ``MemoryBIO`` s (created at the first byte,
-  from the context the server gives *then*, so a reloaded certificate serves every later
-  handshake), parses the head, asks the server's route what to do and buffers the body. Only
-  a complete request reaches a worker thread; an idle or slow client costs a few objects on
-  the loop, no thread.
+* A :class:`Conn` lives on the event loop and knows its server as a :class:`ConnServer`.
+  It runs TLS itself (a :class:`~pyctrl.frontend.tls.TLSSession` made at the first byte
+  from the context the server gives *then*: a reloaded certificate serves every later
+  handshake), parses the head, asks the server's route what to do and buffers the body:
+  only a complete request reaches a worker thread.
 * While the TLS handshake or the head of a request is incomplete the connection is
-  *reading its head* (told to the server: :meth:`Frontend.reading_head
-  <pyctrl.frontend.server.Frontend.reading_head>` / ``head_read``), and the server may cut
+  *reading its head* (:meth:`ConnServer.reading_head` / ``head_read``): the server may cut
   it off at once to make room for a new client at a cap.
-* Deadlines (loop time): the TLS handshake and the head must arrive within
-  ``header_timeout`` of the request's start, the whole request within ``request_timeout``
-  (Go's ReadHeaderTimeout and ReadTimeout); the first request starts at the accept, a later
-  one on a kept connection at its first byte. A client that misses one is cut off (the
-  transport aborted). Writing the answer gets a fresh ``request_timeout``, so a client that
-  never reads is cut off too.
+* Deadlines (loop time; Go's ReadHeaderTimeout and ReadTimeout): the TLS handshake and the
+  head within ``header_timeout`` of the request's start (the accept, or a kept connection's
+  first byte), the whole request within ``request_timeout``, the answer's write within a
+  fresh ``request_timeout``; a client that misses one is cut off (the transport aborted).
 * Memory: the head is at most ``max_header_bytes`` (431 above); a body is buffered only
   when the route accepted it and it is at most ``max_body_bytes``; an oversized or refused
   body is read and dropped (at most 4 times the limit) before the answer is sent.
 * Keep-alive (as Go's net/http server): after an answer below 400 to a request whose whole
   body was read, the connection is kept when the client asked for it
-  (:func:`~pyctrl.frontend.http.wants_keep_alive`: HTTP/1.1 without ``Connection: close``,
-  HTTP/1.0 with ``Connection: keep-alive``), had not half-closed, and the server allows it
-  (:meth:`Frontend.keep_alive <pyctrl.frontend.server.Frontend.keep_alive>`: not shutting
-  down, below its keep-alive connection threshold, fewer than
-  ``max_requests_per_connection`` answers on this connection). Otherwise the answer says
-  ``Connection: close``. A kept connection reads no further until its answer is flushed to
-  the socket, then waits for the next request's first byte at most ``idle_timeout`` (then
-  it is closed, quietly); while it waits it is *idle*, and the server may close it at once
-  (shutdown, or a new client needs its slot). Bytes the client sent past a request
-  (pipelining) are kept and are the start of the next request, answered in order, one at a
-  time; a client that pipelines and never reads is cut off by the write deadline.
+  (:func:`~pyctrl.frontend.http.wants_keep_alive`), had not half-closed, and
+  :meth:`ConnServer.keep_alive` allows it; otherwise the answer says ``Connection: close``.
+  A kept connection reads no further until its answer is flushed, then waits for the next
+  request's first byte at most ``idle_timeout`` (then it is closed, quietly); while it
+  waits it is *idle*, and the server may close it at once (shutdown, or a new client needs
+  its slot). Bytes sent past a request (pipelining) start the next request, answered in
+  order, one at a time (a client that never reads meets the write deadline).
 * After an error answer the connection lingers: the write side is shut down once the answer
   is flushed and input is dropped until the client closes (at most ``LINGER_SECONDS``), so
   the client reads the answer instead of a reset. Every other answer that does not keep
@@ -46,7 +38,7 @@ import asyncio
 import enum
 import ssl
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 from pyctrl.clock import RealClock
 from pyctrl.frontend.http import (
@@ -54,21 +46,20 @@ from pyctrl.frontend.http import (
     Reply,
     Request,
     RequestHead,
+    Route,
     body_length,
-    parse_head,
     response,
+    take_head,
     text,
     wants_keep_alive,
 )
+from pyctrl.frontend.options import FrontendOptions
+from pyctrl.frontend.tls import TLSSession
 
-if TYPE_CHECKING:
-    from pyctrl.frontend.server import Frontend
-
-__all__ = ["LINGER_SECONDS", "Conn"]
+__all__ = ["LINGER_SECONDS", "Conn", "ConnServer"]
 
 LINGER_SECONDS = 1.0
 _REAL = RealClock()
-_READ = 64 * 1024
 
 
 class State(enum.Enum):
@@ -85,10 +76,31 @@ class State(enum.Enum):
 _READING = (State.HEAD, State.BODY, State.DRAIN)
 
 
+class ConnServer(Protocol):
+    """What a :class:`Conn` needs of its server (:class:`pyctrl.frontend.Frontend`), on the
+    loop thread (the slots: :mod:`pyctrl.frontend.slots`; ``submit``: to a worker)."""
+
+    config: FrontendOptions
+    context: Callable[[], ssl.SSLContext] | None
+    route: Route
+    def admit(self, conn: Conn) -> bool: ...
+    def release(self, conn: Conn) -> None: ...
+    def keep_alive(self, conn: Conn) -> bool: ...
+    def idle(self, conn: Conn) -> None: ...
+    def busy(self, conn: Conn) -> None: ...
+    def reading_head(self, conn: Conn) -> None: ...
+    def head_read(self, conn: Conn) -> None: ...
+    def submit(self, conn: Conn, handler: Handler, request: Request) -> None: ...
+    def note(self, kind: str, peer: str, detail: str) -> None: ...
+    def loop_time(self) -> float: ...
+    def call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle: ...
+    def call_soon(self, callback: Callable[[], None]) -> None: ...
+
+
 class Conn(asyncio.Protocol):
     """One client (see module docstring)."""
 
-    def __init__(self, server: Frontend) -> None:
+    def __init__(self, server: ConnServer) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -96,10 +108,7 @@ class Conn(asyncio.Protocol):
         self.started_at = 0.0  # loop time the current request started (accept, first byte)
         self.served = 0  # answers written
         self._timer: asyncio.TimerHandle | None = None
-        self._tls: ssl.SSLObject | None = None
-        self._incoming: ssl.MemoryBIO | None = None
-        self._outgoing: ssl.MemoryBIO | None = None
-        self._handshaken = False
+        self._tls: TLSSession | None = None
         self._quiet = True  # no byte of the current request received yet
         self._buf = bytearray()
         self._head: RequestHead | None = None
@@ -132,23 +141,18 @@ class Conn(asyncio.Protocol):
             self._feed(data)
             return
         if self._tls is None:
-            self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-            self._tls = self.server.context().wrap_bio(self._incoming, self._outgoing,
-                                                      server_side=True)
-        assert self._incoming is not None
-        self._incoming.write(data)
-        if not self._handshaken:
+            self._tls = TLSSession(self.server.context())
+        self._tls.feed(data)
+        if not self._tls.handshaken:
             try:
-                self._tls.do_handshake()
-            except ssl.SSLWantReadError:
-                self._flush()
-                return
+                done = self._tls.handshake()
             except (ssl.SSLError, ValueError) as err:  # a failed handshake
                 self._flush()  # its alert
                 self._tls_failed(err)
                 return
             self._flush()
-            self._handshaken = True
+            if not done:
+                return
         self._pump()
 
     def eof_received(self) -> bool:
@@ -193,9 +197,8 @@ class Conn(asyncio.Protocol):
         assert self._tls is not None
         try:
             while self.state in _READING:
-                try:
-                    chunk = self._tls.read(_READ)
-                except ssl.SSLWantReadError:
+                chunk = self._tls.read()
+                if chunk is None:
                     return
                 if not chunk:  # close_notify
                     self._lost_client()
@@ -222,18 +225,10 @@ class Conn(asyncio.Protocol):
 
     def _read_head(self, start: int) -> None:
         config = self.server.config
-        end = self._buf.find(b"\r\n\r\n", start)
-        if end < 0:
-            if len(self._buf) > config.max_header_bytes:
-                self.server.head_read(self)
-                self.answer(text(431, "request headers too large"))
+        head = take_head(self._buf, start, config.max_header_bytes)
+        if head is None:
             return
         self.server.head_read(self)
-        if end > config.max_header_bytes:
-            self.answer(text(431, "request headers too large"))
-            return
-        head = parse_head(bytes(self._buf[:end]))
-        del self._buf[:end + 4]
         if not isinstance(head, RequestHead):
             self.answer(head)
             return
@@ -292,8 +287,7 @@ class Conn(asyncio.Protocol):
         self.server.idle(self)
         self._arm(self.server.config.idle_timeout_seconds, self._idle_deadline)
         self.transport.resume_reading()
-        pending = self._tls is not None and (self._tls.pending() or (
-            self._incoming is not None and self._incoming.pending))
+        pending = self._tls is not None and self._tls.pending()
         if not self._buf and not pending:
             return
         self._start_request()
@@ -318,10 +312,8 @@ class Conn(asyncio.Protocol):
         data = response(reply, keep_alive=keep,
                         version=head.version if head is not None else "HTTP/1.1")
         if self._tls is not None:
-            view = memoryview(data)
             try:
-                while view:
-                    view = view[self._tls.write(view):]
+                self._tls.write(data)
             except (ssl.SSLError, ValueError) as err:
                 self._tls_failed(err)
                 return
@@ -346,9 +338,9 @@ class Conn(asyncio.Protocol):
             self.server.call_soon(self._next_request)
 
     def _flush(self) -> None:
-        assert self._outgoing is not None and self.transport is not None
-        if self._outgoing.pending:
-            self.transport.write(self._outgoing.read())
+        assert self._tls is not None and self.transport is not None
+        if out := self._tls.outgoing():
+            self.transport.write(out)
 
     def close(self, *, abort: bool = False) -> None:
         """Close (once the buffer is flushed) or abort; an abort also cuts a closing one."""

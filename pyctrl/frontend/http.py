@@ -14,6 +14,10 @@ Contract:
   ``1*DIGIT`` once the whitespace around the value is dropped (``+5``, ``1_0``, ``0x5``;
   `` 5`` is ``5``), or repeated with a different value (identical repeats are one value, as
   RFC 9110 section 8.6 allows).
+* :func:`take_head` finds a request head at the start of a buffer once its blank line
+  arrived and takes it (the blank line too) out of the buffer, parsed by :func:`parse_head`;
+  a head (complete or not) above ``max_bytes`` is answered 431 and left in the buffer;
+  None while it is incomplete and within the bound.
 * :func:`wants_keep_alive` is the client's side of persistence (RFC 9112 section 9.3): an
   HTTP/1.1 request keeps the connection unless its ``Connection`` header lists ``close``;
   an HTTP/1.0 request only when it lists ``keep-alive``.
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 
 __all__ = ["Handler", "Headers", "Reply", "Request", "RequestHead", "Route", "body_length",
-           "parse_head", "response", "text", "wants_keep_alive"]
+           "parse_head", "response", "take_head", "text", "wants_keep_alive"]
 
 Headers = tuple[tuple[str, str], ...]  # extra response header fields, in order
 # status, body, content type[, extra header fields]
@@ -131,6 +135,19 @@ def parse_head(data: bytes) -> RequestHead | Reply:
     path, _, query = parts[1].partition("?")
     version = "HTTP/1.0" if parts[2] == "HTTP/1.0" else "HTTP/1.1"
     return RequestHead(parts[0], path, query, headers, version)
+
+
+def take_head(buf: bytearray, start: int, max_bytes: int) -> RequestHead | Reply | None:
+    """The head at the start of ``buf``, taken out of it (see the module docstring); the
+    blank line is searched from ``start`` (what was searched before, less 3 bytes)."""
+    end = buf.find(b"\r\n\r\n", start)
+    if end < 0:
+        return text(431, "request headers too large") if len(buf) > max_bytes else None
+    if end > max_bytes:
+        return text(431, "request headers too large")
+    head = parse_head(bytes(buf[:end]))
+    del buf[:end + 4]
+    return head
 
 
 def wants_keep_alive(head: RequestHead) -> bool:

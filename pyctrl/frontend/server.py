@@ -10,7 +10,7 @@ Contract:
   (``<name>-worker-<i>``), which runs the route's handler and hands the answer back to the
   loop. So a connection that is idle or slow costs memory (a few KiB), never a thread, and
   valid requests are answered while thousands of such connections are open.
-* Bounds (:class:`FrontendConfig`): ``max_connections`` open at once and
+* Bounds (:class:`FrontendOptions`): ``max_connections`` open at once and
   ``max_connections_per_peer`` from one client address; the TLS handshake plus the request
   head within ``header_timeout_seconds`` of the request's start (the accept, or the first
   byte of a later request on a kept connection), the whole request within
@@ -35,7 +35,9 @@ Contract:
   measurement is in docs/DESIGN.md). Connections
   with a complete head (a body being read, a request being answered) are never taken. With
   nothing to take, the new connection is accepted and closed at once (counted in
-  :attr:`refused`).
+  :attr:`refused`). The bookkeeping is :class:`~pyctrl.frontend.slots.Slots`'; a
+  connection sees the server only as the :class:`~pyctrl.frontend.connection.ConnServer`
+  it implements.
 * :meth:`bind` (or else :meth:`start`) binds synchronously (a busy port raises ``OSError``
   to the caller); :meth:`start` returns once the loop serves. :meth:`shutdown` is graceful
   and bounded: it closes the listener and, at once, every connection without a complete
@@ -61,63 +63,25 @@ import resource
 import socket
 import ssl
 import threading
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import structlog
 
 from pyctrl.clock import RealClock
 from pyctrl.frontend.connection import Conn
 from pyctrl.frontend.http import Handler, Reply, Request, Route, text
+from pyctrl.frontend.options import FrontendOptions
+from pyctrl.frontend.slots import Slots
 
-__all__ = ["Frontend", "FrontendConfig"]
+__all__ = ["Frontend"]
 
 log = structlog.get_logger(__name__)
 
 _REAL = RealClock()
-_MIB = 1024 * 1024
 _ACCEPT_BATCH = 32  # connections accepted per loop iteration
 _FD_HEADROOM = 256  # files besides client connections (listeners, API clients, logs)
 _LOG_INTERVAL = 10.0  # at most one line per interval for floods (refusals, deadlines)
 _JOIN_GRACE = 0.1  # for idle workers to see their stop after the connections drained
-
-
-@dataclass(frozen=True, slots=True)
-class FrontendConfig:
-    """Where to listen and the bounds (see the module docstring). ``port=0`` picks a port."""
-
-    host: str = "0.0.0.0"
-    port: int = 0
-    backlog: int = 1024
-    max_connections: int = 4096
-    max_connections_per_peer: int = 512
-    header_timeout_seconds: float = 5.0
-    request_timeout_seconds: float = 10.0
-    max_header_bytes: int = 64 * 1024
-    max_body_bytes: int = _MIB
-    workers: int = 4
-    shutdown_timeout_seconds: float = 3.0
-    # Longer than the 90 s after which Go's HTTP client (the API server's) closes an idle
-    # connection itself: the client closes first, so it never sends a request on a
-    # connection the server is closing (a POST is not retried then).
-    idle_timeout_seconds: float = 120.0
-    max_requests_per_connection: int = 1000
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"port must be in 0..65535, got {self.port}")
-        if self.idle_timeout_seconds < 0:
-            raise ValueError("idle_timeout_seconds must be >= 0 (0: no keep-alive)")
-        for name in ("header_timeout_seconds", "request_timeout_seconds",
-                     "shutdown_timeout_seconds"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
-        for name in ("backlog", "max_connections", "max_connections_per_peer",
-                     "max_header_bytes", "max_body_bytes", "workers",
-                     "max_requests_per_connection"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
 
 
 _Work = tuple[Conn, Handler, Request]
@@ -126,17 +90,13 @@ _Work = tuple[Conn, Handler, Request]
 class Frontend:
     """One listening server (see module docstring)."""
 
-    def __init__(self, name: str, config: FrontendConfig, route: Route, *,
+    def __init__(self, name: str, config: FrontendOptions, route: Route, *,
                  context: Callable[[], ssl.SSLContext] | None = None) -> None:
         self.name = name
         self.config = config
         self.route = route
         self.context = context
-        self.accepted = 0  # connections admitted since the start
-        self.refused = 0  # connections closed at once because of a cap
         self.deadlines = 0  # connections cut off by a deadline
-        self.idle_closed = 0  # idle kept connections closed for a new one
-        self.evicted = 0  # connections without a complete head cut off for a new one
         self._lock = threading.Lock()
         self._started = False
         self._closing = False
@@ -147,22 +107,33 @@ class Frontend:
         self._error: BaseException | None = None
         self._threads: list[threading.Thread] = []
         self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
-        # Loop-thread state:
-        self._conns: set[Conn] = set()
-        self._per_peer: Counter[str] = Counter()
-        # Idle kept connections, longest idle first (dicts keep insertion order):
-        self._idle: dict[Conn, None] = {}
-        self._idle_per_peer: dict[str, dict[Conn, None]] = {}
-        # Connections reading a request head, the oldest request first:
-        self._heads: dict[Conn, None] = {}
-        self._heads_per_peer: dict[str, dict[Conn, None]] = {}
-        self._keep_alive_below = config.max_connections - config.max_connections // 8
+        self._slots = Slots(name, config, self._due)  # loop-thread state from here on
         self._draining = False
         self._drained: asyncio.Event | None = None
         self._next_log = {"refused": 0.0, "deadline": 0.0, "loop": 0.0, "idle": 0.0,
                           "evicted": 0.0}
 
     # -- public -------------------------------------------------------------------------
+    @property
+    def accepted(self) -> int:
+        """Connections admitted since the start."""
+        return self._slots.accepted
+
+    @property
+    def refused(self) -> int:
+        """Connections closed at once because of a cap."""
+        return self._slots.refused
+
+    @property
+    def idle_closed(self) -> int:
+        """Idle kept connections closed for a new one."""
+        return self._slots.idle_closed
+
+    @property
+    def evicted(self) -> int:
+        """Connections without a complete head cut off for a new one."""
+        return self._slots.evicted
+
     @property
     def address(self) -> tuple[str, int]:
         """The bound address (useful with ``port=0``); only valid after :meth:`start`."""
@@ -173,11 +144,11 @@ class Frontend:
 
     def active_connections(self) -> int:
         """Connections open now (admitted, not yet closed)."""
-        return len(self._conns)
+        return len(self._slots.conns)
 
     def idle_connections(self) -> int:
         """Kept connections waiting for their next request now."""
-        return len(self._idle)
+        return self._slots.idle_count()
 
     def bind(self) -> None:
         """Create the listening socket now (idempotent); a busy port raises ``OSError``.
@@ -278,12 +249,12 @@ class Frontend:
         budget = await stop
         server.close()
         self._draining = True
-        for conn in list(self._conns):
+        for conn in list(self._slots.conns):
             conn.close_for_shutdown()
-        if self._conns:
+        if self._slots.conns:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._drained.wait(), budget)
-        for conn in list(self._conns):
+        for conn in list(self._slots.conns):
             conn.close(abort=True)
         for _ in range(2):  # let the aborted transports' connection_lost close the sockets
             await asyncio.sleep(0)
@@ -304,89 +275,32 @@ class Frontend:
         assert self._loop is not None
         self._loop.call_soon(callback)
 
+    # The connections' side (:class:`~pyctrl.frontend.connection.ConnServer`), loop thread.
     def admit(self, conn: Conn) -> bool:
-        """Whether ``conn`` may be served (the caps, after closing an idle connection or one
-        without a complete head to make room); counts it when it may."""
-        config = self.config
-        if self._closing:
-            return False
-        peer = conn.peer
-        if (self._per_peer[peer] >= config.max_connections_per_peer
-                and not self._make_room(self._idle_per_peer.get(peer),
-                                        self._heads_per_peer.get(peer))):
-            reason, limit = "too many connections from one client", \
-                config.max_connections_per_peer
-        elif (len(self._conns) >= config.max_connections
-              and not self._make_room(self._idle, self._heads)):
-            reason, limit = "too many connections", config.max_connections
-        else:
-            self._conns.add(conn)
-            self._per_peer[peer] += 1
-            self.accepted += 1
-            return True
-        self.refused += 1
-        if self._due("refused"):
-            log.warning("connections refused", server=self.name, reason=reason, limit=limit,
-                        refused_total=self.refused, client=peer)
-        return False
+        """Whether ``conn`` may be served (not while shutting down; the caps: Slots.admit)."""
+        return not self._closing and self._slots.admit(conn)
 
     def release(self, conn: Conn) -> None:
-        if conn in self._conns:
-            self._conns.discard(conn)
-            self._per_peer[conn.peer] -= 1
-            if not self._per_peer[conn.peer]:
-                del self._per_peer[conn.peer]
-            self.busy(conn)
-            self.head_read(conn)
-            if self._draining and not self._conns and self._drained is not None:
-                self._drained.set()
+        if self._slots.release(conn) and self._draining and not self._slots.conns \
+                and self._drained is not None:
+            self._drained.set()
 
     def keep_alive(self, conn: Conn) -> bool:
         """Whether ``conn`` may stay open for another request (see module docstring)."""
-        config = self.config
-        return (config.idle_timeout_seconds > 0 and not self._draining and not self._closing
-                and conn.served < config.max_requests_per_connection
-                and len(self._conns) < self._keep_alive_below)
+        return (self.config.idle_timeout_seconds > 0 and not self._draining
+                and not self._closing and self._slots.may_keep(conn))
 
     def idle(self, conn: Conn) -> None:
-        """``conn`` (kept) waits for its next request: the newest idle connection."""
-        _push(self._idle, self._idle_per_peer, conn)
+        self._slots.idle(conn)
 
     def busy(self, conn: Conn) -> None:
-        """``conn`` is no longer idle (a request started, or it closed)."""
-        _pop(self._idle, self._idle_per_peer, conn)
+        self._slots.busy(conn)
 
     def reading_head(self, conn: Conn) -> None:
-        """A request started on ``conn`` (the accept, or a kept one's first byte): the
-        newest connection without a complete head."""
-        _push(self._heads, self._heads_per_peer, conn)
+        self._slots.reading_head(conn)
 
     def head_read(self, conn: Conn) -> None:
-        """``conn``'s request head is complete (or it closed)."""
-        _pop(self._heads, self._heads_per_peer, conn)
-
-    def _make_room(self, idle: dict[Conn, None] | None,
-                   heads: dict[Conn, None] | None) -> bool:
-        """Free a slot now: cut off the oldest of ``heads``, else close the longest idle
-        connection of ``idle`` (see the module docstring); False when both are empty."""
-        if heads:
-            what, conn = "evicted", next(iter(heads))
-            self.evicted += 1
-        elif idle:
-            what, conn = "idle", next(iter(idle))
-            self.idle_closed += 1
-        else:
-            return False
-        self.release(conn)
-        conn.close(abort=what == "evicted")
-        if self._due(what):
-            if what == "idle":
-                log.info("closed idle keep-alive connections for new ones", server=self.name,
-                         client=conn.peer, idle_closed_total=self.idle_closed)
-            else:
-                log.info("cut off connections without a complete request head for new ones",
-                         server=self.name, client=conn.peer, evicted_total=self.evicted)
-        return True
+        self._slots.head_read(conn)
 
     def note(self, kind: str, peer: str, detail: str) -> None:
         """A connection ended early: a deadline (counted, logged at most every 10 s) or
@@ -453,17 +367,3 @@ class Frontend:
             log.exception("request handler failed", server=self.name, path=request.path)
             return text(500, "internal error")
 
-
-def _push(pool: dict[Conn, None], per_peer: dict[str, dict[Conn, None]], conn: Conn) -> None:
-    pool[conn] = None
-    per_peer.setdefault(conn.peer, {})[conn] = None
-
-
-def _pop(pool: dict[Conn, None], per_peer: dict[str, dict[Conn, None]], conn: Conn) -> None:
-    if conn not in pool:
-        return
-    del pool[conn]
-    peers = per_peer[conn.peer]
-    del peers[conn]
-    if not peers:
-        del per_peer[conn.peer]

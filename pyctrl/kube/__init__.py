@@ -8,6 +8,7 @@ API-server-shaped errors for fakes (:mod:`pyctrl.kube.status`) and the :class:`R
 constants.
 """
 
+from pyctrl.kube import resource as _resource
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.config import ConfigError, KubeConfig, in_cluster, load_config
 from pyctrl.kube.fenced import FencedClient, LeaseHolder
@@ -22,34 +23,7 @@ from pyctrl.kube.interface import (
 from pyctrl.kube.meta import format_micro_time, format_time, parse_micro_time
 from pyctrl.kube.options import ListOptions
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
-from pyctrl.kube.resource import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    CONFIGMAPS,
-    CUSTOM_RESOURCE_DEFINITIONS,
-    DAEMON_SETS,
-    DEPLOYMENTS,
-    ENDPOINT_SLICES,
-    ENDPOINTS,
-    EVENTS,
-    INGRESSES,
-    JOBS,
-    LEASES,
-    NAMESPACES,
-    NETWORK_POLICIES,
-    NODES,
-    PERSISTENT_VOLUME_CLAIMS,
-    PERSISTENT_VOLUMES,
-    PODS,
-    REPLICA_SETS,
-    ROLE_BINDINGS,
-    ROLES,
-    SECRETS,
-    SERVICE_ACCOUNTS,
-    SERVICES,
-    STATEFUL_SETS,
-    Resource,
-)
+from pyctrl.kube.resource import *  # noqa: F403
 from pyctrl.kube.selectors import (
     FieldSelector,
     LabelSelector,
@@ -59,31 +33,6 @@ from pyctrl.kube.selectors import (
 from pyctrl.kube.watch import HTTPWatchStream, WatchDecoder
 
 __all__ = [
-    "CLUSTER_ROLES",
-    "CLUSTER_ROLE_BINDINGS",
-    "CONFIGMAPS",
-    "CUSTOM_RESOURCE_DEFINITIONS",
-    "DAEMON_SETS",
-    "DEPLOYMENTS",
-    "ENDPOINTS",
-    "ENDPOINT_SLICES",
-    "EVENTS",
-    "INGRESSES",
-    "JOBS",
-    "LEASES",
-    "NAMESPACES",
-    "NETWORK_POLICIES",
-    "NODES",
-    "PERSISTENT_VOLUMES",
-    "PERSISTENT_VOLUME_CLAIMS",
-    "PODS",
-    "REPLICA_SETS",
-    "ROLES",
-    "ROLE_BINDINGS",
-    "SECRETS",
-    "SERVICES",
-    "SERVICE_ACCOUNTS",
-    "STATEFUL_SETS",
     "Client",
     "ConfigError",
     "FencedClient",
@@ -97,7 +46,6 @@ __all__ = [
     "PatchType",
     "PropagationPolicy",
     "RESTClient",
-    "Resource",
     "TokenBucketRateLimiter",
     "WatchDecoder",
     "WatchEvent",
@@ -110,3 +58,4 @@ __all__ = [
     "parse_label_selector",
     "parse_micro_time",
 ]
+__all__ += _resource.__all__  # the Resource constants: one table, pyctrl.kube.resource

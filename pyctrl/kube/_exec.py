@@ -38,11 +38,12 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pyctrl.clock import Clock, RealClock
+from pyctrl.kube.meta import parse_micro_time
 
 __all__ = ["API_VERSIONS", "ExecCredential", "ExecCredentialError", "ExecPlugin"]
 
@@ -63,13 +64,6 @@ class ExecCredential:
     client_certificate_data: str | None = None
     client_key_data: str | None = None
     expires_at: datetime | None = None
-
-
-def _parse_time(value: str) -> datetime:
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
 
 
 def _cluster_info(cluster: Mapping[str, Any]) -> dict[str, Any]:
@@ -217,10 +211,9 @@ class ExecPlugin:
             raise ExecCredentialError(f"{where}: status has neither a token nor a client "
                                       "certificate")
         expires = status.get("expirationTimestamp")
-        try:
-            expires_at = _parse_time(str(expires)) if expires else None
-        except ValueError as exc:
-            raise ExecCredentialError(f"{where}: expirationTimestamp {expires!r}") from exc
+        expires_at = parse_micro_time(expires)
+        if expires and expires_at is None:
+            raise ExecCredentialError(f"{where}: expirationTimestamp {expires!r}")
         return ExecCredential(token=token, client_certificate_data=cert or None,
                               client_key_data=key or None, expires_at=expires_at)
 

@@ -31,6 +31,7 @@ from typing import Protocol, TypeVar, Unpack
 from prometheus_client import CollectorRegistry, Counter
 
 from pyctrl.errors import NotLeader
+from pyctrl.kube import meta
 from pyctrl.kube.forwarding import ForwardingClient
 from pyctrl.kube.guard import guarded
 from pyctrl.kube.interface import Client, Object, PatchBody
@@ -127,12 +128,9 @@ class FencedClient(ForwardingClient):
             resource, name, namespace, **kwargs))
 
 
-def _name(obj: Object) -> str | None:
-    md = obj.get("metadata") or {}
-    name = md.get("name") or md.get("generateName")
-    return str(name) if name else None
+def _name(obj: Object) -> str | None:  # for the log line of a refused write
+    return meta.name(obj) or meta.generate_name(obj) or None
 
 
 def _namespace(obj: Object) -> str | None:
-    ns = (obj.get("metadata") or {}).get("namespace")
-    return str(ns) if ns else None
+    return meta.namespace(obj) or None

@@ -6,7 +6,8 @@ raw-dict informer or the client hands it out) and a typed object (a
 :class:`pyctrl.api.ObjectMeta`, see :class:`TypedObject`) alike. Key functions, indexers,
 handlers, predicates and :mod:`pyctrl.ownerrefs` read through it, so they work on both.
 
-* :func:`name`, :func:`namespace`, :func:`uid`, :func:`resource_version` return ``""`` when
+* :func:`name`, :func:`generate_name`, :func:`namespace`, :func:`uid`,
+  :func:`resource_version` return ``""`` when
   the field is missing, as do :func:`api_version` and :func:`kind` (top-level fields, not
   metadata; a typed object whose field is unset reads its class's
   :class:`pyctrl.api.KindInfo`); :func:`generation` None (a typed object's default ``0``
@@ -29,7 +30,9 @@ Leases, the CronJob status): :func:`format_time` is a ``metav1.Time`` (RFC 3339 
 whole seconds, ``Z``), :func:`format_micro_time` a ``metav1.MicroTime`` (the same with
 microseconds). Both take an aware datetime in any zone (a naive one is read as local time, as
 ``datetime.astimezone`` does). :func:`parse_micro_time` reads either form back (an aware
-datetime; a string without an offset is read as UTC), None for a missing or malformed value.
+datetime; a string without an offset is read as UTC), None for a missing or malformed value;
+it is the one metav1 time parser. :func:`group_version` is the one ``apiVersion`` parser
+(:func:`api_group` its group).
 
 It lives in ``pyctrl.kube`` (the lowest layer) so ``pyctrl.cache`` (keys, the namespace and
 controller-UID indexes), the handlers and :mod:`pyctrl.ownerrefs` all use it; it imports
@@ -59,7 +62,9 @@ __all__ = [
     "finalizers",
     "format_micro_time",
     "format_time",
+    "generate_name",
     "generation",
+    "group_version",
     "kind",
     "labels",
     "name",
@@ -91,6 +96,8 @@ class TypedObjectMeta(Protocol):
 
     @property
     def name(self) -> str: ...
+    @property
+    def generate_name(self) -> str: ...
     @property
     def namespace(self) -> str: ...
     @property
@@ -148,6 +155,13 @@ def name(obj: AnyObject) -> str:
     if type(obj) is dict or isinstance(obj, Mapping):  # dicts first: the hot case
         return _str(_raw(obj).get("name"))
     return obj.metadata.name
+
+
+def generate_name(obj: AnyObject) -> str:
+    """``metadata.generateName`` (``""`` when missing)."""
+    if isinstance(obj, Mapping):
+        return _str(_raw(obj).get("generateName"))
+    return obj.metadata.generate_name
 
 
 def namespace(obj: AnyObject) -> str:
@@ -245,13 +259,18 @@ def format_micro_time(when: datetime) -> str:
     return when.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-def api_group(api_version: object) -> str:
-    """The group of an ``apiVersion`` (``"batch"`` for ``"batch/v1"``; ``""`` for the core
-    group's ``"v1"`` and for anything that is not a string)."""
+def group_version(api_version: object) -> tuple[str, str]:
+    """An ``apiVersion`` as (group, version): ``("batch", "v1")`` for ``"batch/v1"``,
+    ``("", "v1")`` for the core group's ``"v1"``; ``("", "")`` for anything not a string."""
     if not isinstance(api_version, str):
-        return ""
-    group, sep, _ = api_version.rpartition("/")
-    return group if sep else ""
+        return "", ""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def api_group(api_version: object) -> str:
+    """The group of an ``apiVersion`` (:func:`group_version`'s first part)."""
+    return group_version(api_version)[0]
 
 
 def parse_micro_time(value: object) -> datetime | None:

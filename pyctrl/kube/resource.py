@@ -3,6 +3,9 @@
 Contract: a :class:`Resource` names a group/version/resource (plural) plus the facts the
 client needs to build URLs (namespaced or not) and to fill ``apiVersion``/``kind`` on objects
 it sends. It is immutable and hashable, so it can key informer factories and caches.
+
+The constants of the built-in kinds (``JOBS``, ``PODS``, ...) are defined here and only here,
+in one table; ``pyctrl.kube`` and ``pyctrl`` re-export this module's ``__all__`` as it is.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ __all__ = [
     "SERVICES",
     "SERVICE_ACCOUNTS",
     "STATEFUL_SETS",
+    "SUBJECT_ACCESS_REVIEWS",
+    "TOKEN_REVIEWS",
     "Resource",
 ]
 
@@ -112,3 +117,7 @@ CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
     namespaced=False,
 )
+TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
+                         namespaced=False)
+SUBJECT_ACCESS_REVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews",
+                                  "SubjectAccessReview", namespaced=False)

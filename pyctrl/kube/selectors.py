@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pyctrl.kube import meta
+
 __all__ = [
     "FieldSelector",
     "LabelSelector",
@@ -74,7 +76,7 @@ class LabelSelector:
         return all(r.matches(have) for r in self.requirements)
 
     def matches_object(self, obj: Mapping[str, Any]) -> bool:
-        return self.matches((obj.get("metadata") or {}).get("labels"))
+        return self.matches(meta.labels(obj))
 
     def empty(self) -> bool:
         return not self.requirements

@@ -5,15 +5,15 @@ Only one replica's controllers work at a time: :class:`LeaderElector` campaigns 
 anyone else could take over when renewing fails, and releases it on a clean stop.
 """
 
-from pyctrl.leaderelection.config import LeaderCallbacks, LeaderElectionConfig
 from pyctrl.leaderelection.elector import LeaderElector
 from pyctrl.leaderelection.identity import default_identity
 from pyctrl.leaderelection.lease_lock import LeaseLock
 from pyctrl.leaderelection.lock import LeaderElectionRecord, ResourceLock
+from pyctrl.leaderelection.options import LeaderCallbacks, LeaderElectionOptions
 
 __all__ = [
     "LeaderCallbacks",
-    "LeaderElectionConfig",
+    "LeaderElectionOptions",
     "LeaderElectionRecord",
     "LeaderElector",
     "LeaseLock",

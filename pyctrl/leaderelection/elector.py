@@ -52,8 +52,8 @@ from prometheus_client import CollectorRegistry, Gauge
 from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, NotFound
-from pyctrl.leaderelection.config import LeaderCallbacks, LeaderElectionConfig
-from pyctrl.leaderelection.lock import LeaderElectionRecord
+from pyctrl.leaderelection.lock import LeaderElectionRecord, ResourceLock
+from pyctrl.leaderelection.options import LeaderCallbacks, LeaderElectionOptions
 from pyctrl.serving.metrics import per_registry
 
 __all__ = ["LeaderElector"]
@@ -78,11 +78,12 @@ _master_status = per_registry(_new_master_status)
 
 
 class LeaderElector:
-    """Runs one leader-election campaign over ``config.lock`` (see module docstring)."""
+    """Runs one leader-election campaign over ``config.lock`` (see module docstring; a
+    ``config`` without a lock is refused: :meth:`LeaderElectionOptions.with_lock` sets one)."""
 
     def __init__(
         self,
-        config: LeaderElectionConfig,
+        config: LeaderElectionOptions,
         callbacks: LeaderCallbacks,
         *,
         clock: Clock | None = None,
@@ -94,11 +95,13 @@ class LeaderElector:
         self._callbacks = callbacks
         self._clock: Clock = clock or RealClock()
         self._errors = ErrorLog(log, self._clock)  # an outage: a few lines per error kind
-        self._lock = config.lock
+        if config.lock is None:
+            raise ValueError("the elector needs config.lock (LeaderElectionOptions.with_lock)")
+        self._lock: ResourceLock = config.lock
         self._identity = config.lock.identity()
         self._rng = rng or random.Random()
         self._health_tolerance = health_tolerance
-        self._gauge = _master_status(registry).labels(name=config.name)
+        self._gauge = _master_status(registry).labels(name=config.id)
         self._gauge.set(0)
         # Guarded by _cond: observation state, renew bookkeeping and leading flags.
         self._cond = threading.Condition(threading.Lock())
@@ -209,7 +212,7 @@ class LeaderElector:
             self._fenced = False
             self._watchdog_stop = False
         self._gauge.set(1)
-        name = self.config.name or self._lock.describe()
+        name = self.config.id or self._lock.describe()
         callback = threading.Thread(
             target=self._run_started, args=(leading_stop, callback_done),
             name=f"leader-{name}-leading", daemon=True,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyctrl.clock import Clock
+from pyctrl.kube import meta
 
 __all__ = ["COMBINED_PREFIX", "CorrelateResult", "EventCorrelator"]
 
@@ -143,12 +144,11 @@ class EventCorrelator:
 
     def update_state(self, event: Event, key: str) -> None:
         """Remember what the server stored (name, resourceVersion, count) for later patches."""
-        md = event.get("metadata") or {}
         entry = _Logged(
             count=int(event.get("count") or 1),
             first_timestamp=str(event.get("firstTimestamp") or ""),
-            name=str(md.get("name") or ""),
-            resource_version=str(md.get("resourceVersion") or ""),
+            name=meta.name(event),
+            resource_version=meta.resource_version(event),
         )
         self._logged.put(key, entry)
 

@@ -18,7 +18,7 @@ Layering: ``healthz`` and ``metrics`` import no other pyctrl module and ``http``
 protocol. The webhook server (:mod:`pyctrl.webhook`) takes its certificates from here.
 """
 
-from pyctrl.serving.auth import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, MetricsAuth
+from pyctrl.serving.auth import MetricsAuth
 from pyctrl.serving.certs import (
     CertificatePaths,
     generate_certs,
@@ -34,8 +34,6 @@ from pyctrl.serving.metrics import PerRegistry, metrics_handler, per_registry
 
 __all__ = [
     "GC_PAUSE_BUCKETS",
-    "SUBJECT_ACCESS_REVIEWS",
-    "TOKEN_REVIEWS",
     "Authorizer",
     "CertificatePaths",
     "Check",

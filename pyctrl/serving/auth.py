@@ -45,18 +45,13 @@ import structlog
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
-from pyctrl.kube.resource import Resource
+from pyctrl.kube.resource import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from pyctrl.serving.http import TEXT as _TEXT
 from pyctrl.serving.http import Response
 
-__all__ = ["KNOWN_BURST", "KNOWN_QPS", "SUBJECT_ACCESS_REVIEWS", "TOKEN_REVIEWS", "MetricsAuth"]
+__all__ = ["KNOWN_BURST", "KNOWN_QPS", "MetricsAuth"]
 
 log = structlog.get_logger(__name__)
-
-TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
-                         namespaced=False)
-SUBJECT_ACCESS_REVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews",
-                                  "SubjectAccessReview", namespaced=False)
 
 Denial = Response  # the response that refuses a request
 

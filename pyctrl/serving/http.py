@@ -33,7 +33,7 @@ from urllib.parse import parse_qs
 
 import structlog
 
-from pyctrl.frontend import Frontend, FrontendConfig, Headers, Reply, Request, RequestHead, text
+from pyctrl.frontend import Frontend, FrontendOptions, Headers, Reply, Request, RequestHead, text
 from pyctrl.frontend import Handler as RequestHandler
 
 __all__ = [
@@ -77,9 +77,9 @@ class HTTPServerThread:
         self.secure = ssl_context is not None
         self._handler = handler
         self._authorize = authorize
-        config = FrontendConfig(host=address[0], port=address[1],
-                                header_timeout_seconds=min(_HEADER_TIMEOUT, request_timeout),
-                                request_timeout_seconds=request_timeout)
+        config = FrontendOptions(host=address[0], port=address[1],
+                                 header_timeout_seconds=min(_HEADER_TIMEOUT, request_timeout),
+                                 request_timeout_seconds=request_timeout)
         context = (lambda: ssl_context) if ssl_context is not None else None
         self._frontend = Frontend(f"http-{name}", config, self._route, context=context)
         self._frontend.bind()

@@ -42,7 +42,7 @@ from pyctrl._manager_options import LeaderElectionOptions
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.kube.resource import Resource
-from pyctrl.leaderelection import LeaderElectionConfig, LeaderElector
+from pyctrl.leaderelection import LeaderElector
 from pyctrl.reconcile import Reconciler, Request
 from pyctrl.sharding.lease import ShardLeaseLock
 from pyctrl.sharding.options import ShardingOptions
@@ -74,10 +74,10 @@ class Sharding:
             id=o.leader_lease_name, namespace=o.lease_namespace, identity=self._identity,
             lease_duration=o.lease_duration, renew_deadline=o.renew_deadline,
             retry_period=o.retry_period))
-        self.shard_elector = manager.gate_controllers(LeaderElectionConfig(
-            ShardLeaseLock(manager.client, o), lease_duration=o.lease_duration,
-            renew_deadline=o.renew_deadline, retry_period=o.retry_period, name=o.lease_name),
-            check="shard-lease")
+        self.shard_elector = manager.gate_controllers(LeaderElectionOptions(
+            lock=ShardLeaseLock(manager.client, o), lease_duration=o.lease_duration,
+            renew_deadline=o.renew_deadline, retry_period=o.retry_period, id=o.lease_name,
+            regain_after_fence=False), check="shard-lease")
         watch = ShardWatch(manager.client, o, clock=manager.clock, elector=leader)
         manager.add(watch)  # every replica, from the start (see pyctrl.sharding.watch)
         self.sharder_client = self._sharder_client(manager)

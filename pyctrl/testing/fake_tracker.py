@@ -25,6 +25,7 @@ import orjson
 from pyctrl.clock import Clock
 from pyctrl.errors import ApiError, FieldCause, from_status
 from pyctrl.kube.interface import Object
+from pyctrl.kube.meta import format_time
 from pyctrl.kube.patch import PatchError, json_patch, merge_patch
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.selectors import parse_field_selector, parse_label_selector
@@ -158,7 +159,7 @@ class ObjectTracker:
             else:
                 meta.pop("namespace", None)
             meta["uid"] = str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
-            meta["creationTimestamp"] = self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+            meta["creationTimestamp"] = format_time(self._clock.now())
             meta["generation"] = 1
             for transient in ("deletionTimestamp", "deletionGracePeriodSeconds"):
                 meta.pop(transient, None)
@@ -278,7 +279,7 @@ class ObjectTracker:
                     return copy_object(old)
                 marked: Object = copy_object(old)
                 meta_of(marked).update({
-                    "deletionTimestamp": self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "deletionTimestamp": format_time(self._clock.now()),
                     "deletionGracePeriodSeconds": 0,
                     "resourceVersion": str(self._next_rv()),
                 })

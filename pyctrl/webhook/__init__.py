@@ -28,7 +28,7 @@ from pyctrl.webhook.admission import (
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
 from pyctrl.webhook.configuration import Admission, ServiceTarget
 from pyctrl.webhook.deadline import remaining
-from pyctrl.webhook.server import WebhookServer, WebhookServerConfig
+from pyctrl.webhook.server import WebhookServer, WebhookServerOptions
 
 __all__ = [
     "REVIEW_API_VERSION",
@@ -43,7 +43,7 @@ __all__ = [
     "ServedHandler",
     "ServiceTarget",
     "WebhookServer",
-    "WebhookServerConfig",
+    "WebhookServerOptions",
     "allowed",
     "denied",
     "generate_certs",

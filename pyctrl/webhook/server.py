@@ -15,7 +15,7 @@ Contract:
 * Connections are served by a :class:`~pyctrl.frontend.Frontend`: one event-loop thread
   accepts, TLS-handshakes and reads them all; only a complete AdmissionReview reaches one of
   ``workers`` threads. Idle and slow clients cost no thread, so they can not starve the API
-  server's calls. Bounds (every one configurable; defaults in :class:`WebhookServerConfig`):
+  server's calls. Bounds (every one configurable; defaults in :class:`WebhookServerOptions`):
   - the TLS handshake and the request head must arrive within ``header_timeout_seconds`` of
     the accept (Go's ReadHeaderTimeout), the whole request within
     ``request_timeout_seconds`` (the API server's own webhook timeout is at most 30 s, 10 s
@@ -65,14 +65,14 @@ import structlog
 
 from pyctrl.clock import Clock
 from pyctrl.duration import parse_duration
-from pyctrl.frontend import Frontend, FrontendConfig, Reply, Request, RequestHead, text
+from pyctrl.frontend import Frontend, FrontendOptions, Reply, Request, RequestHead, text
 from pyctrl.frontend import Handler as HTTPHandler
 from pyctrl.webhook.admission import ReviewError, ServedHandler, handle_review
 from pyctrl.webhook.certwatcher import CertificateError, CertWatcher
 from pyctrl.webhook.configuration import Admission
 from pyctrl.webhook.deadline import ANSWER_MARGIN, review_deadline
 
-__all__ = ["CertificateError", "WebhookServer", "WebhookServerConfig"]
+__all__ = ["CertificateError", "WebhookServer", "WebhookServerOptions"]
 
 log = structlog.get_logger(__name__)
 
@@ -80,7 +80,7 @@ _MIB = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class WebhookServerConfig:
+class WebhookServerOptions:
     """Where and how to serve (see the module docstring for each bound).
 
     ``port=0`` picks a free port (see :attr:`WebhookServer.port`). ``max_body_bytes``
@@ -113,9 +113,9 @@ class WebhookServerConfig:
             raise ValueError("cert_poll_seconds must be positive")
         self.frontend()  # validates the rest
 
-    def frontend(self) -> FrontendConfig:
+    def frontend(self) -> FrontendOptions:
         """The connection bounds, for :class:`~pyctrl.frontend.Frontend`."""
-        return FrontendConfig(
+        return FrontendOptions(
             host=self.host, port=self.port, backlog=self.backlog,
             max_connections=self.max_connections,
             max_connections_per_peer=self.max_connections_per_peer,
@@ -138,7 +138,7 @@ class WebhookServerConfig:
 class WebhookServer:
     """The HTTPS admission server (see module docstring)."""
 
-    def __init__(self, config: WebhookServerConfig,
+    def __init__(self, config: WebhookServerOptions,
                  handlers: Mapping[str, ServedHandler] | None = None, *,
                  clock: Clock | None = None,
                  admission: Mapping[str, Admission] | None = None) -> None:

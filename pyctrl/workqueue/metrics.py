@@ -23,7 +23,7 @@ Contract:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -36,7 +36,10 @@ _BUCKETS = tuple(1e-8 * 10**i for i in range(12))
 
 
 @dataclass(frozen=True, slots=True)
-class _Families:
+class QueueMetrics:
+    """The seven families (as registered) or the labelled children one queue updates (all
+    for the same ``name``; see :meth:`labels`)."""
+
     depth: Gauge
     adds: Counter
     queue_duration: Histogram
@@ -45,10 +48,14 @@ class _Families:
     longest_running: Gauge
     retries: Counter
 
+    def labels(self, name: str) -> QueueMetrics:
+        """The children of these families for queue ``name``."""
+        return QueueMetrics(*(getattr(self, f.name).labels(name) for f in fields(self)))
 
-def _new_families(registry: CollectorRegistry | None) -> _Families:
+
+def _new_families(registry: CollectorRegistry | None) -> QueueMetrics:
     label = ("name",)
-    return _Families(
+    return QueueMetrics(
         depth=Gauge(
             "workqueue_depth", "Current depth of workqueue", label, registry=registry
         ),
@@ -87,29 +94,7 @@ def _new_families(registry: CollectorRegistry | None) -> _Families:
 _families_of = per_registry(_new_families)
 
 
-@dataclass(frozen=True, slots=True)
-class QueueMetrics:
-    """The labelled children one queue updates (all for the same ``name``)."""
-
-    depth: Gauge
-    adds: Counter
-    queue_duration: Histogram
-    work_duration: Histogram
-    unfinished_work: Gauge
-    longest_running: Gauge
-    retries: Counter
-
-
 def queue_metrics(registry: CollectorRegistry, name: str) -> QueueMetrics:
     """Return the metric children for queue ``name`` on ``registry`` (registering the
     families on first use of that registry)."""
-    fam = _families_of(registry)
-    return QueueMetrics(
-        depth=fam.depth.labels(name),
-        adds=fam.adds.labels(name),
-        queue_duration=fam.queue_duration.labels(name),
-        work_duration=fam.work_duration.labels(name),
-        unfinished_work=fam.unfinished_work.labels(name),
-        longest_running=fam.longest_running.labels(name),
-        retries=fam.retries.labels(name),
-    )
+    return _families_of(registry).labels(name)

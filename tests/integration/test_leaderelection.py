@@ -24,7 +24,7 @@ import pytest
 from pyctrl.errors import ServerError
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import LEASES, Resource
-from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
+from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionOptions, LeaderElector, LeaseLock
 from tests.waiting import elapsed_until, pause
 
 pytestmark = pytest.mark.integration
@@ -95,9 +95,10 @@ class Candidate:
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.lock = LeaseLock(client, namespace, "election", identity)
-        config = LeaderElectionConfig(self.lock, lease_duration=LEASE, renew_deadline=RENEW,
-                                      retry_period=RETRY, jitter_factor=JITTER, name=identity,
-                                      release_on_cancel=release)
+        config = LeaderElectionOptions(
+            lock=self.lock, lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY,
+            jitter_factor=JITTER, id=identity, release_on_cancel=release,
+            regain_after_fence=False)
         self.elector = LeaderElector(config, LeaderCallbacks(self._started, self._stopped))
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.elector.run, args=(self.stop,),

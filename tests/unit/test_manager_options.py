@@ -7,6 +7,8 @@ import dataclasses
 
 import pytest
 
+import pyctrl
+import pyctrl.leaderelection
 from pyctrl import (
     HealthOptions,
     LeaderElectionOptions,
@@ -14,7 +16,7 @@ from pyctrl import (
     ManagerOptions,
     MetricsOptions,
 )
-from pyctrl.leaderelection import LeaseLock
+from pyctrl.leaderelection import LeaderCallbacks, LeaderElector, LeaseLock
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
 
@@ -31,7 +33,8 @@ def test_options_are_frozen_and_documented_defaults_hold() -> None:
         opts.component = "x"  # type: ignore[misc]
     le = LeaderElectionOptions(id="ctl")
     assert (le.namespace, le.lease_duration, le.renew_deadline, le.retry_period,
-            le.jitter_factor, le.release_on_cancel) == ("default", 15.0, 10.0, 2.0, 1.2, True)
+            le.jitter_factor, le.release_on_cancel, le.regain_after_fence, le.lock) == (
+                "default", 15.0, 10.0, 2.0, 1.2, True, True, None)
 
 
 @pytest.mark.parametrize(("make", "message"), [
@@ -55,14 +58,24 @@ def test_invalid_options_are_refused_naming_the_field(make: object, message: str
 
 def test_leader_election_options_make_a_lease_or_use_the_given_lock() -> None:
     client = FakeClient()
-    config = LeaderElectionOptions(id="ctl", namespace="ops", identity="me",
-                                   lease_duration=20).config(client)
-    assert isinstance(config.lock, LeaseLock) and config.lock.identity() == "me"
-    assert (config.name, config.lease_duration, config.renew_deadline) == ("ctl", 20, 10)
-    generated = LeaderElectionOptions(id="ctl").config(client).lock.identity()
-    assert generated and "_" in generated  # <hostname>_<uuid>
+    opts = LeaderElectionOptions(id="ctl", namespace="ops", identity="me", lease_duration=20)
+    locked = opts.with_lock(client)
+    assert isinstance(locked.lock, LeaseLock) and locked.lock.identity() == "me"
+    assert locked == dataclasses.replace(opts, lock=locked.lock)  # the rest as given
+    generated = LeaderElectionOptions(id="ctl").with_lock(client).lock
+    assert generated is not None and "_" in generated.identity()  # <hostname>_<uuid>
     lock = FakeLock(FakeLockStore(), "you")
-    assert LeaderElectionOptions(lock=lock).config(client).lock is lock
+    with_lock = LeaderElectionOptions(lock=lock)
+    assert with_lock.with_lock(client) is with_lock
+    with pytest.raises(ValueError, match="lock"):
+        LeaderElector(LeaderElectionOptions(id="ctl"), LeaderCallbacks(lambda stop: None))
+
+
+def test_one_leader_election_settings_class() -> None:
+    """The Manager's options and the elector's settings are one class (issue 36)."""
+    assert pyctrl.leaderelection.LeaderElectionOptions is LeaderElectionOptions
+    assert not hasattr(pyctrl.leaderelection, "LeaderElectionConfig")
+    assert not hasattr(pyctrl, "LeaderElectionConfig")
 
 
 def test_manager_reads_its_settings_from_the_options() -> None:

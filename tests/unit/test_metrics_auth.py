@@ -18,10 +18,9 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from pyctrl import HealthOptions, ManagerOptions, MetricsOptions
 from pyctrl.errors import ServerError
+from pyctrl.kube import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from pyctrl.manager import Manager
 from pyctrl.serving import (
-    SUBJECT_ACCESS_REVIEWS,
-    TOKEN_REVIEWS,
     MetricsAuth,
     self_signed_cert,
     serving_context,

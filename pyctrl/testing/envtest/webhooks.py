@@ -49,9 +49,10 @@ from pathlib import Path
 from typing import Any
 
 from pyctrl.clock import RealClock
+from pyctrl.kube import meta
 from pyctrl.testing.envtest.http import AdminHttp
 from pyctrl.testing.envtest.manifests import load_manifests
-from pyctrl.webhook import CertificatePaths, ServedHandler, WebhookServer, WebhookServerConfig
+from pyctrl.webhook import CertificatePaths, ServedHandler, WebhookServer, WebhookServerOptions
 from pyctrl.webhook import generate_certs as _generate_certs
 
 __all__ = [
@@ -320,13 +321,13 @@ class InstalledWebhooks:
 def _resource_path(http: AdminHttp, obj: Mapping[str, Any]) -> str:
     """The collection URL of ``obj`` (found through discovery)."""
     api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
-    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    base = f"/apis/{api_version}" if meta.api_group(api_version) else f"/api/{api_version}"
     status, body = http.request("GET", base)
     if status != 200:
         raise WebhookInstallError(f"discovery of {api_version}: {status} {body}")
     for resource in body.get("resources", []):
         if resource.get("kind") == kind and "/" not in resource["name"]:
-            namespace = (obj.get("metadata") or {}).get("namespace")
+            namespace = meta.namespace(obj)
             if resource.get("namespaced") and namespace:
                 return f"{base}/namespaces/{namespace}/{resource['name']}"
             return f"{base}/{resource['name']}"
@@ -416,7 +417,7 @@ class LocalWebhookServer:
         """Start serving (again, on the same port after :meth:`stop`)."""
         if self.server is not None:
             return
-        server = WebhookServer(WebhookServerConfig(
+        server = WebhookServer(WebhookServerOptions(
             cert_dir=str(self.cert_dir), host="127.0.0.1", port=self._port,
             cert_poll_seconds=self.cert_poll_seconds), self.handlers)
         server.start()

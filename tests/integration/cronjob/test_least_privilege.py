@@ -19,7 +19,7 @@ from cronjob_controller.jobs import job_name
 from cronjob_controller.templatecheck import dry_run_job
 from pyctrl import (
     LeaderCallbacks,
-    LeaderElectionConfig,
+    LeaderElectionOptions,
     LeaderElector,
     LeaseLock,
     RESTClient,
@@ -73,9 +73,10 @@ def test_leader_election_with_manifest_rbac(sa_client: RESTClient, env: Env) -> 
     # Leases: get/create/update in the controller's own namespace (real clock: the elector's
     # deadlines must not be jumped over by a fake clock).
     led = threading.Event()
-    config = LeaderElectionConfig(
-        LeaseLock(sa_client, SYSTEM_NS, "lp-lease", "lp-identity"),
-        lease_duration=3, renew_deadline=2, retry_period=0.5, name="lp-lease")
+    config = LeaderElectionOptions(
+        lock=LeaseLock(sa_client, SYSTEM_NS, "lp-lease", "lp-identity"),
+        lease_duration=3, renew_deadline=2, retry_period=0.5, id="lp-lease",
+        regain_after_fence=False)
 
     def lead(stop: threading.Event) -> None:
         led.set()

@@ -34,8 +34,7 @@ import pytest
 
 from cronjob_controller.wiring import build
 from pyctrl import Manager, ManagerOptions, MetricsOptions, RESTClient
-from pyctrl.kube import JOBS, Resource
-from pyctrl.serving import TOKEN_REVIEWS
+from pyctrl.kube import JOBS, TOKEN_REVIEWS, Resource
 from pyctrl.testing import FakeClock
 from tests.integration.cronjob.env import Env, wait_for
 

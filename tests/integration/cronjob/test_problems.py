@@ -17,7 +17,7 @@ from pyctrl import Request
 from pyctrl.errors import NotFound
 from pyctrl.kube import JOBS
 from pyctrl.testing.envtest import ControlPlane
-from pyctrl.webhook import WebhookServer, WebhookServerConfig, generate_certs
+from pyctrl.webhook import WebhookServer, WebhookServerOptions, generate_certs
 from tests.integration.cronjob.env import Env, cronjob_body, minute_floor, wait_for
 
 pytestmark = pytest.mark.integration
@@ -107,8 +107,8 @@ def test_webhook_rejects_bad_schedule_through_the_apiserver(
     if control_plane.external:
         pytest.skip("registers a webhook by URL on 127.0.0.1")
     certs = generate_certs(tmp_path, ["localhost"], ["127.0.0.1"])
-    server = WebhookServer(WebhookServerConfig(cert_dir=str(tmp_path), host="127.0.0.1",
-                                               port=0), HANDLERS)
+    server = WebhookServer(WebhookServerOptions(cert_dir=str(tmp_path), host="127.0.0.1",
+                                                port=0), HANDLERS)
     stop = threading.Event()
     thread = threading.Thread(target=server.run, args=(stop,), name="test-webhook")
     thread.start()

@@ -26,7 +26,7 @@ from pyctrl.testing.envtest import ControlPlane
 from pyctrl.webhook import (
     CertificatePaths,
     WebhookServer,
-    WebhookServerConfig,
+    WebhookServerOptions,
     generate_certs,
 )
 from tests.integration.webhook.test_cert_rotation import Hook
@@ -71,8 +71,8 @@ def _valid_review(port: int, context: ssl.SSLContext, uid: str,
 def server(tmp_path: Path) -> Iterator[tuple[WebhookServer, CertificatePaths]]:
     limits = raise_open_file_limit()
     certs = generate_certs(tmp_path / "certs", ["localhost"], ["127.0.0.1"])
-    srv = WebhookServer(WebhookServerConfig(cert_dir=str(certs.cert_file.parent),
-                                            host="127.0.0.1", port=0), HANDLERS)
+    srv = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
+                                             host="127.0.0.1", port=0), HANDLERS)
     stop = threading.Event()
     thread = threading.Thread(target=srv.run, args=(stop,), name="test-webhook")
     thread.start()

@@ -21,7 +21,7 @@ import pytest
 from cronjob_controller.webhook import HANDLERS, VALIDATE_PATH
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.webhooks import install_serving_cert
-from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerConfig, generate_certs
+from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerOptions, generate_certs
 from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
@@ -93,8 +93,8 @@ class Hook:
 def server(tmp_path: Path) -> Iterator[WebhookServer]:
     cert_dir = tmp_path / "serving-certs"
     install_serving_cert(generate_certs(tmp_path / "first", ["localhost"], ["127.0.0.1"]), cert_dir)
-    srv = WebhookServer(WebhookServerConfig(cert_dir=str(cert_dir), host="127.0.0.1", port=0,
-                                            cert_poll_seconds=0.2), HANDLERS)
+    srv = WebhookServer(WebhookServerOptions(cert_dir=str(cert_dir), host="127.0.0.1", port=0,
+                                             cert_poll_seconds=0.2), HANDLERS)
     stop = threading.Event()
     thread = threading.Thread(target=srv.run, args=(stop,), name="test-webhook")
     thread.start()

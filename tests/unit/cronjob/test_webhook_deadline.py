@@ -15,7 +15,13 @@ from typing import Any
 from cronjob_controller.webhook import ADMISSION, VALIDATE_PATH, handlers
 from pyctrl.kube import JOBS
 from pyctrl.testing import Action, FakeClient
-from pyctrl.webhook import AdmissionResponse, WebhookServer, WebhookServerConfig, allowed, remaining
+from pyctrl.webhook import (
+    AdmissionResponse,
+    WebhookServer,
+    WebhookServerOptions,
+    allowed,
+    remaining,
+)
 from tests.unit.cronjob.test_webhook_dry_run import cronjob
 from tests.unit.webhook.helpers import new_certs, request
 
@@ -36,8 +42,8 @@ def test_twelve_reviews_answer_within_the_timeout_while_the_dry_run_hangs(
         hang.wait(20)
 
     client.prepend_reactor("create", JOBS, stuck)
-    server = WebhookServer(WebhookServerConfig(cert_dir=str(certs.cert_file.parent),
-                                               host="127.0.0.1", port=0, workers=4),
+    server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
+                                                host="127.0.0.1", port=0, workers=4),
                            handlers(client), admission=ADMISSION)
     server.start()
     try:
@@ -69,8 +75,8 @@ def test_handlers_see_the_shorter_of_the_query_timeout_and_the_admissions(
         tmp_path: Path) -> None:
     certs = new_certs(tmp_path)
     seen: list[float | None] = []
-    server = WebhookServer(WebhookServerConfig(cert_dir=str(certs.cert_file.parent),
-                                               host="127.0.0.1", port=0),
+    server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
+                                                host="127.0.0.1", port=0),
                            {"/a": _probe(seen), "/b": _probe(seen)},
                            admission={"/a": ADMISSION[VALIDATE_PATH]})
     server.start()

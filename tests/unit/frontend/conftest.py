@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pyctrl.frontend import Frontend, FrontendConfig
+from pyctrl.frontend import Frontend, FrontendOptions
 from pyctrl.webhook import CertificatePaths, CertWatcher
 from tests.unit.frontend.helpers import ENTERED, GATE, LoopClock, route
 from tests.unit.webhook.helpers import new_certs
@@ -31,7 +31,7 @@ def serve(certs: CertificatePaths) -> Iterator[Any]:
             watcher = CertWatcher(certs.cert_file, certs.key_file)
             watcher.load()
             context = watcher.context
-        server = Frontend("test", FrontendConfig(**config), route, context=context)
+        server = Frontend("test", FrontendOptions(**config), route, context=context)
         made.append(server)
         server.start()
         return server

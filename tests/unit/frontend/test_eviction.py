@@ -57,7 +57,7 @@ def test_a_request_with_a_complete_head_is_never_taken(serve: Any) -> None:
                    request_timeout_seconds=60.0)
     in_body = socket.create_connection(server.address, timeout=10)
     in_body.sendall(b"POST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nab")
-    eventually(lambda: not server._heads, what="its head read")
+    eventually(lambda: not server._slots.head_count(), what="its head read")
     held = []
     try:
         for n in range(10):  # the oldest without a complete head make room for the newest

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pyctrl.frontend.http import RequestHead, body_length, parse_head
+from pyctrl.frontend.http import RequestHead, body_length, parse_head, take_head
 from tests.unit.frontend.helpers import ask
 
 REFUSED = {
@@ -71,3 +71,16 @@ def test_the_server_answers_400_and_never_reaches_a_handler(serve: Any, head: by
         reader = sock.makefile("rb")
         answer, _ = ask(sock, reader, head + b"\r\n\r\nabcde")
     assert answer.startswith(b"HTTP/1.1 400 "), answer
+
+
+def test_take_head_takes_a_complete_head_out_of_the_buffer() -> None:
+    buf = bytearray(b"GET /ok HTTP/1.1\r\nX-A: a\r\n")
+    assert take_head(buf, 0, 64) is None and len(buf) == 26  # incomplete: left alone
+    buf += b"\r\nNEXT"
+    head = take_head(buf, 23, 64)
+    assert isinstance(head, RequestHead) and head.path == "/ok" and buf == b"NEXT"
+    big = bytearray(b"GET /ok HTTP/1.1\r\nX-A: " + b"a" * 64)
+    assert take_head(big, 0, 64) == take_head(big + b"\r\n\r\n", 0, 64)
+    assert take_head(big, 0, 64)[0] == 431  # type: ignore[index]
+    bad = bytearray(b"G(T /ok HTTP/1.1\r\n\r\nNEXT")
+    assert take_head(bad, 0, 64)[0] == 400 and bad == b"NEXT"  # type: ignore[index]

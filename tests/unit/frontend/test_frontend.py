@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pyctrl.frontend import FrontendConfig
+from pyctrl.frontend import FrontendOptions
 from pyctrl.webhook import CertificatePaths
 from tests.unit.frontend.helpers import GATE, get
 from tests.unit.runtime.helpers import eventually
@@ -126,7 +126,7 @@ def test_global_cap_refuses_only_when_every_connection_has_a_complete_request(
     try:
         for sock in held:  # both busy in a handler: nothing to take
             sock.sendall(b"GET /gate HTTP/1.1\r\n\r\n")
-        eventually(lambda: server.active_connections() == 2 and not server._heads,
+        eventually(lambda: server.active_connections() == 2 and not server._slots.head_count(),
                    what="2 heads read")
         late = socket.create_connection(server.address, timeout=5,
                                         source_address=("127.0.0.9", 0))
@@ -177,7 +177,7 @@ def test_config_is_validated() -> None:
                 {"max_connections_per_peer": 0}, {"idle_timeout_seconds": -1},
                 {"max_requests_per_connection": 0}):
         with pytest.raises(ValueError):
-            FrontendConfig(**bad)  # type: ignore[arg-type]
+            FrontendOptions(**bad)  # type: ignore[arg-type]
 
 
 def _accepted(server: Any, n: int) -> bool:

@@ -93,7 +93,8 @@ class Gadget(api.Object):
 
 RAW: dict[str, Any] = {
     "apiVersion": "meta.test.pyctrl.io/v1", "kind": "Gadget",
-    "metadata": {"name": "g", "namespace": "ns", "uid": "u9", "resourceVersion": "7",
+    "metadata": {"name": "g", "generateName": "g-", "namespace": "ns", "uid": "u9",
+                 "resourceVersion": "7",
                  "generation": 3, "labels": {"app": "web"}, "annotations": {"a": "b"},
                  "finalizers": ["f"], "deletionTimestamp": "2026-01-02T03:04:05Z",
                  "ownerReferences": [OTHER, OWNER]},
@@ -106,7 +107,8 @@ def _typed(raw: dict[str, Any] = RAW) -> Gadget:
 
 
 @pytest.mark.parametrize("read, want", [
-    (meta.name, "g"), (meta.namespace, "ns"), (meta.uid, "u9"), (meta.resource_version, "7"),
+    (meta.name, "g"), (meta.generate_name, "g-"), (meta.namespace, "ns"), (meta.uid, "u9"),
+    (meta.resource_version, "7"),
     (meta.generation, 3), (meta.labels, {"app": "web"}), (meta.annotations, {"a": "b"}),
     (meta.finalizers, ["f"]), (meta.api_version, "meta.test.pyctrl.io/v1"),
     (meta.kind, "Gadget"),
@@ -119,7 +121,8 @@ def test_accessors_read_dicts_and_typed_objects_alike(read: Any, want: object) -
 def test_missing_metadata_reads_empty_in_both_forms() -> None:
     bare: dict[str, Any] = {"metadata": {"name": "g"}}
     for obj in (bare, _typed(bare)):
-        assert (meta.namespace(obj), meta.uid(obj), meta.resource_version(obj)) == ("", "", "")
+        assert (meta.namespace(obj), meta.uid(obj), meta.resource_version(obj),
+                meta.generate_name(obj)) == ("", "", "", "")
         assert meta.generation(obj) is None
         assert not meta.labels(obj) and not meta.annotations(obj)
         assert not meta.finalizers(obj) and not meta.owner_references(obj)

@@ -13,7 +13,7 @@ from pyctrl.webhook import (
     Admission,
     ServiceTarget,
     WebhookServer,
-    WebhookServerConfig,
+    WebhookServerOptions,
     allowed,
 )
 from pyctrl.webhook.configuration import configurations, to_yaml
@@ -30,7 +30,7 @@ CRONJOB_ARGS = ["cronjob_controller.webhook:setup",
 
 def setup(manager: Manager) -> None:
     """A module-level setup for the CLI: two handlers with an Admission, one without."""
-    server = WebhookServer(WebhookServerConfig(cert_dir="/nowhere"))
+    server = WebhookServer(WebhookServerOptions(cert_dir="/nowhere"))
     server.register("/validate-cm", lambda request: allowed(),
                     admission=Admission("validating", CONFIGMAPS, operations=("CREATE",),
                                         failure_policy="Ignore", timeout_seconds=3))

@@ -1,4 +1,4 @@
-"""LeaderElector and LeaderElectionConfig against FakeLock and FakeClock."""
+"""LeaderElector and LeaderElectionOptions against FakeLock and FakeClock."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from pyctrl.errors import ServerError
 from pyctrl.leaderelection import (
     LeaderCallbacks,
-    LeaderElectionConfig,
+    LeaderElectionOptions,
     LeaderElectionRecord,
     LeaderElector,
 )
@@ -54,9 +54,9 @@ class Candidate:
                  registry: CollectorRegistry | None = None, *, release: bool = True,
                  regain: bool = False) -> None:
         self.lock = FakeLock(store, identity)
-        self.config = LeaderElectionConfig(
-            self.lock, lease_duration=15, renew_deadline=10, retry_period=2, jitter_factor=1.0,
-            name="test", release_on_cancel=release, regain_after_fence=regain,
+        self.config = LeaderElectionOptions(
+            lock=self.lock, lease_duration=15, renew_deadline=10, retry_period=2, jitter_factor=1.0,
+            id="test", release_on_cancel=release, regain_after_fence=regain,
         )
         self.probe = Probe()
         self.elector = LeaderElector(self.config, self.probe.callbacks(), clock=clock,
@@ -113,12 +113,12 @@ def _leading_parked(clock: FakeClock) -> None:
 )
 def test_config_rejects_unsafe_timings(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        LeaderElectionConfig(FakeLock(FakeLockStore(), "a"), **kwargs)  # type: ignore[arg-type]
+        LeaderElectionOptions(lock=FakeLock(FakeLockStore(), "a"), **kwargs)  # type: ignore[arg-type]
 
 
 def test_config_rejects_empty_identity() -> None:
     with pytest.raises(ValueError, match="identity"):
-        LeaderElectionConfig(FakeLock(FakeLockStore(), ""))
+        LeaderElectionOptions(lock=FakeLock(FakeLockStore(), ""))
 
 
 def test_acquires_free_lock_and_reports_metric(

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from pyctrl import HealthOptions, Manager, ManagerOptions, MetricsOptions
-from pyctrl.kube import KubeConfig, RESTClient
-from pyctrl.serving import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, MetricsAuth
+from pyctrl.kube import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, KubeConfig, RESTClient
+from pyctrl.serving import MetricsAuth
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.testing.fake_client import Action
 from tests.unit.kube.http_stub import Reply, Request, StubServer

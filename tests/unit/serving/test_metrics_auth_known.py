@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from pyctrl.serving import TOKEN_REVIEWS, MetricsAuth
+from pyctrl.kube import TOKEN_REVIEWS
+from pyctrl.serving import MetricsAuth
 from pyctrl.testing import FakeClock
 from pyctrl.testing.fake_client import Action
 from tests.unit.serving.test_metrics_auth_budget import GOOD, Reviews

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pyctrl.kube import LEASES
-from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector
+from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionOptions, LeaderElector
 from pyctrl.sharding import ShardLeaseLock, ShardMembership
 from pyctrl.testing import FakeClient, FakeClock
 from tests.unit.sharding.helpers import lease, options
@@ -14,8 +14,8 @@ def test_shard_lease_is_created_with_its_labels_and_keeps_them_on_renew() -> Non
     client = FakeClient(clock)
     opts = options("pod-a")
     elector = LeaderElector(
-        LeaderElectionConfig(ShardLeaseLock(client, opts), lease_duration=15,
-                             renew_deadline=10, retry_period=2),
+        LeaderElectionOptions(lock=ShardLeaseLock(client, opts), lease_duration=15,
+                              renew_deadline=10, retry_period=2, regain_after_fence=False),
         LeaderCallbacks(lambda stop: None), clock=clock)
     assert elector._try_acquire_or_renew()
     created = client.get_object(LEASES, "mirror-shard-pod-a", "system")

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pyctrl.kube import CONFIGMAPS, LEASES
 from pyctrl.leaderelection import (
     LeaderCallbacks,
-    LeaderElectionConfig,
+    LeaderElectionOptions,
     LeaderElector,
     LeaseLock,
 )
@@ -86,9 +86,9 @@ def test_the_leader_lease_is_fed_to_the_elector() -> None:
     clock = FakeClock()
     client, _ = two_shards(clock)
     elector = LeaderElector(
-        LeaderElectionConfig(LeaseLock(client, "system", "mirror-sharder", "me"),
-                             lease_duration=15,
-                             renew_deadline=10, retry_period=2),
+        LeaderElectionOptions(lock=LeaseLock(client, "system", "mirror-sharder", "me"),
+                              lease_duration=15, renew_deadline=10, retry_period=2,
+                              regain_after_fence=False),
         LeaderCallbacks(lambda stop: None, lambda: None), clock=clock)
     watch = ShardWatch(client, options("leader"), clock=clock, elector=elector)
     leader = lease("x")

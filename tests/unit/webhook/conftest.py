@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerConfig
+from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerOptions
 from tests.unit.webhook.helpers import HANDLERS, Start, new_certs
 
 
@@ -30,7 +30,7 @@ def start() -> Iterator[Start]:
         config.setdefault("host", "127.0.0.1")
         config.setdefault("port", 0)
         clock = config.pop("clock", None)
-        server = WebhookServer(WebhookServerConfig(cert_dir=str(cert_dir), **config), HANDLERS,
+        server = WebhookServer(WebhookServerOptions(cert_dir=str(cert_dir), **config), HANDLERS,
                                clock=clock)
         made.append(server)
         server.start()

@@ -19,7 +19,7 @@ from pyctrl.webhook import (
     CertificateError,
     CertificatePaths,
     WebhookServer,
-    WebhookServerConfig,
+    WebhookServerOptions,
     allowed,
 )
 from tests.unit.webhook.helpers import HANDLERS, Start, request, review
@@ -128,8 +128,8 @@ def test_concurrent_requests(start: Start, certs: CertificatePaths) -> None:
 
 
 def test_run_serves_until_stop_and_joins(certs: CertificatePaths) -> None:
-    server = WebhookServer(WebhookServerConfig(cert_dir=str(certs.ca_file.parent),
-                                               host="127.0.0.1", port=0), HANDLERS)
+    server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.ca_file.parent),
+                                                host="127.0.0.1", port=0), HANDLERS)
     assert server.check() == "webhook server is not listening"
     stop = threading.Event()
     runner = threading.Thread(target=server.run, args=(stop,), name="webhook-run")
@@ -148,8 +148,8 @@ def test_run_serves_until_stop_and_joins(certs: CertificatePaths) -> None:
 
 
 def test_port_before_start_and_double_start(start: Start, certs: CertificatePaths) -> None:
-    server = WebhookServer(WebhookServerConfig(cert_dir=str(certs.ca_file.parent),
-                                               host="127.0.0.1", port=0))
+    server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.ca_file.parent),
+                                                host="127.0.0.1", port=0))
     with pytest.raises(RuntimeError, match="not started"):
         _ = server.port
     server = start(certs.ca_file.parent)
@@ -159,8 +159,8 @@ def test_port_before_start_and_double_start(start: Start, certs: CertificatePath
 
 def test_missing_cert_dir_fails_start_naming_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope" / "certs"
-    server = WebhookServer(WebhookServerConfig(cert_dir=str(missing), host="127.0.0.1",
-                                               port=0), HANDLERS)
+    server = WebhookServer(WebhookServerOptions(cert_dir=str(missing), host="127.0.0.1",
+                                                port=0), HANDLERS)
     with pytest.raises(CertificateError, match=re.escape(str(missing))):
         server.start()
     assert server.check() is not None
@@ -168,7 +168,7 @@ def test_missing_cert_dir_fails_start_naming_the_path(tmp_path: Path) -> None:
 
 
 def test_register_rejects_bad_or_duplicate_paths(certs: CertificatePaths) -> None:
-    server = WebhookServer(WebhookServerConfig(cert_dir=str(certs.ca_file.parent)), HANDLERS)
+    server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.ca_file.parent)), HANDLERS)
     for path in ("allow", "/healthz", "/allow"):
         with pytest.raises(ValueError):
             server.register(path, lambda request: allowed())
@@ -183,11 +183,11 @@ def test_register_rejects_bad_or_duplicate_paths(certs: CertificatePaths) -> Non
 ])
 def test_config_is_validated(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
-        WebhookServerConfig(cert_dir="d", **kwargs)
+        WebhookServerOptions(cert_dir="d", **kwargs)
 
 
 def test_config_defaults() -> None:
-    config = WebhookServerConfig(cert_dir="/certs")
+    config = WebhookServerOptions(cert_dir="/certs")
     assert (config.cert_file, config.key_file) == (Path("/certs/tls.crt"),
                                                    Path("/certs/tls.key"))
     assert config.request_timeout_seconds == 10.0

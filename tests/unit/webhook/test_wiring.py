@@ -15,7 +15,7 @@ from cronjob_controller.webhook import HANDLERS, VALIDATE_PATH
 from pyctrl import HealthOptions, ManagerOptions
 from pyctrl.manager import Manager
 from pyctrl.testing.fake_client import FakeClient
-from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerConfig
+from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerOptions
 from tests.unit.manager_helpers import http_get
 from tests.unit.runtime.helpers import eventually
 from tests.unit.webhook.helpers import new_certs
@@ -72,8 +72,8 @@ def _manager_with(server: WebhookServer) -> Manager:
 
 def test_readyz_includes_the_webhook_server(tmp_path: Path) -> None:
     certs: CertificatePaths = new_certs(tmp_path)
-    server = WebhookServer(WebhookServerConfig(cert_dir=str(certs.cert_file.parent),
-                                               host="127.0.0.1", port=0), HANDLERS)
+    server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
+                                                host="127.0.0.1", port=0), HANDLERS)
     manager = _manager_with(server)
     assert server.check() == "webhook server is not listening"
     stop = threading.Event()
@@ -96,7 +96,7 @@ def test_a_webhook_that_can_not_bind_fails_readyz_and_healthz(tmp_path: Path) ->
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        server = WebhookServer(WebhookServerConfig(
+        server = WebhookServer(WebhookServerOptions(
             cert_dir=str(certs.cert_file.parent), host="127.0.0.1",
             port=taken.getsockname()[1]), HANDLERS)
         manager = _manager_with(server)
