@@ -10,7 +10,9 @@ Contract:
   ``add_client_wrapper`` (wraps what ``client_for_leader`` returns) and
   ``add_controller_hook``.
 * A :class:`ControllerHook` is asked by every Builder about the controller it builds (a
-  :class:`ControllerBuild`: its name, its ``for_`` resource and its readers):
+  :class:`ControllerBuild`: its name, its ``for_`` resource and its readers, which hand
+  out objects in the form the controller declared them in, typed objects for a kind class
+  and dicts for a Resource, so a hook reads them through :mod:`pyctrl.kube.meta`):
   ``for_selector`` adds a label selector to the ``for_`` resource's informers (None: none);
   ``admit_owner`` filters the owners an ``owns`` watch enqueues (None: all); and
   ``wrap_reconciler`` returns the reconciler to run (the one given, or one wrapping it).
@@ -26,7 +28,7 @@ what an extension does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyctrl.cache import MultiNamespaceLister, SharedIndexInformer
 from pyctrl.kube.resource import Resource
@@ -53,7 +55,7 @@ class ControllerBuild(Protocol):
     @property
     def for_resource(self) -> Resource | None: ...
 
-    def lister_for(self, resource: Resource) -> MultiNamespaceLister: ...
+    def reader_for(self, resource: Resource) -> MultiNamespaceLister[Any]: ...
 
     def informers_for(self, resource: Resource) -> list[SharedIndexInformer]: ...
 

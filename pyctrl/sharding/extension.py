@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from pyctrl._extension import ControllerBuild
 from pyctrl._manager_options import LeaderElectionOptions
+from pyctrl.kube import meta
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.kube.resource import Resource
@@ -121,7 +122,7 @@ class Sharding:
             for store in stores:
                 owner = store.get_by_key(str(request))
                 if owner is not None:
-                    return not ((owner.get("metadata") or {}).get("labels") or {}).get(drain)
+                    return not meta.labels(owner).get(drain)
             return False
 
         return admit
@@ -130,8 +131,8 @@ class Sharding:
         if self._manager is None or not self._sharded(build) or build.for_resource is None:
             return reconciler
         owned_here = getattr(build, "owned_resources", ())
-        owned = {r: build.lister_for(r) for r in self.options.owned if r in owned_here}
-        return ShardReconciler(reconciler, build.lister_for(build.for_resource),
+        owned = {r: build.reader_for(r) for r in self.options.owned if r in owned_here}
+        return ShardReconciler(reconciler, build.reader_for(build.for_resource),
                                self._manager.client_for_leader(), self.options,
                                clock=self._manager.clock, owned=owned,
                                record=self.record if owned else None)
