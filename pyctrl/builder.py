@@ -52,7 +52,8 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
 * RBAC (:mod:`pyctrl.rbac`): ``owns(..., writes=...)`` the verbs used on an owned kind;
   ``rbac(*rules, status=...)`` what declarations cannot show; :meth:`rbac_declared` is what
   the generator reads. None of it changes how the controller runs.
-* Controller hooks (:mod:`pyctrl._extension`) are asked about each controller: a label
+* Controller hooks (:mod:`pyctrl.extension`, read from the manager when the Builder is
+  made: extensions go in before) are asked about each controller: a label
   selector for its ``for_`` informers (and, with ``owned_selector``, for an ``owns``
   resource's), a filter on the owners ``owns`` enqueues, a wrapper around its reconciler.
 """
@@ -61,7 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import structlog
 
@@ -86,12 +87,10 @@ from pyctrl.handlers import (
     enqueue_requests,
 )
 from pyctrl.kube.resource import Resource
+from pyctrl.manager import Manager
 from pyctrl.rbac import DEFAULT_OWNED_WRITES, Declared, PolicyRule
 from pyctrl.reconcile import ReconcileFunc, Reconciler, Request, as_reconciler
 from pyctrl.workqueue import PriorityQueue, RateLimiter
-
-if TYPE_CHECKING:
-    from pyctrl.manager import Manager
 
 __all__ = ["Builder", "DeleteObserver", "MapFunc"]
 
@@ -156,6 +155,8 @@ class Builder:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
         self._manager = manager
+        self._hooks = manager.controller_hooks  # from here on, no extension goes in
+        self._controller: Controller[Request] | None = None
         self._name = name
         self._workers = workers
         self._for: Resource | None = None
@@ -352,12 +353,10 @@ class Builder:
 
     def _watch_selector(self, watch: _Watch) -> str | None:
         selectors = [watch.label_selector or None]
-        hooks = self._manager.controller_hooks
         if watch.kind == "for":
-            selectors += [hook.for_selector(self) for hook in hooks]
+            selectors += [hook.for_selector(self) for hook in self._hooks]
         elif watch.kind == "owns":
-            selectors += [owned(self, watch.resource) for hook in hooks
-                          if (owned := getattr(hook, "owned_selector", None)) is not None]
+            selectors += [hook.owned_selector(self, watch.resource) for hook in self._hooks]
         return ",".join(s for s in selectors if s) or None
 
     def _reader_of(self, resource: Resource) -> tuple[str | None, bool]:
@@ -408,7 +407,7 @@ class Builder:
         return _ObserveDeletes(handler, watch.on_delete, gate)
 
     def _admit_owner(self) -> Callable[[Request], bool] | None:
-        admits = [a for hook in self._manager.controller_hooks
+        admits = [a for hook in self._hooks
                   if (a := hook.admit_owner(self)) is not None]
         if len(admits) < 2:
             return admits[0] if admits else None
@@ -425,7 +424,7 @@ class Builder:
             raise ValueError("owns needs for_: the owner kind is the for_ resource's")
         run: Reconciler = as_reconciler(reconciler)
         m = self._manager
-        for hook in m.controller_hooks:
+        for hook in self._hooks:
             run = hook.wrap_reconciler(self, run)
         queue = PriorityQueue[Request](
             name=self._name, clock=m.clock, registry=m.registry,
@@ -444,4 +443,11 @@ class Builder:
             controller.queue.shut_down()  # the queue's threads would outlive a failed build
             raise
         self._completed = True
+        self._controller = controller
         return controller
+
+    def discard(self) -> None:
+        """Release what :meth:`complete` started (the queue's threads), for a manager that
+        will never run (the generators build one only to read the declarations)."""
+        if self._controller is not None:
+            self._controller.queue.shut_down()

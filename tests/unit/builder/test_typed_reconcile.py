@@ -10,10 +10,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import pyctrl
-from pyctrl import ManagerOptions, MetricsOptions, api
+from pyctrl import Manager, ManagerOptions, MetricsOptions, api
 from pyctrl.controller import Controller
 from pyctrl.handlers import Predicate
-from pyctrl.manager import Manager
 from pyctrl.testing import FakeClient, FakeClock
 from tests.unit.runtime.helpers import eventually
 

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 import pyctrl
-from pyctrl import ManagerOptions, MetricsOptions, api
+from pyctrl import Manager, ManagerOptions, MetricsOptions, api
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.handlers import Predicate
 from pyctrl.kube import CONFIGMAPS, JOBS
-from pyctrl.manager import Manager
 from pyctrl.models.batch_v1 import Job
 from pyctrl.models.core_v1 import ConfigMap
 from pyctrl.testing import FakeClient, FakeClock
