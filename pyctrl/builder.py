@@ -195,10 +195,6 @@ class Builder:
         """The resources given to ``owns`` so far, in order."""
         return tuple(dict.fromkeys(w.resource for w in self._watches if w.kind == "owns"))
 
-    def kind_of(self, resource: Resource) -> type[Kind] | None:
-        """The kind class ``resource`` is declared (or read) with here; None: raw dicts."""
-        return self._forms.get(resource)
-
     def for_(self, resource: Resource | type[T], *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
              on_delete: DeleteObserver[T] | None = None,

@@ -173,10 +173,9 @@ def test_one_form_per_resource_in_a_controller() -> None:
     with pytest.raises(ValueError, match="metadata_only watches dicts"):
         builder.watches(ConfigMap, lambda obj: (), metadata_only=True)
     builder.watches(CONFIGMAPS, lambda obj: (), metadata_only=True)  # no form claimed above
-    # informers_for and reader_for of a Resource follow the form declared
+    # informers_for of a Resource follows the form declared
     assert [i.name for i in builder.informers_for(GADGETS)] == ["gadgets:typed"]
     assert [i.name for i in builder.informers_for(JOBS)] == ["jobs"]
-    assert builder.kind_of(GADGETS) is Gadget and builder.kind_of(JOBS) is None
 
 
 def test_two_controllers_may_watch_one_resource_typed_and_raw(
