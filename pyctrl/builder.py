@@ -86,6 +86,7 @@ from pyctrl.handlers import (
     enqueue_owner,
     enqueue_requests,
 )
+from pyctrl.kube.interface import Object as Raw
 from pyctrl.kube.resource import Resource
 from pyctrl.manager import Manager
 from pyctrl.rbac import DEFAULT_OWNED_WRITES, Declared, PolicyRule
@@ -195,6 +196,17 @@ class Builder:
         """The resources given to ``owns`` so far, in order."""
         return tuple(dict.fromkeys(w.resource for w in self._watches if w.kind == "owns"))
 
+    # Overloads: a kind class's observers and mappers take its objects, a Resource's dicts.
+    @overload
+    def for_(self, resource: type[K], *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None, on_delete: DeleteObserver[K] | None = None,
+             metadata_only: bool = False) -> Builder: ...
+
+    @overload
+    def for_(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None, on_delete: DeleteObserver[Raw] | None = None,
+             metadata_only: bool = False) -> Builder: ...
+
     def for_(self, resource: Resource | type[T], *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
              on_delete: DeleteObserver[T] | None = None,
@@ -207,6 +219,18 @@ class Builder:
         self._for = res
         return self
 
+    @overload
+    def owns(self, resource: type[K], *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None, on_delete: DeleteObserver[K] | None = None,
+             metadata_only: bool = False,
+             writes: Sequence[str] = DEFAULT_OWNED_WRITES) -> Builder: ...
+
+    @overload
+    def owns(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None, on_delete: DeleteObserver[Raw] | None = None,
+             metadata_only: bool = False,
+             writes: Sequence[str] = DEFAULT_OWNED_WRITES) -> Builder: ...
+
     def owns(self, resource: Resource | type[T], *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
              on_delete: DeleteObserver[T] | None = None, metadata_only: bool = False,
@@ -217,6 +241,18 @@ class Builder:
                             metadata_only)
         self._owned_writes[res] = (*self._owned_writes.get(res, ()), *writes)
         return self
+
+    @overload
+    def watches(self, resource: type[K], mapper: Callable[[K], Iterable[Request]], *,
+                predicates: Sequence[Predicate] = (), label_selector: str | None = None,
+                on_delete: DeleteObserver[K] | None = None,
+                metadata_only: bool = False) -> Builder: ...
+
+    @overload
+    def watches(self, resource: Resource, mapper: Callable[[Raw], Iterable[Request]], *,
+                predicates: Sequence[Predicate] = (), label_selector: str | None = None,
+                on_delete: DeleteObserver[Raw] | None = None,
+                metadata_only: bool = False) -> Builder: ...
 
     def watches(self, resource: Resource | type[T], mapper: Callable[[T], Iterable[Request]],
                 *, predicates: Sequence[Predicate] = (),
