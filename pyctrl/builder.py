@@ -5,57 +5,32 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
     manager.controller("foo", workers=2).for_(Foo).owns(Deployment) \\
         .watches(CONFIGMAPS, mapper).with_event_filter(pred).complete(reconciler)
 
-* ``for_``, ``owns``, ``watches``, ``lister_for`` and ``informers_for`` take a kind class (a
-  :class:`pyctrl.api.Object` subclass: yours, or a built-in one from :mod:`pyctrl.models`)
-  or a :class:`~pyctrl.kube.Resource`. A kind class is watched through the factory's typed
-  informers (:mod:`pyctrl.cache.typed`): handlers, mappers, predicates, delete observers,
-  the controller hooks and ``lister_for(Kind)`` (a ``MultiNamespaceLister[Kind]``) see frozen
-  ``Kind`` objects. A Resource is watched through raw-dict informers (dicts everywhere). The
-  Resource (and so the RBAC rule) of a kind is :func:`pyctrl.api.resource_for` of it.
-  Within one controller a resource has one form, that of its first declaration or reader:
-  declaring or reading it in the other form raises ValueError (``informers_for`` and
-  :meth:`reader_for` of its Resource follow the declared form). Two controllers may watch one
-  resource in different forms: each form has its own informers.
-* :meth:`complete` takes an object with ``reconcile(request)`` or a function ``fn(request)``
-  (the :mod:`pyctrl.reconcile` contract; :func:`pyctrl.with_object` over ``lister_for(Kind)``
-  hands the cached object in too). The queue holds :class:`~pyctrl.reconcile.Request`
-  values.
-* Every watch is one :class:`pyctrl.handlers.MapHandler`. ``for_`` enqueues each object's own
-  Request; ``owns`` adds the controller-UID index to that resource's informers and enqueues
-  the Request of each object's controller owner whose group/kind is the ``for_`` resource's;
-  ``watches(resource, mapper)`` enqueues every Request ``mapper(obj)`` returns (of the old
-  and the new object of an update; of a deleted object's last known state). A mapper that
-  raises drops that event (logged).
-* ``metadata_only=True`` (a Resource watch only) watches through a metadata-only informer:
-  its objects carry only ``apiVersion``, ``kind`` and ``metadata``.
-* ``with_event_filter(*predicates)`` applies to every watch, ``predicates=`` to one; all must
-  pass.
-* ``on_delete=observer`` sees every delete notification of that watch (of an ``owns`` watch,
-  only those whose owner the hooks' ``admit_owner`` lets through), as delivered (the object,
-  or a :class:`~pyctrl.cache.DeletedFinalStateUnknown` tombstone), before the predicates and
-  the enqueue. An observer that raises is logged; the enqueue still happens.
-* ``with_options(rate_limiter=, namespaces=, priority_queue=)``: the queue's rate limiter;
-  the namespaces watched (one shared informer per namespace; default the manager's scope;
-  cluster-scoped resources ignore them); ``priority_queue=True``: a
-  :class:`~pyctrl.workqueue.PriorityQueue`.
-* ``lister_for`` / ``informers_for`` read exactly the informers this controller watches the
-  resource with (one per namespace, merged into one
-  :class:`~pyctrl.cache.MultiNamespaceLister`; the label selector of its ``for_`` with the
-  hooks' selectors, else of its first watch; an owned resource's controller-UID index). A
-  resource not declared is read whole in the controller's namespaces. Call them after
-  ``with_options(namespaces=...)`` and the resource's watches: a later change that would
-  move them to other informers raises ValueError.
-* Queue, clock and metrics registry come from the manager. :meth:`complete` builds the
-  :class:`Controller` (waiting for every informer it watches), registers it with the manager
-  and returns it; a Builder completes once, before ``Manager.run``, which warns about each
-  Builder that never completed (:attr:`completed`).
-* RBAC (:mod:`pyctrl.rbac`): ``owns(..., writes=...)`` the verbs used on an owned kind;
-  ``rbac(*rules, status=...)`` what declarations cannot show; :meth:`rbac_declared` is what
-  the generator reads. None of it changes how the controller runs.
-* Controller hooks (:mod:`pyctrl.extension`, read from the manager when the Builder is
-  made: extensions go in before) are asked about each controller: a label
-  selector for its ``for_`` informers (and, with ``owned_selector``, for an ``owns``
-  resource's), a filter on the owners ``owns`` enqueues, a wrapper around its reconciler.
+* ``for_``/``owns``/``watches``/``lister_for``/``informers_for`` take a kind class (a
+  :class:`pyctrl.api.Object` subclass, e.g. from :mod:`pyctrl.models`) or a
+  :class:`~pyctrl.kube.Resource` (the kind's is :func:`pyctrl.api.resource_for`). A kind class
+  is watched on typed informers: handlers, mappers, predicates, ``on_delete``, the controller
+  hooks and ``lister_for(Kind)`` (a ``MultiNamespaceLister[Kind]``) see its frozen objects; a
+  Resource on raw-dict informers. Within one controller a resource has the form of its first
+  declaration or reader (the other form raises ValueError; ``informers_for`` and
+  :meth:`reader_for` of its Resource follow it); each form has its own shared informers.
+* ``for_`` enqueues each object's own Request; ``owns`` indexes by controller UID and
+  enqueues each object's controller owner of the ``for_`` kind; ``watches`` enqueues what
+  ``mapper(obj)`` returns (old and new object of an update). A mapper that raises drops the
+  event (logged). ``metadata_only=True`` (a Resource only): a metadata-only informer.
+* Predicates: ``with_event_filter`` for every watch, ``predicates=`` for one; all must pass.
+  ``on_delete`` sees each delete (object or tombstone; for ``owns``, of admitted owners only)
+  before predicates and enqueue; an observer that raises is logged.
+* ``with_options``: the queue's rate limiter, the namespaces watched (default the manager's),
+  ``priority_queue=True`` (a :class:`~pyctrl.workqueue.PriorityQueue`).
+* ``lister_for``/``informers_for`` read exactly the informers the resource is watched with
+  (per namespace, merged; the ``for_`` watch's selector, else the first watch's; the owned
+  index); an undeclared resource is read whole. Declared after them, a watch or namespaces
+  that would move them to other informers raises ValueError.
+* :meth:`complete` builds the :class:`Controller` (queue, clock, registry from the manager;
+  waits for its informers), registers it and returns it, once, before ``Manager.run``.
+* RBAC: ``owns(writes=...)``, ``rbac(*rules, status=...)``; :meth:`rbac_declared` is what
+  ``gen rbac`` reads. Controller hooks (:mod:`pyctrl.extension`, read when the Builder is
+  made) add selectors to the ``for_``/``owns`` informers, filter owners, wrap the reconciler.
 """
 
 from __future__ import annotations
