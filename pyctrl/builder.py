@@ -2,85 +2,46 @@
 
 Contract (controller-runtime's ``pkg/builder``, in threads)::
 
-    manager.controller("foo", workers=2).for_(FOOS).owns(DEPLOYMENTS) \\
+    manager.controller("foo", workers=2).for_(Foo).owns(Deployment) \\
         .watches(CONFIGMAPS, mapper).with_event_filter(pred).complete(reconciler)
 
-* The reconcile contract is :mod:`pyctrl.reconcile`'s (``Request``, ``Result``,
-  ``Reconciler``). :meth:`Builder.complete` takes an object with
-  ``reconcile(request)`` or a plain function ``fn(request)``; the controller's queue holds
-  :class:`~pyctrl.reconcile.Request` values, handed to the reconciler as they are (the
-  :class:`~pyctrl.controller.Controller` outcome rules apply).
-* Every watch is one :class:`pyctrl.handlers.MapHandler` (predicates, mapper, priority, error
-  guard in one place). ``for_(resource)`` enqueues each object's own Request.
-  ``owns(resource)`` adds the controller-UID index to that resource's shared informer and
-  enqueues the Request of each object's controller owner whose group/kind is the ``for_``
-  resource's. ``watches(resource, mapper)`` enqueues every Request ``mapper(obj)`` returns
-  (for an update, of both the old and the new object; a deleted object's last known state).
-  A mapper that raises drops that event (logged).
-* ``metadata_only=True`` (on ``for_``, ``owns`` or ``watches``; controller-runtime's
-  ``OnlyMetadata``) watches that resource through a metadata-only informer (see
-  :mod:`pyctrl.cache.factory`): handlers, and ``lister_for``/``informers_for`` when that
-  watch is the one they follow, see objects with only ``apiVersion``, ``kind`` and
-  ``metadata``. Owner references, labels and names are all ``owns`` and the usual mappers
-  need; a reconciler that reads the spec or status of that resource needs a full watch.
-* ``with_event_filter(*predicates)`` applies to every watch; ``predicates=`` on one watch only.
-  All predicates must pass (see :mod:`pyctrl.handlers`).
-* ``on_delete=observer`` (on ``for_``, ``owns`` or ``watches``) sees every delete
-  notification of that watch (of an ``owns`` watch, only those whose owner the hooks'
-  ``admit_owner`` lets through: an owner another replica took over is not this one's
-  to observe), as the informer delivered it (the object, or a
-  :class:`~pyctrl.cache.DeletedFinalStateUnknown` tombstone), before the watch's predicates
-  and enqueue: the reconcile that follows can rely on what the observer recorded, such as a
-  deleted child's final state the cache no longer holds (controller-runtime users write this
-  as a ``DeleteFunc`` in a custom handler). An observer that raises is logged; the enqueue
-  still happens.
-* ``with_options(rate_limiter=..., namespaces=..., priority_queue=...)``: the queue's rate
-  limiter; the namespaces watched (one shared informer per namespace for namespaced
-  resources; default: the manager's scope; cluster-scoped resources ignore namespaces);
-  ``priority_queue=True`` gives the controller a :class:`~pyctrl.workqueue.PriorityQueue`
-  (initial-list and resync events at low priority, with aging; see :mod:`pyctrl.handlers`).
-* ``lister_for(resource)`` / ``informers_for(resource)``: what a reconciler reads, over
-  exactly the informers this controller watches ``resource`` with: one per namespace,
-  merged into one :class:`~pyctrl.cache.MultiNamespaceLister`; the label selector of that
-  resource's ``for_`` (with the hooks' selectors) or else of its first declared watch; an owned
-  resource's controller-UID index (present by ``complete``). A resource not declared is read
-  whole in the controller's namespaces. Call them after ``with_options(namespaces=...)`` and
-  after declaring the resource's watches: a later change that would move them to other
-  informers (other namespaces, another selector) raises ValueError.
-* Queue, clock and metrics registry come from the manager (so fake time and metrics are never
-  lost by forgetting an argument); recorders come from ``manager.event_recorder(name)``.
-  :meth:`complete` builds the :class:`Controller` (waiting for every informer it watches),
-  registers it with the manager and returns it. A Builder completes once; it must complete
-  before ``Manager.run``. A Builder that never completed builds nothing: ``Manager.run``
-  logs a warning naming each one (:attr:`completed`), the usual cause being a chain that
-  forgot its final ``.complete(reconciler)``.
-* Kinds: ``for_``, ``owns``, ``watches``, ``lister_for`` and ``informers_for`` take a kind
-  class (a :class:`pyctrl.api.Object` subclass, yours or a built-in one) wherever they take a
-  Resource: the Resource (and so the RBAC rule) is :func:`pyctrl.api.resource_for` of it.
-  ``lister_for(Kind)`` reads the same informers typed: ``get``/``list`` return ``Kind``
-  objects (decoded from the cached dicts by :func:`typed_lister`, the one place that changes
-  when the informers cache typed objects themselves). Hand it to
-  :func:`pyctrl.with_object` to give the reconciler the cached object with the Request.
-* RBAC (``python -m pyctrl gen rbac``, :mod:`pyctrl.rbac`): ``owns(..., writes=(...))`` the
-  verbs the reconciler uses on an owned kind (default create, update, patch, delete);
-  ``rbac(*rules, status=...)`` what the declarations cannot show; :meth:`rbac_declared` is
-  what the generator reads. Nothing of it changes how the controller runs.
-* Controller hooks (:mod:`pyctrl._extension`, added by Manager extensions) are asked about
-  each controller: a label selector added to its ``for_`` informers (and, from a hook with
-  ``owned_selector(build, resource)``, to its ``owns`` informers of that resource), a filter
-  on the owners ``owns`` enqueues, and a wrapper around its reconciler. :attr:`name` and
-  :attr:`for_resource` are what they see.
+* ``for_``/``owns``/``watches``/``lister_for``/``informers_for`` take a kind class (a
+  :class:`pyctrl.api.Object` subclass, e.g. from :mod:`pyctrl.models`) or a
+  :class:`~pyctrl.kube.Resource` (the kind's is :func:`pyctrl.api.resource_for`). A kind class
+  is watched on typed informers: handlers, mappers, predicates, ``on_delete``, the controller
+  hooks and ``lister_for(Kind)`` (a ``MultiNamespaceLister[Kind]``) see its frozen objects; a
+  Resource on raw-dict informers. Within one controller a resource has the form of its first
+  declaration or reader (the other form raises ValueError; ``informers_for`` and
+  :meth:`reader_for` of its Resource follow it); each form has its own shared informers.
+* ``for_`` enqueues each object's own Request; ``owns`` indexes by controller UID and
+  enqueues each object's controller owner of the ``for_`` kind; ``watches`` enqueues what
+  ``mapper(obj)`` returns (old and new object of an update). A mapper that raises drops the
+  event (logged). ``metadata_only=True`` (a Resource only): a metadata-only informer.
+* Predicates: ``with_event_filter`` for every watch, ``predicates=`` for one; all must pass.
+  ``on_delete`` sees each delete (object or tombstone; for ``owns``, of admitted owners only)
+  before predicates and enqueue; an observer that raises is logged.
+* ``with_options``: the queue's rate limiter, the namespaces watched (default the manager's),
+  ``priority_queue=True`` (a :class:`~pyctrl.workqueue.PriorityQueue`).
+* ``lister_for``/``informers_for`` read exactly the informers the resource is watched with
+  (per namespace, merged; the ``for_`` watch's selector, else the first watch's; the owned
+  index); an undeclared resource is read whole. Declared after them, a watch or namespaces
+  that would move them to other informers raises ValueError.
+* :meth:`complete` builds the :class:`Controller` (queue, clock, registry from the manager;
+  waits for its informers), registers it and returns it, once, before ``Manager.run``.
+* RBAC: ``owns(writes=...)``, ``rbac(*rules, status=...)``; :meth:`rbac_declared` is what
+  ``gen rbac`` reads. Controller hooks (:mod:`pyctrl.extension`, read when the Builder is
+  made) add selectors to the ``for_``/``owns`` informers, filter owners, wrap the reconciler.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import structlog
 
-from pyctrl.api.typed import TypedLister, resource_for
+from pyctrl.api.typed import resource_for
 from pyctrl.api.types import Object as Kind
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
@@ -100,58 +61,47 @@ from pyctrl.handlers import (
     enqueue_owner,
     enqueue_requests,
 )
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import Object as Raw
 from pyctrl.kube.resource import Resource
+from pyctrl.manager import Manager
 from pyctrl.rbac import DEFAULT_OWNED_WRITES, Declared, PolicyRule
 from pyctrl.reconcile import ReconcileFunc, Reconciler, Request, as_reconciler
 from pyctrl.workqueue import PriorityQueue, RateLimiter
 
-if TYPE_CHECKING:
-    from pyctrl.manager import Manager
-
-__all__ = ["Builder", "DeleteObserver", "MapFunc", "typed_lister"]
+__all__ = ["Builder", "DeleteObserver", "MapFunc"]
 
 K = TypeVar("K", bound=Kind)
-KindOrResource = Resource | type[Kind]
+T = TypeVar("T")  # what a watch's handlers see: a kind's objects, or dicts
 
-
-def _resource(what: KindOrResource) -> Resource:
-    return what if isinstance(what, Resource) else resource_for(what)
-
-
-def typed_lister(lister: MultiNamespaceLister, kind: type[K]) -> TypedLister[K]:
-    """``lister``'s objects as ``kind``: each read decodes the cached dict.
-
-    Not the factory's typed ``lister_for(kind)`` (yet): that reads a typed informer of its
-    own, apart from the raw-dict one this controller's watches enqueue from, so a Request
-    could be read before the typed cache has its object (and :func:`pyctrl.with_object`
-    would skip it). Swapping needs the watches declared with a kind class on typed informers
-    too (their handlers, mappers, delete observers and controller hooks then see typed
-    objects)."""
-    return TypedLister(lister, kind)
+DeleteObserver = Callable[[T | DeletedFinalStateUnknown], None]
+"""``on_delete``: called with each deleted object (``T``: the kind's objects for a kind
+class, dicts for a Resource) or the tombstone of one."""
 
 log = structlog.get_logger(__name__)
 
-DeleteObserver = Callable[[Object | DeletedFinalStateUnknown], None]
+
+def _split(what: Resource | type[Any]) -> tuple[Resource, type[Kind] | None]:
+    """The Resource of a declaration, and its kind class when it is one."""
+    return (what, None) if isinstance(what, Resource) else (resource_for(what), what)
 
 
 class _ObserveDeletes:
     """Hands each delete notification to ``observer`` first (only when ``gate`` passes the
     last known state), then to ``inner``."""
 
-    def __init__(self, inner: ResourceEventHandler, observer: DeleteObserver,
-                 gate: Callable[[Object], bool] | None = None) -> None:
+    def __init__(self, inner: ResourceEventHandler, observer: DeleteObserver[Any],
+                 gate: Callable[[Any], bool] | None = None) -> None:
         self._inner = inner
         self._observer = observer
         self._gate = gate
 
-    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         self._inner.on_add(obj, is_in_initial_list)
 
-    def on_update(self, old: Object, new: Object) -> None:
+    def on_update(self, old: Any, new: Any) -> None:
         self._inner.on_update(old, new)
 
-    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+    def on_delete(self, obj: Any) -> None:
         try:
             last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
             if self._gate is None or last is None or self._gate(last):
@@ -168,7 +118,7 @@ class _Watch:
     mapper: MapFunc | None
     predicates: tuple[Predicate, ...]
     label_selector: str | None
-    on_delete: DeleteObserver | None
+    on_delete: DeleteObserver[Any] | None
     metadata_only: bool = False
 
 
@@ -181,6 +131,8 @@ class Builder:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
         self._manager = manager
+        self._hooks = manager.controller_hooks  # from here on, no extension goes in
+        self._controller: Controller[Request] | None = None
         self._name = name
         self._workers = workers
         self._for: Resource | None = None
@@ -189,6 +141,8 @@ class Builder:
         self._rate_limiter: RateLimiter | None = None
         self._priority_queue = False
         self._namespaces: tuple[str, ...] | None = None
+        # resource -> its kind class (typed informers) or None (raw-dict informers)
+        self._forms: dict[Resource, type[Kind] | None] = {}
         # resource -> (selector, metadata_only) of the readers handed out
         self._read: dict[Resource, tuple[str | None, bool]] = {}
         self._completed = False
@@ -217,39 +171,72 @@ class Builder:
         """The resources given to ``owns`` so far, in order."""
         return tuple(dict.fromkeys(w.resource for w in self._watches if w.kind == "owns"))
 
-    def for_(self, resource: KindOrResource, *, predicates: Sequence[Predicate] = (),
+    # Overloads: a kind class's observers and mappers take its objects, a Resource's dicts.
+    @overload
+    def for_(self, resource: type[K], *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None, on_delete: DeleteObserver[K] | None = None,
+             metadata_only: bool = False) -> Builder: ...
+
+    @overload
+    def for_(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None, on_delete: DeleteObserver[Raw] | None = None,
+             metadata_only: bool = False) -> Builder: ...
+
+    def for_(self, resource: Resource | type[T], *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
-             on_delete: DeleteObserver | None = None, metadata_only: bool = False) -> Builder:
+             on_delete: DeleteObserver[T] | None = None,
+             metadata_only: bool = False) -> Builder:
         """Reconcile ``resource`` (or a kind class): each object's own key is enqueued."""
-        resource = _resource(resource)
         if self._for is not None:
             raise ValueError(f"for_ already set to {self._for}")
-        self._add(_Watch(resource, "for", None, tuple(predicates), label_selector, on_delete,
-                         metadata_only))
-        self._for = resource
+        res = self._declare(resource, "for", None, predicates, label_selector, on_delete,
+                            metadata_only)
+        self._for = res
         return self
 
-    def owns(self, resource: KindOrResource, *, predicates: Sequence[Predicate] = (),
+    @overload
+    def owns(self, resource: type[K], *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None, on_delete: DeleteObserver[K] | None = None,
+             metadata_only: bool = False,
+             writes: Sequence[str] = DEFAULT_OWNED_WRITES) -> Builder: ...
+
+    @overload
+    def owns(self, resource: Resource, *, predicates: Sequence[Predicate] = (),
+             label_selector: str | None = None, on_delete: DeleteObserver[Raw] | None = None,
+             metadata_only: bool = False,
+             writes: Sequence[str] = DEFAULT_OWNED_WRITES) -> Builder: ...
+
+    def owns(self, resource: Resource | type[T], *, predicates: Sequence[Predicate] = (),
              label_selector: str | None = None,
-             on_delete: DeleteObserver | None = None, metadata_only: bool = False,
+             on_delete: DeleteObserver[T] | None = None, metadata_only: bool = False,
              writes: Sequence[str] = DEFAULT_OWNED_WRITES) -> Builder:
         """Enqueue the ``for_`` owner (controller reference) of each ``resource`` object.
         ``writes``: the verbs the reconciler uses on ``resource`` (for ``gen rbac``)."""
-        resource = _resource(resource)
-        self._owned_writes[resource] = (*self._owned_writes.get(resource, ()), *writes)
-        self._add(_Watch(resource, "owns", None, tuple(predicates), label_selector, on_delete,
-                         metadata_only))
+        res = self._declare(resource, "owns", None, predicates, label_selector, on_delete,
+                            metadata_only)
+        self._owned_writes[res] = (*self._owned_writes.get(res, ()), *writes)
         return self
 
-    def watches(self, resource: KindOrResource, mapper: MapFunc, *,
-                predicates: Sequence[Predicate] = (),
+    @overload
+    def watches(self, resource: type[K], mapper: Callable[[K], Iterable[Request]], *,
+                predicates: Sequence[Predicate] = (), label_selector: str | None = None,
+                on_delete: DeleteObserver[K] | None = None,
+                metadata_only: bool = False) -> Builder: ...
+
+    @overload
+    def watches(self, resource: Resource, mapper: Callable[[Raw], Iterable[Request]], *,
+                predicates: Sequence[Predicate] = (), label_selector: str | None = None,
+                on_delete: DeleteObserver[Raw] | None = None,
+                metadata_only: bool = False) -> Builder: ...
+
+    def watches(self, resource: Resource | type[T], mapper: Callable[[T], Iterable[Request]],
+                *, predicates: Sequence[Predicate] = (),
                 label_selector: str | None = None,
-                on_delete: DeleteObserver | None = None,
+                on_delete: DeleteObserver[T] | None = None,
                 metadata_only: bool = False) -> Builder:
         """Enqueue every Request ``mapper(obj)`` returns for each ``resource`` event."""
-        resource = _resource(resource)
-        self._add(_Watch(resource, "map", mapper, tuple(predicates), label_selector, on_delete,
-                         metadata_only))
+        self._declare(resource, "map", mapper, predicates, label_selector, on_delete,
+                      metadata_only)
         return self
 
     def rbac(self, *rules: PolicyRule, status: bool | None = None) -> Builder:
@@ -300,37 +287,70 @@ class Builder:
     def lister_for(self, resource: Resource) -> MultiNamespaceLister: ...
 
     @overload
-    def lister_for(self, resource: type[K]) -> TypedLister[K]: ...
+    def lister_for(self, resource: type[K]) -> MultiNamespaceLister[K]: ...
 
-    def lister_for(self, resource: Resource | type[K]) -> MultiNamespaceLister | TypedLister[K]:
-        """One lister over the informers this controller watches ``resource`` with; typed
-        when given a kind class."""
-        if not isinstance(resource, Resource):
-            return typed_lister(self.lister_for(resource_for(resource)), resource)
+    def lister_for(self, resource: Resource | type[K]
+                   ) -> MultiNamespaceLister | MultiNamespaceLister[K]:
+        """One lister over the informers this controller watches ``resource`` with: of
+        ``Kind`` objects for a kind class, of dicts for a Resource (ValueError when the
+        resource is declared here in the other form)."""
+        res, kind_class = _split(resource)
+        self._claim(res, kind_class)
+        return self.reader_for(res)
+
+    def reader_for(self, resource: Resource) -> MultiNamespaceLister[Any]:
+        """:meth:`lister_for` in the form ``resource`` is declared in here (typed objects
+        for a kind class, dicts otherwise): for code that reads whatever the controller
+        watches through :mod:`pyctrl.kube.meta`, such as controller hooks."""
+        kind_class = self._claim(resource, self._forms.get(resource))
         selector, metadata = self._read[resource] = self._reader_of(resource)
-        return self._manager.informers.lister_for(
-            resource, namespaces=self._scopes(resource), label_selector=selector,
-            indexers=self._indexers(resource), metadata_only=metadata)
+        factory, namespaces = self._manager.informers, self._scopes(resource)
+        indexers = self._indexers(resource)
+        if kind_class is not None:
+            return factory.lister_for(kind_class, namespaces=namespaces,
+                                      label_selector=selector, indexers=indexers)
+        return factory.lister_for(resource, namespaces=namespaces, label_selector=selector,
+                                  indexers=indexers, metadata_only=metadata)
 
-    def informers_for(self, resource: KindOrResource) -> list[SharedIndexInformer]:
+    def informers_for(self, resource: Resource | type[Kind]) -> list[SharedIndexInformer]:
         """The shared informers (one per namespace) this controller watches ``resource``
-        with, as :meth:`lister_for` reads them."""
-        resource = _resource(resource)
-        selector, metadata = self._read[resource] = self._reader_of(resource)
-        return [self._manager.informers.informer_for(
-            resource, namespace=ns, label_selector=selector,
-            indexers=self._indexers(resource), metadata_only=metadata)
-            for ns in self._scopes(resource)]
+        with, as :meth:`lister_for` reads them (a Resource: in the form declared here)."""
+        res, kind_class = _split(resource)
+        kind_class = self._claim(res, kind_class or self._forms.get(res))
+        selector, metadata = self._read[res] = self._reader_of(res)
+        return self._informers_of(res, kind_class, selector, self._indexers(res), metadata)
 
     # -- resolution: which informers a watch (or a reader) uses ------------------------
-    def _add(self, watch: _Watch) -> None:
-        self._watches.append(watch)
+    def _claim(self, resource: Resource, kind_class: type[Kind] | None) -> type[Kind] | None:
+        """Fix the form of ``resource`` in this controller (module docstring)."""
+        form = self._forms.setdefault(resource, kind_class)
+        if form is not kind_class:
+            declared = form.__name__ if form is not None else f"the Resource {resource}"
+            raise ValueError(
+                f"controller {self._name} declares {resource.plural} as {declared}: declare "
+                "and read it in one form (a kind class or its Resource) within a controller")
+        return form
+
+    def _declare(self, what: Resource | type[Any], kind: str, mapper: MapFunc | None,
+                 predicates: Sequence[Predicate], label_selector: str | None,
+                 on_delete: DeleteObserver[Any] | None, metadata_only: bool) -> Resource:
+        resource, kind_class = _split(what)
+        if kind_class is not None and metadata_only:
+            raise ValueError(f"metadata_only watches dicts: pass {kind_class.__name__}'s "
+                             "Resource, not the kind class")
+        claimed = resource in self._forms
+        self._claim(resource, kind_class)
+        self._watches.append(_Watch(resource, kind, mapper, tuple(predicates), label_selector,
+                                    on_delete, metadata_only))
         moved = [r for r, read in self._read.items() if self._reader_of(r) != read]
         if moved:
             self._watches.pop()
+            if not claimed:
+                del self._forms[resource]
             raise ValueError(f"declare {moved[0]} before lister_for/informers_for: its "
                              "readers were handed out for another label selector or "
                              "metadata_only")
+        return resource
 
     def _scopes(self, resource: Resource) -> tuple[str, ...]:
         # "" is every namespace (cluster-scoped resources, or a manager watching all).
@@ -340,12 +360,10 @@ class Builder:
 
     def _watch_selector(self, watch: _Watch) -> str | None:
         selectors = [watch.label_selector or None]
-        hooks = self._manager.controller_hooks
         if watch.kind == "for":
-            selectors += [hook.for_selector(self) for hook in hooks]
+            selectors += [hook.for_selector(self) for hook in self._hooks]
         elif watch.kind == "owns":
-            selectors += [owned(self, watch.resource) for hook in hooks
-                          if (owned := getattr(hook, "owned_selector", None)) is not None]
+            selectors += [hook.owned_selector(self, watch.resource) for hook in self._hooks]
         return ",".join(s for s in selectors if s) or None
 
     def _reader_of(self, resource: Resource) -> tuple[str | None, bool]:
@@ -360,18 +378,24 @@ class Builder:
         owned = any(w.kind == "owns" and w.resource == resource for w in self._watches)
         return {CONTROLLER_UID_INDEX: controller_uid_index_func} if owned else None
 
+    def _informers_of(self, resource: Resource, kind_class: type[Kind] | None,
+                      selector: str | None, indexers: Indexers | None,
+                      metadata_only: bool) -> list[SharedIndexInformer]:
+        factory = self._manager.informers
+        return [factory.informer_for(kind_class or resource, namespace=ns,
+                                     label_selector=selector, indexers=indexers,
+                                     metadata_only=metadata_only)
+                for ns in self._scopes(resource)]
+
     def _informers(self, watch: _Watch) -> list[SharedIndexInformer]:
-        selector = self._watch_selector(watch)
         indexers = self._indexers(watch.resource) if watch.kind == "owns" else None
-        return [self._manager.informers.informer_for(
-            watch.resource, namespace=ns, label_selector=selector,
-            indexers=indexers, metadata_only=watch.metadata_only)
-            for ns in self._scopes(watch.resource)]
+        return self._informers_of(watch.resource, self._forms[watch.resource],
+                                  self._watch_selector(watch), indexers, watch.metadata_only)
 
     def _handler(self, watch: _Watch, queue: Queue) -> ResourceEventHandler:
         predicates = (*self._filters, *watch.predicates)
         handler: ResourceEventHandler
-        gate: Callable[[Object], bool] | None = None
+        gate: Callable[[Any], bool] | None = None
         if watch.kind == "for":
             handler = enqueue_object(queue, predicates)
         elif watch.kind == "owns":
@@ -390,7 +414,7 @@ class Builder:
         return _ObserveDeletes(handler, watch.on_delete, gate)
 
     def _admit_owner(self) -> Callable[[Request], bool] | None:
-        admits = [a for hook in self._manager.controller_hooks
+        admits = [a for hook in self._hooks
                   if (a := hook.admit_owner(self)) is not None]
         if len(admits) < 2:
             return admits[0] if admits else None
@@ -407,7 +431,7 @@ class Builder:
             raise ValueError("owns needs for_: the owner kind is the for_ resource's")
         run: Reconciler = as_reconciler(reconciler)
         m = self._manager
-        for hook in m.controller_hooks:
+        for hook in self._hooks:
             run = hook.wrap_reconciler(self, run)
         queue = PriorityQueue[Request](
             name=self._name, clock=m.clock, registry=m.registry,
@@ -426,4 +450,11 @@ class Builder:
             controller.queue.shut_down()  # the queue's threads would outlive a failed build
             raise
         self._completed = True
+        self._controller = controller
         return controller
+
+    def discard(self) -> None:
+        """Release what :meth:`complete` started (the queue's threads), for a manager that
+        will never run (the generators build one only to read the declarations)."""
+        if self._controller is not None:
+            self._controller.queue.shut_down()

@@ -4,9 +4,11 @@ Contract (controller-runtime's manager, in threads):
 
 * ``Manager(client, ManagerOptions(...), registry=, clock=)``: options grouped, frozen and
   validated (:mod:`pyctrl._manager_options`); they are the only way to configure it.
-* ``run(stop)``: first logs a warning naming each Builder :meth:`controller` handed out that
-  never completed (it built no controller: most likely a forgotten ``.complete(...)``); then
-  starts the /metrics and probe servers (:mod:`pyctrl.serving.servers`), the
+* Controllers are added built (:meth:`add_controller`; :class:`pyctrl.Manager`'s
+  ``controller(name)`` builds them with a :class:`pyctrl.builder.Builder`): this module knows
+  nothing of builders, RBAC or webhook generation (one-way imports: the builder depends on
+  the manager, never the reverse).
+* ``run(stop)``: starts the /metrics and probe servers (:mod:`pyctrl.serving.servers`), the
   ``needs_leader=False`` runnables (:mod:`pyctrl._runnables`) and the informers (they warm
   their caches whether or not we lead); once the informers synced, the controllers' workers
   run only while this replica leads (always, without leader election), with the
@@ -31,17 +33,15 @@ Contract (controller-runtime's manager, in threads):
   :class:`pyctrl.serving.MetricsAuth`, when ``MetricsOptions.secure``).
 * Leader-scoped writes: :meth:`client_for_leader` (and the event broadcaster) refuse writes
   with :class:`pyctrl.errors.NotLeader` once the lease (or the gate) can not be trusted.
-* Extensions (:mod:`pyctrl._extension`): :meth:`add_extension` installs an add-on before the
-  controllers are built; it may :meth:`ensure_leader_election`, :meth:`gate_controllers` (a
-  Lease of this replica's own then gates the controllers and fences ``client_for_leader``;
-  leadership gates only the ``needs_leader`` runnables), :meth:`close_on_shutdown` and
-  :meth:`add_controller_hook` (asked by every Builder) and :meth:`add_client_wrapper`.
+* Extensions (:mod:`pyctrl.extension`): :meth:`add_extension` installs an add-on before the
+  controllers are built (before the first reader of :attr:`controller_hooks`, which every
+  Builder is); the Manager is its :class:`pyctrl.extension.ExtensionHost`:
+  :meth:`ensure_leader_election`, :meth:`gate_controllers` (a Lease of this replica's own then
+  gates the controllers and fences ``client_for_leader``; leadership gates only the
+  ``needs_leader`` runnables), :meth:`close_on_shutdown`, :meth:`add_controller_hook` (asked
+  by every Builder) and :meth:`add_client_wrapper`, among others.
 * :func:`install_signal_handlers` (:mod:`pyctrl._signals`): the first SIGTERM/SIGINT sets
   ``stop``; a second one exits the process at once with status 1.
-* For the generators (``python -m pyctrl gen rbac|webhook``, :mod:`pyctrl.rbac`): every
-  Builder :meth:`controller` handed out is kept (:attr:`builders`), :meth:`rbac_rule` records
-  permissions no declaration shows (nothing at run time), and :meth:`discard` releases what
-  building started on a manager that will never run.
 """
 
 from __future__ import annotations
@@ -53,28 +53,26 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry
 
-from pyctrl._extension import ControllerHook, Extension
 from pyctrl._gctune import tune_after_sync
 from pyctrl._leadership import Leadership
 from pyctrl._manager_options import GCOptions, HealthOptions, ManagerOptions, MetricsOptions
 from pyctrl._runnables import Runnable, RunnableEntry, RunnableGroup, run_controllers
 from pyctrl._signals import install_signal_handlers
-from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller, RequestT
+from pyctrl.extension import ControllerHook, Extension
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderElectionOptions, LeaderElector
-from pyctrl.rbac import PolicyRule
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.serving import Check, Checks, MetricsAuth
 from pyctrl.serving.auth import KNOWN_BURST, KNOWN_QPS
 from pyctrl.serving.gcmetrics import register_runtime_collectors
 from pyctrl.serving.servers import ServerSet, server_factories
 
-__all__ = ["ControllerHook", "Extension", "GCOptions", "HealthOptions", "LeaderElectionLost",
+__all__ = ["GCOptions", "HealthOptions", "LeaderElectionLost",
            "LeaderElectionOptions", "Manager", "ManagerOptions", "MetricsOptions", "Runnable",
            "install_signal_handlers"]
 
@@ -112,11 +110,9 @@ class Manager:
         self._servers = ServerSet()
         self._broadcaster: EventBroadcaster | None = None
         self._mu = threading.Lock()
-        self._ran = self._building = False
+        self._ran = self._hooks_read = False
         self._closers: list[Callable[[], None]] = []
         self._hooks: list[ControllerHook] = []
-        self._builders: list[Builder] = []
-        self._rbac_rules: list[PolicyRule] = []
         self._client_wrappers: list[Callable[[Client], Client]] = []
         self._leadership = Leadership(client, clock=self.clock, registry=self.registry,
                                       healthz=self._healthz, on_lead=self._run_leader_work,
@@ -124,48 +120,9 @@ class Manager:
         if opts.leader_election is not None:
             self.ensure_leader_election(opts.leader_election)
 
-    @property
-    def graceful_shutdown_timeout(self) -> float:
-        return self.options.graceful_shutdown_timeout
-
-    @property
-    def component(self) -> str:
-        return self.options.component
-
     # -- wiring -------------------------------------------------------------------------
-    def controller(self, name: str, *, workers: int = 1) -> Builder:
-        """A :class:`pyctrl.builder.Builder` for a controller named ``name`` on this manager:
-        ``.for_(...).owns(...).complete(reconciler)`` registers it (see pyctrl/builder.py)."""
-        self._building = True
-        builder = Builder(self, name, workers=workers)
-        self._builders.append(builder)
-        return builder
-
-    @property
-    def builders(self) -> tuple[Builder, ...]:
-        """Every Builder :meth:`controller` handed out (``pyctrl.rbac`` reads them)."""
-        return tuple(self._builders)
-
-    def rbac_rule(self, *rules: PolicyRule) -> None:
-        """Permissions the code needs that no declaration shows, for
-        ``python -m pyctrl gen rbac`` (:mod:`pyctrl.rbac`); nothing at run time."""
-        self._rbac_rules.extend(rules)
-
-    @property
-    def rbac_rules(self) -> tuple[PolicyRule, ...]:
-        return tuple(self._rbac_rules)
-
-    def discard(self) -> None:
-        """Release what building controllers started (their queues' threads) on a manager
-        that will never run (``python -m pyctrl gen rbac`` builds one only to read it)."""
-        with self._mu:
-            if self._ran:
-                raise RuntimeError("discard is for a manager that never runs")
-            controllers = list(self._controllers)
-        for controller in controllers:
-            controller.queue.shut_down()
-
     def add_controller(self, controller: Controller[RequestT]) -> None:
+        """Run ``controller`` with the manager (its workers while leading, or gated)."""
         with self._mu:
             if self._ran:
                 raise RuntimeError("add controllers before Manager.run")
@@ -191,12 +148,12 @@ class Manager:
     # -- extensions -----------------------------------------------------------------------
     def add_extension(self, extension: Extension) -> None:
         """Install ``extension`` (before any controller is built; see module docstring)."""
-        if self._building or self._controllers or self._ran:
+        if self._hooks_read or self._controllers or self._ran:
             raise RuntimeError("add extensions before building controllers")
         extension.install(self)
 
     def add_controller_hook(self, hook: ControllerHook) -> None:
-        """Ask ``hook`` about every controller built from now on (see pyctrl._extension)."""
+        """Ask ``hook`` about every controller built from now on (see pyctrl.extension)."""
         self._hooks.append(hook)
 
     def add_client_wrapper(self, wrap: Callable[[Client], Client]) -> None:
@@ -206,6 +163,8 @@ class Manager:
 
     @property
     def controller_hooks(self) -> tuple[ControllerHook, ...]:
+        """The hooks every Builder asks (reading them closes :meth:`add_extension`)."""
+        self._hooks_read = True
         return tuple(self._hooks)
 
     @property
@@ -267,7 +226,7 @@ class Manager:
         with self._mu:
             if self._broadcaster is None:
                 self._broadcaster = EventBroadcaster(
-                    self.client_for_leader(), component=self.component, clock=self.clock,
+                    self.client_for_leader(), component=self.options.component, clock=self.clock,
                     registry=self.registry, queue_size=self.options.event_queue_size)
             return self._broadcaster
 
@@ -325,12 +284,12 @@ class Manager:
                 stop.wait()
         finally:
             stop.set()
-            self._runnables.join(started, self.graceful_shutdown_timeout)
+            self._runnables.join(started, self.options.graceful_shutdown_timeout)
 
     def _run_controllers(self, stop: threading.Event) -> None:
         """Run every controller until ``stop``; then give in-flight work the grace period."""
         run_controllers(self._controllers, stop, synced=self._informers_synced,
-                        clock=self.clock, timeout=self.graceful_shutdown_timeout,
+                        clock=self.clock, timeout=self.options.graceful_shutdown_timeout,
                         poll=_POLL_SECONDS)
         if self._broadcaster is not None:  # write their events while the lease is still ours
             self._broadcaster.flush(5.0)
@@ -341,7 +300,6 @@ class Manager:
             if self._ran:
                 raise RuntimeError("a Manager runs once")
             self._ran = True
-        self._warn_incomplete_builders()
         work_stop = threading.Event()  # controllers (no election) or the electors
         informer_stop = threading.Event()
         threads: list[threading.Thread] = []
@@ -365,13 +323,6 @@ class Manager:
         if lost.is_set():
             raise LeaderElectionLost("leader election lost")
 
-    def _warn_incomplete_builders(self) -> None:
-        for builder in self._builders:
-            if not builder.completed:
-                log.warning("controller builder never completed: no controller was built "
-                            "(call .complete(reconciler) at the end of the chain)",
-                            controller=builder.name)
-
     def _shutdown(self, work_stop: threading.Event, informer_stop: threading.Event,
                   threads: list[threading.Thread]) -> None:
         log.info("shutting down", leader_lost=self._leadership.lost.is_set())
@@ -379,12 +330,12 @@ class Manager:
         work_stop.set()
         for thread in threads:
             # Controllers get the grace period; the elector then releases (a few API calls).
-            thread.join(self.graceful_shutdown_timeout + 30.0)
+            thread.join(self.options.graceful_shutdown_timeout + 30.0)
             if thread.is_alive():
                 log.error("shutdown of controllers/elector timed out", thread=thread.name)
         self._runnable_stop.set()
         self._runnables.join(self._runnables.entries(needs_leader=False),
-                             self.graceful_shutdown_timeout)
+                             self.options.graceful_shutdown_timeout)
         if self._broadcaster is not None:
             self._broadcaster.shutdown()
         informer_stop.set()

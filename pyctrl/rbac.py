@@ -2,7 +2,9 @@
 need, derived from what they declare (``python -m pyctrl gen rbac MODULE:setup``).
 
 Contract: :func:`derive` reads a Manager on which a ``setup(manager)`` function has built its
-controllers (never run) and returns :class:`Roles`. What each declaration grants:
+controllers (never run), with the :class:`Declarations` the generator handed that Manager (the
+registry of each controller's Builder and of the rules ``manager.rbac_rule`` adds), and
+returns :class:`Roles`. What each declaration grants:
 
 * every watched resource (``for_``, ``owns``, ``watches``, a ``lister_for``/``informers_for``
   of an undeclared resource, any informer made on ``manager.informers``): ``get``, ``list``,
@@ -39,14 +41,21 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pyctrl.kube.resource import Resource
+from pyctrl.manager import Manager
 
-if TYPE_CHECKING:
-    from pyctrl.manager import Manager
-
-__all__ = ["DEFAULT_OWNED_WRITES", "Declared", "PolicyRule", "Roles", "derive", "to_yaml"]
+__all__ = [
+    "DEFAULT_OWNED_WRITES",
+    "Declarations",
+    "Declared",
+    "DeclaringController",
+    "PolicyRule",
+    "Roles",
+    "derive",
+    "to_yaml",
+]
 
 READ_VERBS = ("get", "list", "watch")
 DEFAULT_OWNED_WRITES = ("create", "update", "patch", "delete")
@@ -113,6 +122,50 @@ class Declared:
     status: bool | None  # None: the default (see module docstring)
 
 
+class DeclaringController(Protocol):
+    """A controller's declarations as the generators read them (a
+    :class:`pyctrl.builder.Builder`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def completed(self) -> bool: ...
+
+    def rbac_declared(self) -> Declared: ...
+
+    def discard(self) -> None: ...
+
+
+class Declarations:
+    """What a ``setup(manager)`` declared: each controller (in order) and the extra rules.
+    A generator makes one, hands it to the Manager it calls ``setup`` on, and reads it."""
+
+    def __init__(self) -> None:
+        self._controllers: list[DeclaringController] = []
+        self._rules: list[PolicyRule] = []
+
+    def add_controller(self, controller: DeclaringController) -> None:
+        self._controllers.append(controller)
+
+    def add_rules(self, *rules: PolicyRule) -> None:
+        self._rules.extend(rules)
+
+    @property
+    def controllers(self) -> tuple[DeclaringController, ...]:
+        return tuple(self._controllers)
+
+    @property
+    def rules(self) -> tuple[PolicyRule, ...]:
+        return tuple(self._rules)
+
+    def discard(self) -> None:
+        """Release what building the controllers started (their queues' threads): for a
+        Manager that will never run."""
+        for controller in self._controllers:
+            controller.discard()
+
+
 @dataclass
 class Roles:
     """The derived permissions: cluster-wide rules and the leader-election namespace."""
@@ -146,11 +199,11 @@ def _controller_rules(d: Declared) -> Iterable[PolicyRule]:
     yield from d.rules
 
 
-def derive(manager: Manager) -> Roles:
+def derive(manager: Manager, declarations: Declarations) -> Roles:
     """The roles ``manager``'s controllers and options need (see module docstring)."""
     rules: list[PolicyRule] = []
     covered: set[Resource] = set()
-    for builder in manager.builders:
+    for builder in declarations.controllers:
         declared = builder.rbac_declared()
         rules.extend(_controller_rules(declared))
         covered.update((*filter(None, [declared.for_]), *declared.owns, *declared.watches,
@@ -167,7 +220,7 @@ def derive(manager: Manager) -> Roles:
                                 reason=why))
         rules.append(PolicyRule(("create",), ("authorization.k8s.io",),
                                 ("subjectaccessreviews",), reason=why))
-    rules.extend(manager.rbac_rules)
+    rules.extend(declarations.rules)
     roles = Roles(merge(rules))
     election = manager.options.leader_election
     if election is not None:

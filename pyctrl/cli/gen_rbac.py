@@ -108,7 +108,7 @@ def check_or_write(text: str, args: argparse.Namespace, generator: str) -> int:
 def render(args: argparse.Namespace) -> str:
     """The YAML for parsed ``args`` (see module docstring)."""
     from pyctrl import LeaderElectionOptions, Manager, ManagerOptions, MetricsOptions
-    from pyctrl.rbac import derive, to_yaml
+    from pyctrl.rbac import Declarations, derive, to_yaml
     from pyctrl.testing import FakeClient
 
     setup = load_setup(args.setup)
@@ -116,14 +116,16 @@ def render(args: argparse.Namespace) -> str:
     name = args.name or args.setup.partition(":")[0].split(".")[0].replace("_", "-")
     election = (LeaderElectionOptions(id=name, namespace=args.namespace)
                 if args.leader_elect else None)
+    declarations = Declarations()  # what setup declares, read below
     manager = Manager(FakeClient(), ManagerOptions(
         leader_election=election,
-        metrics=MetricsOptions(secure=args.metrics_secure, runtime_metrics=False)))
+        metrics=MetricsOptions(secure=args.metrics_secure, runtime_metrics=False)),
+        declarations=declarations)
     try:
         call_setup(setup, manager, args.setup)
-        roles = derive(manager)
+        roles = derive(manager, declarations)
     finally:
-        manager.discard()
+        declarations.discard()
     flags = [("--name", args.name),
              ("--namespace", args.namespace if args.namespace != "default" else None)]
     switches = tuple(f for f, on in (("--leader-elect", args.leader_elect),

@@ -53,6 +53,7 @@ def _target(args: argparse.Namespace) -> object:
 
 def render(args: argparse.Namespace) -> str:
     from pyctrl import Manager
+    from pyctrl.rbac import Declarations
     from pyctrl.testing import FakeClient
     from pyctrl.webhook import Admission, ServiceTarget, WebhookServer
     from pyctrl.webhook.configuration import configurations, to_yaml
@@ -60,11 +61,12 @@ def render(args: argparse.Namespace) -> str:
     setup = load_setup(args.setup)
     target = _target(args)
     assert isinstance(target, ServiceTarget | str)
-    manager = Manager(FakeClient())
+    declarations = Declarations()
+    manager = Manager(FakeClient(), declarations=declarations)
     try:
         call_setup(setup, manager, args.setup)
     finally:
-        manager.discard()
+        declarations.discard()
     admission: dict[str, Admission] = {}
     for entry in manager.runnables():
         if isinstance(entry.runnable, WebhookServer):

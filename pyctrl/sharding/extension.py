@@ -35,14 +35,13 @@ makes every replica's ``options.controller`` work at once, each on its own shard
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from pyctrl._extension import ControllerBuild
-from pyctrl._manager_options import LeaderElectionOptions
+from pyctrl.extension import ControllerBuild, ExtensionHost
+from pyctrl.kube import meta
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.kube.resource import Resource
-from pyctrl.leaderelection import LeaderElector
+from pyctrl.leaderelection import LeaderElectionOptions, LeaderElector
 from pyctrl.reconcile import Reconciler, Request
 from pyctrl.sharding.lease import ShardLeaseLock
 from pyctrl.sharding.options import ShardingOptions
@@ -50,9 +49,6 @@ from pyctrl.sharding.owned import CreateRecord, StampingClient
 from pyctrl.sharding.shard import ShardReconciler
 from pyctrl.sharding.sharder import Sharder
 from pyctrl.sharding.watch import ShardWatch
-
-if TYPE_CHECKING:
-    from pyctrl.manager import Manager
 
 __all__ = ["Sharding"]
 
@@ -63,12 +59,12 @@ class Sharding:
     def __init__(self, options: ShardingOptions, *, identity: str | None = None) -> None:
         self.options = options
         self._identity = identity
-        self._manager: Manager | None = None
+        self._manager: ExtensionHost | None = None
         self.shard_elector: LeaderElector | None = None
         self.sharder_client: Client | None = None
         self.record = CreateRecord()  # owned objects this replica created, until handed over
 
-    def install(self, manager: Manager) -> None:
+    def install(self, manager: ExtensionHost) -> None:
         o = self.options
         leader = manager.ensure_leader_election(LeaderElectionOptions(
             id=o.leader_lease_name, namespace=o.lease_namespace, identity=self._identity,
@@ -88,7 +84,7 @@ class Sharding:
             manager.add_client_wrapper(lambda client: StampingClient(client, o, self.record))
         self._manager = manager
 
-    def _sharder_client(self, manager: Manager) -> Client:
+    def _sharder_client(self, manager: ExtensionHost) -> Client:
         """The sharder's writes get a rate limit of their own when the manager's client is a
         RESTClient: a failover's relabels must not queue behind the controllers' limiter."""
         o = self.options
@@ -121,7 +117,7 @@ class Sharding:
             for store in stores:
                 owner = store.get_by_key(str(request))
                 if owner is not None:
-                    return not ((owner.get("metadata") or {}).get("labels") or {}).get(drain)
+                    return not meta.labels(owner).get(drain)
             return False
 
         return admit
@@ -129,9 +125,9 @@ class Sharding:
     def wrap_reconciler(self, build: ControllerBuild, reconciler: Reconciler) -> Reconciler:
         if self._manager is None or not self._sharded(build) or build.for_resource is None:
             return reconciler
-        owned_here = getattr(build, "owned_resources", ())
-        owned = {r: build.lister_for(r) for r in self.options.owned if r in owned_here}
-        return ShardReconciler(reconciler, build.lister_for(build.for_resource),
+        owned = {r: build.reader_for(r) for r in self.options.owned
+                 if r in build.owned_resources}
+        return ShardReconciler(reconciler, build.reader_for(build.for_resource),
                                self._manager.client_for_leader(), self.options,
                                clock=self._manager.clock, owned=owned,
                                record=self.record if owned else None)

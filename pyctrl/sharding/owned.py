@@ -51,6 +51,7 @@ from typing import Literal, Protocol, Unpack
 import structlog
 
 from pyctrl.errors import ApiError, Conflict, NotFound
+from pyctrl.kube import meta
 from pyctrl.kube.forwarding import ForwardingClient
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
@@ -69,9 +70,9 @@ HANDOVER_ATTEMPTS = 5  # add_to_handover's writes before it gives up on Conflict
 class OwnedSource(Protocol):
     """A shard's cache of one owned resource (a Lister with the controller-UID index)."""
 
-    def get(self, namespace: str | None, name: str) -> Object: ...
+    def get(self, namespace: str | None, name: str) -> meta.AnyObject: ...
 
-    def by_index(self, index: str, value: str) -> Sequence[Object]: ...
+    def by_index(self, index: str, value: str) -> Sequence[meta.AnyObject]: ...
 
 
 def resource_key(resource: Resource) -> str:
@@ -79,31 +80,15 @@ def resource_key(resource: Resource) -> str:
     return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
 
 
-def _meta(obj: Mapping[str, object]) -> Mapping[str, object]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _controller_ref(obj: Mapping[str, object]) -> Mapping[str, object] | None:
-    refs = _meta(obj).get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
-
-
-def owner_key(obj: Mapping[str, object], options: ShardingOptions,
+def owner_key(obj: meta.AnyObject, options: ShardingOptions,
               namespace: str | None = None) -> str | None:
     """``ns/name`` (or ``name``) of ``obj``'s controller owner when it is of the sharded kind."""
-    ref = _controller_ref(obj)
+    ref = meta.controller_ref(obj)
     r = options.resource
-    if ref is None or ref.get("kind") != r.kind:
+    if ref is None or ref.kind != r.kind or meta.api_group(ref.api_version) != r.group:
         return None
-    api_version = str(ref.get("apiVersion") or "")
-    if (api_version.rpartition("/")[0] if "/" in api_version else "") != r.group:
-        return None
-    ns = str(namespace or _meta(obj).get("namespace") or "") if r.namespaced else ""
-    return f"{ns}/{ref.get('name')}" if ns else str(ref.get("name"))
+    ns = (namespace or meta.namespace(obj)) if r.namespaced else ""
+    return f"{ns}/{ref.name}" if ns else ref.name
 
 
 def encode_handover(entries: Iterable[tuple[str, str]]) -> str:
@@ -130,19 +115,16 @@ def decode_handover(value: object) -> set[tuple[str, str]]:
             for n in names}
 
 
-def handover_of(obj: Mapping[str, object], options: ShardingOptions) -> set[tuple[str, str]]:
+def handover_of(obj: meta.AnyObject, options: ShardingOptions) -> set[tuple[str, str]]:
     """The handover list on ``obj`` (empty without the annotation)."""
     return _listed(obj, options.handover_annotation)
 
 
-def _listed(obj: Mapping[str, object], annotation: str) -> set[tuple[str, str]]:
-    annotations = _meta(obj).get("annotations")
-    if not isinstance(annotations, Mapping):
-        return set()
-    return decode_handover(annotations.get(annotation))
+def _listed(obj: meta.AnyObject, annotation: str) -> set[tuple[str, str]]:
+    return decode_handover(meta.annotations(obj).get(annotation))
 
 
-def add_to_handover(client: Client, resource: Resource, owner: Object,
+def add_to_handover(client: Client, resource: Resource, owner: meta.AnyObject,
                     entries: Iterable[tuple[Resource, str]], *, controller: str,
                     attempts: int = HANDOVER_ATTEMPTS) -> Literal["listed", "unsharded", "gone"]:
     """List owned objects created outside any shard on ``owner``'s handover list, so the
@@ -177,21 +159,19 @@ def add_to_handover(client: Client, resource: Resource, owner: Object,
     read; and a write of theirs landing first refuses ours, which reads again.
     """
     annotation = handover_annotation_key(controller)
-    meta = _meta(owner)
-    labels = meta.get("labels")
-    if not (isinstance(labels, Mapping) and labels.get(shard_label_key(controller))) and \
+    if not meta.labels(owner).get(shard_label_key(controller)) and \
             not _listed(owner, annotation):
         return "unsharded"
-    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "") or None
+    name, namespace = meta.name(owner), meta.namespace(owner) or None
     wanted = {(resource_key(r), n) for r, n in entries}
-    current: Object = owner
+    current: meta.AnyObject = owner
     writes = 0
     while True:
         listed = _listed(current, annotation)
         if wanted <= listed:
             return "listed"
         body: Object = {"metadata": {
-            "resourceVersion": _meta(current).get("resourceVersion"),
+            "resourceVersion": meta.resource_version(current),
             "annotations": {annotation: encode_handover(listed | wanted)}}}
         writes += 1
         try:
@@ -277,12 +257,11 @@ class StampingClient(ForwardingClient):
         owner = owner_key(obj, self.options, namespace) if rkey is not None else None
         if owner is None or rkey is None or dry_run:
             return self._client.create(resource, obj, namespace, dry_run=dry_run)
-        meta = dict(_meta(obj))
-        labels = meta.get("labels")
-        meta["labels"] = {**(labels if isinstance(labels, Mapping) else {}),
-                          self.options.shard_label: self.options.shard_id}
-        stamped = {**obj, "metadata": meta}
-        self.record.note(owner, rkey, str(meta.get("name") or ""))
+        labels = {**meta.labels(obj), self.options.shard_label: self.options.shard_id}
+        md = obj.get("metadata")
+        stamped = {**obj, "metadata": {**(md if isinstance(md, Mapping) else {}),
+                                       "labels": labels}}
+        self.record.note(owner, rkey, meta.name(obj))
         return self._client.create(resource, stamped, namespace)
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None,
@@ -294,15 +273,13 @@ class StampingClient(ForwardingClient):
         return result
 
 
-def adopt(owner: Object, options: ShardingOptions, client: Client,
+def adopt(owner: meta.AnyObject, options: ShardingOptions, client: Client,
           sources: Mapping[Resource, OwnedSource]) -> bool:
     """Account for every object on ``owner``'s handover list (see module docstring): True
     once all are in this shard's cache or gone (the annotation is then removed), False while
     some are still on their way (relabelled now, or not cached yet)."""
     listed = handover_of(owner, options)
-    meta = _meta(owner)
-    namespace = str(meta.get("namespace") or "") or None
-    uid = str(meta.get("uid") or "")
+    namespace, uid = meta.namespace(owner) or None, meta.uid(owner)
     by_key = {resource_key(r): r for r in sources}
     pending = 0
     for rkey, name in sorted(listed):
@@ -318,30 +295,28 @@ def adopt(owner: Object, options: ShardingOptions, client: Client,
             live = client.get(resource, name, namespace)
         except NotFound:
             continue
-        ref = _controller_ref(live)
-        if ref is None or str(ref.get("uid") or "") != uid:
+        ref = meta.controller_ref(live)
+        if ref is None or ref.uid != uid:
             continue
         pending += 1
-        labels = _meta(live).get("labels")
-        if isinstance(labels, Mapping) and labels.get(options.shard_label) == options.shard_id:
+        if meta.labels(live).get(options.shard_label) == options.shard_id:
             continue  # ours on the server, not yet in the cache
-        body: Object = {"metadata": {"resourceVersion": _meta(live).get("resourceVersion"),
+        body: Object = {"metadata": {"resourceVersion": meta.resource_version(live),
                                      "labels": {options.shard_label: options.shard_id}}}
         try:
             client.patch(resource, name, body, namespace)
         except (Conflict, NotFound):
             pass  # changed or gone since the GET: the next try sees it
         except ApiError as err:
-            log.warning("adopting an owned object failed", owner=meta.get("name"),
+            log.warning("adopting an owned object failed", owner=meta.name(owner),
                         object=name, error=str(err))
     if pending:
         return False
-    annotations = meta.get("annotations")
-    if isinstance(annotations, Mapping) and options.handover_annotation in annotations:
+    if options.handover_annotation in meta.annotations(owner):
         # Removed even when the list is empty or unreadable ("{}", or a careless hand edit):
         # an annotation left behind would be adopted again at every reconcile, forever.
-        client.patch(options.resource, str(meta.get("name")),
-                     {"metadata": {"resourceVersion": meta.get("resourceVersion"),
+        client.patch(options.resource, meta.name(owner),
+                     {"metadata": {"resourceVersion": meta.resource_version(owner),
                                    "annotations": {options.handover_annotation: None}}},
                      namespace)
     return True

@@ -43,6 +43,7 @@ import structlog
 from pyctrl.cache import CONTROLLER_UID_INDEX
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import NotFound
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
 from pyctrl.reconcile import Reconciler, Request, Result
@@ -66,7 +67,7 @@ ADOPT_RETRY = 0.5  # seconds; the owned objects' ADDED events usually come first
 class ObjectSource(Protocol):
     """Reads one cached object (a Lister, or listers of several namespaces)."""
 
-    def get(self, namespace: str | None, name: str) -> Object: ...
+    def get(self, namespace: str | None, name: str) -> meta.AnyObject: ...
 
 
 class ShardReconciler:
@@ -93,14 +94,13 @@ class ShardReconciler:
                 self._record.forget(str(request))
             return self.inner.reconcile(request)
         o = self.options
-        labels = (obj.get("metadata") or {}).get("labels") or {}
+        labels = meta.labels(obj)
         if labels.get(o.shard_label) != o.shard_id:
             return None
         if labels.get(o.drain_label):
             self._acknowledge(obj, namespace, name)
             return None
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        if (self._owned and o.handover_annotation in annotations
+        if (self._owned and o.handover_annotation in meta.annotations(obj)
                 and not adopt(obj, o, self._client, self._owned)):
             log.debug("adopting owned objects", key=str(request), shard=o.shard_id)
             return Result(requeue_after=ADOPT_RETRY)
@@ -114,11 +114,10 @@ class ShardReconciler:
             if o.on_reconcile is not None:
                 o.on_reconcile(key, start, end)
 
-    def _acknowledge(self, obj: Object, namespace: str | None, name: str) -> None:
+    def _acknowledge(self, obj: meta.AnyObject, namespace: str | None, name: str) -> None:
         o = self.options
         key = f"{namespace}/{name}" if namespace else name
-        meta = obj.get("metadata") or {}
-        body: Object = {"metadata": {"resourceVersion": meta.get("resourceVersion"),
+        body: Object = {"metadata": {"resourceVersion": meta.resource_version(obj),
                                      "labels": {o.shard_label: None, o.drain_label: None}}}
         if self._owned:
             # The list starts from the one on this cached version (_handed_over) and the write
@@ -140,16 +139,16 @@ class ShardReconciler:
             self._record.forget(key)
         log.info("drained: handed over", object=key, shard=o.shard_id)
 
-    def _handed_over(self, obj: Object, key: str) -> set[tuple[str, str]]:
+    def _handed_over(self, obj: meta.AnyObject, key: str) -> set[tuple[str, str]]:
         """What the new shard must find before it reconciles ``obj``: the owned objects in
         this shard's cache, those this shard created (maybe not cached yet), and a list
         still on ``obj`` from an earlier move."""
-        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        uid = meta.uid(obj)
         out = handover_of(obj, self.options)
         for resource, source in self._owned.items():
             rkey = resource_key(resource)
             for owned in source.by_index(CONTROLLER_UID_INDEX, uid):
-                out.add((rkey, str((owned.get("metadata") or {}).get("name"))))
+                out.add((rkey, meta.name(owned)))
         if self._record is not None:
             out.update(self._record.names(key))
         return out

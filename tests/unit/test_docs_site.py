@@ -19,8 +19,8 @@ from tests.unit.test_public_api import FACADES
 ROOT = Path(__file__).resolve().parents[2]
 
 # docs/DESIGN.md "What is public", beyond the facades with an ``__all__`` test of their own.
-PUBLIC_BY_NAME = ["pyctrl.manager", "pyctrl.apply", "pyctrl.ownerrefs", "pyctrl.finalizers",
-                  "pyctrl.conditions", "pyctrl.rbac", "pyctrl.models"]
+PUBLIC_BY_NAME = ["pyctrl.manager", "pyctrl.extension", "pyctrl.apply", "pyctrl.ownerrefs",
+                  "pyctrl.finalizers", "pyctrl.conditions", "pyctrl.rbac", "pyctrl.models"]
 
 
 def _reference_modules(nav: Any) -> list[str]:

@@ -84,7 +84,8 @@ def test_manager_reads_its_settings_from_the_options() -> None:
                           metrics=MetricsOptions(runtime_metrics=False))
     m = Manager(FakeClient(), opts, clock=FakeClock())
     assert m.options is opts
-    assert (m.informers.namespace, m.graceful_shutdown_timeout, m.component) == ("ns", 3, "demo")
+    assert (m.informers.namespace, m.options.graceful_shutdown_timeout,
+            m.options.component) == ("ns", 3, "demo")
     assert m.elector is None
     assert m.registry.get_sample_value("python_gc_duration_seconds_count",
                                        {"generation": "0"}) is None  # runtime metrics off

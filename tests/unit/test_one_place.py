@@ -219,7 +219,6 @@ def metadata_accessors(tree: ast.Module) -> list[tuple[int, str]]:
 
 
 METADATA_KNOWN = {
-    "pyctrl/sharding/owned.py": "sharding/owned.py's _meta: the sharding branch reads meta",
     "cronjob_controller/status.py": "cronjob_controller/status.py's meta(): the CronJob branch",
 }
 # pyctrl.testing's fake creates the metadata of the objects it stores: a writer, not a reader.
@@ -269,8 +268,6 @@ def api_version_parses(tree: ast.Module) -> list[tuple[int, str]]:
 
 
 API_VERSION_KNOWN = {
-    "pyctrl/sharding/owned.py": "sharding/owned.py splits apiVersion itself: the sharding "
-                                "branch uses meta.api_group",
     "cronjob_controller/controller.py": "cronjob_controller/controller.py splits apiVersion "
                                         "itself: the CronJob branch",
 }

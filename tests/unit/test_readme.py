@@ -44,10 +44,19 @@ def test_hello_world_reconciles_a_configmap_into_an_owned_secret(
         lambda cls, *a, **k: client))
     monkeypatch.setattr(pyctrl, "install_signal_handlers", lambda stop: (lambda: None))
     monkeypatch.setattr(Manager, "run", lambda self, stop: ran.append(self))
+    built: list[pyctrl.Builder] = []
+    controller = Manager.controller
+
+    def recorded(self: Manager, name: str, *, workers: int = 1) -> pyctrl.Builder:
+        built.append(controller(self, name, workers=workers))
+        return built[-1]
+
+    monkeypatch.setattr(Manager, "controller", recorded)
     namespace: dict[str, Any] = {"__name__": "readme_hello"}
     exec(compile(code, source, "exec"), namespace)
     manager: Manager = namespace["manager"]
-    manager.discard()  # Manager.run did not run: release the built controller's queue
+    for builder in built:  # Manager.run did not run: release the built controller's queue
+        builder.discard()
     assert ran == [manager]
     # The cache the running manager would fill: a lister synced from the fake client.
     namespace["configmaps"] = synced_lister(client, ConfigMap)

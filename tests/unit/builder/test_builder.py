@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from pyctrl import ManagerOptions, MetricsOptions
+from pyctrl import Manager, ManagerOptions, MetricsOptions
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.errors import NotFound
+from pyctrl.extension import ControllerBuild, ExtensionHost, NoHook
 from pyctrl.handlers import Predicate
 from pyctrl.kube.interface import Object
-from pyctrl.kube.resource import CONFIGMAPS, NAMESPACES, SECRETS
-from pyctrl.manager import Manager
+from pyctrl.kube.resource import CONFIGMAPS, NAMESPACES, SECRETS, Resource
 from pyctrl.reconcile import Request, Result
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.workqueue import ItemExponentialFailureRateLimiter
@@ -337,3 +337,24 @@ def test_readers_handed_out_pin_their_informers(manager: Manager) -> None:
     builder.with_options(namespaces=["a"])  # unchanged: fine
     controller = builder.complete(Seen())
     controller.queue.shut_down()  # the manager never ran: nobody else stops its queue
+
+
+def test_an_extension_shapes_controllers_through_the_typed_hook_api(
+        manager: Manager) -> None:
+    """The public extension API: install(host) gets the Manager as an ExtensionHost; a hook
+    built on NoHook overrides only what it shapes (here the owned informers' selector)."""
+
+    class OwnedOnly(NoHook):
+        def owned_selector(self, build: ControllerBuild, resource: Resource) -> str | None:
+            return "tier=owned" if resource == SECRETS else None
+
+    class Install:
+        def install(self, host: ExtensionHost) -> None:
+            host.add_controller_hook(OwnedOnly())
+
+    manager.add_extension(Install())
+    builder = manager.controller("mirror").for_(CONFIGMAPS).owns(SECRETS)
+    assert [i.name for i in builder.informers_for(SECRETS)] == ["secrets[tier=owned]"]
+    assert [i.name for i in builder.informers_for(CONFIGMAPS)] == ["configmaps"]
+    with pytest.raises(RuntimeError, match="before building controllers"):
+        manager.add_extension(Install())  # a Builder read the hooks already

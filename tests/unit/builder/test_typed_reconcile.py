@@ -10,10 +10,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import pyctrl
-from pyctrl import ManagerOptions, MetricsOptions, api
+from pyctrl import Manager, ManagerOptions, MetricsOptions, api
 from pyctrl.controller import Controller
 from pyctrl.handlers import Predicate
-from pyctrl.manager import Manager
 from pyctrl.testing import FakeClient, FakeClock
 from tests.unit.runtime.helpers import eventually
 
@@ -96,17 +95,21 @@ def test_for_and_owns_take_kind_classes_and_the_reconciler_gets_the_typed_object
     assert declared.for_ == GADGETS and dict(declared.owns) == {pyctrl.CONFIGMAPS: ("create",)}
 
 
-def test_lister_for_a_kind_reads_the_same_informers_typed(
-        client: FakeClient, manager: Manager) -> None:
+def test_lister_for_a_kind_reads_the_typed_informers_the_watch_runs_on(
+        client: FakeClient, manager: Manager, start: Callable[[], None]) -> None:
     builder = manager.controller("gadgets").for_(Gadget)
     typed = builder.lister_for(Gadget)
     (informer,) = builder.informers_for(Gadget)
-    assert informer is builder.informers_for(GADGETS)[0]
-    informer.get_indexer().add(client.create(GADGETS, {
-        "metadata": {"name": "a", "namespace": "ns", "labels": {"k": "v"}},
-        "spec": {"size": 2}}))
+    assert informer is builder.informers_for(GADGETS)[0] and informer.name == "gadgets:typed"
+    builder.complete(lambda request: None)
+    client.create(GADGETS, {"metadata": {"name": "a", "namespace": "ns", "labels": {"k": "v"}},
+                            "spec": {"size": 2}})
+    start()
+    eventually(lambda: bool(typed.list()), what="cached")
     got = typed.get("ns", "a")
     assert isinstance(got, Gadget) and got.spec.size == 2
+    cached: object = informer.get_store().get_by_key("ns/a")
+    assert got is cached, "decoded once, shared"
     assert typed.list("ns", "k=v") == [got] and typed.list("ns", "k=w") == []
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pyctrl import ManagerOptions, MetricsOptions
+from pyctrl import Manager, ManagerOptions, MetricsOptions
 from pyctrl.cache import CONTROLLER_UID_INDEX, SharedInformerFactory
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.config import KubeConfig
@@ -20,7 +20,6 @@ from pyctrl.kube.options import (
     ListOptions,
 )
 from pyctrl.kube.resource import CONFIGMAPS, JOBS, SECRETS
-from pyctrl.manager import Manager
 from pyctrl.testing import Action, FakeClient, FakeClock
 from tests.unit.builder.test_builder import Seen, cm, owned_secret
 from tests.unit.kube.http_stub import Reply, StubServer

@@ -11,7 +11,7 @@ from pyctrl import LeaderElectionOptions, Manager, ManagerOptions, MetricsOption
 from pyctrl.cli import main
 from pyctrl.kube import CONFIGMAPS, DEPLOYMENTS, SECRETS, SERVICES
 from pyctrl.kube.resource import Resource
-from pyctrl.rbac import PolicyRule, Roles, derive, merge, to_yaml
+from pyctrl.rbac import Declarations, PolicyRule, Roles, derive, merge, to_yaml
 from pyctrl.reconcile import Request
 from pyctrl.testing import FakeClient
 
@@ -42,12 +42,13 @@ def website_setup(manager: Manager) -> None:
 
 
 def derived(setup: object = website_setup, options: ManagerOptions | None = None) -> Roles:
-    manager = Manager(FakeClient(), options)
+    declarations = Declarations()
+    manager = Manager(FakeClient(), options, declarations=declarations)
     try:
         setup(manager)  # type: ignore[operator]
-        return derive(manager)
+        return derive(manager, declarations)
     finally:
-        manager.discard()
+        declarations.discard()
 
 
 def test_every_declaration_grants_its_verbs() -> None:

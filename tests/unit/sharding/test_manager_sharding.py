@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes.client import Configuration
 
-from pyctrl import FencedClient, Manager, ManagerOptions, MetricsOptions, Request
-from pyctrl.kube import CONFIGMAPS, SECRETS
+from pyctrl import FencedClient, Manager, ManagerOptions, MetricsOptions, Request, api
+from pyctrl.cache import DeletedFinalStateUnknown
+from pyctrl.kube import CONFIGMAPS, JOBS, SECRETS
 from pyctrl.kube.client import RESTClient
+from pyctrl.models.batch_v1 import Job
+from pyctrl.models.core_v1 import ConfigMap
 from pyctrl.sharding import Sharder, Sharding, ShardingOptions, ShardReconciler, ShardWatch
 from pyctrl.sharding.owned import StampingClient
 from pyctrl.testing import FakeClient, FakeClock
@@ -132,6 +136,47 @@ def test_owned_resources_are_sharded_stamped_and_a_draining_owners_deletes_ignor
         stamping = m.client_for_leader()  # stamps, then fences (by the shard Lease)
         assert isinstance(stamping, StampingClient)
         assert isinstance(stamping.inner, FencedClient)
+    finally:
+        c.queue.shut_down()
+
+
+def test_a_typed_for_kind_and_a_typed_owned_job_are_sharded_and_read_typed() -> None:
+    """The CronJob operator's shape with kind classes: for_(Kind).owns(Job, on_delete=...)
+    with owned=(JOBS,): the typed informers are label-filtered, the owners' admission and the
+    delete observer read typed objects, the ShardReconciler reads the typed caches."""
+    m = _manager(options("pod-a", owned=(JOBS,)))
+    deleted: list[Job | DeletedFinalStateUnknown] = []
+    b = m.controller("mirror").for_(ConfigMap).owns(Job, on_delete=deleted.append)
+    ran: list[Request] = []
+    c = b.complete(ran.append)
+    try:
+        names = sorted(i.name for i in m.informers.informers())
+        assert names == ["configmaps[shard.sharding.pyctrl.io/mirror=pod-a]:typed",
+                         "jobs[shard.sharding.pyctrl.io/mirror=pod-a]:typed"]
+        owners: Any = b.informers_for(ConfigMap)[0].get_store()  # holds typed objects
+        for cm in (configmap("mine", {SHARD: "pod-a"}),
+                   configmap("leaving", {SHARD: "pod-a", DRAIN: "true"})):
+            owners.add(api.decode(ConfigMap, cm))
+        [jobs] = b.informers_for(Job)
+        [listener] = jobs._processor.listeners()
+        handler: Any = listener.handler  # handed typed objects
+
+        def job(owner: str) -> Job:
+            return api.decode(Job, {"metadata": {
+                "name": f"j-{owner}", "namespace": NS, "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": "u",
+                     "controller": True}]}})
+
+        handler.on_delete(job("leaving"))
+        assert deleted == [] and len(c.queue) == 0
+        handler.on_delete(job("mine"))
+        assert deleted == [job("mine")] and c.queue.get() == Request(NS, "mine")
+        assert isinstance(c.reconciler, ShardReconciler)
+        # read from the typed cache: this shard's owner runs, another shard's is skipped
+        owners.add(api.decode(ConfigMap, configmap("theirs", {SHARD: "pod-b"})))
+        c.reconciler.reconcile(Request(NS, "mine"))
+        c.reconciler.reconcile(Request(NS, "theirs"))
+        assert ran == [Request(NS, "mine")]
     finally:
         c.queue.shut_down()
 

@@ -4,7 +4,9 @@ The proof of the ordering: an owner with an active owned Job moves mid-tick (its
 due) from shard a to shard b while b's Job cache lags; b must not run a Forbid-style sync
 (which would start a second Job) until its cache holds the active Job. The sharder's pass,
 both shards' ShardReconcilers and a Forbid-like inner reconciler run against one FakeClient;
-each shard's Job cache is a snapshot the test refreshes, so the lag is explicit.
+each shard's Job cache is a snapshot the test refreshes, so the lag is explicit. Every test
+runs twice: with the caches handing out raw dicts, and typed objects (``pyctrl.models``'
+ConfigMap and batch/v1 Job), as a controller declared with kind classes reads them.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from typing import Any
 
 import pytest
 
+from pyctrl import api
 from pyctrl.cache import CONTROLLER_UID_INDEX
 from pyctrl.errors import Conflict, NotFound
-from pyctrl.kube import CONFIGMAPS, JOBS
+from pyctrl.kube import CONFIGMAPS, JOBS, meta
+from pyctrl.models.batch_v1 import Job
+from pyctrl.models.core_v1 import ConfigMap
 from pyctrl.reconcile import Request, Result
 from pyctrl.sharding import HashRing, Sharder, ShardingOptions, ShardReconciler
 from pyctrl.sharding.owned import CreateRecord, StampingClient, add_to_handover
@@ -35,18 +40,26 @@ def _name_on(shard: str, ring: HashRing) -> str:
     return next(f"cm-{i}" for i in range(100) if ring.shard_for(f"{NS}/cm-{i}") == shard)
 
 
+@pytest.fixture(autouse=True, params=["raw", "typed"])
+def _cached_form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The form the shard caches hand out: dicts, or typed objects."""
+    monkeypatch.setattr(_OwnerCache, "typed", request.param == "typed")
+
+
 class _OwnerCache:
     """A shard's label-filtered owner cache, always current (the worst case is a current
     owner cache next to a lagging Job cache)."""
 
+    typed = False
+
     def __init__(self, client: FakeClient, shard: str) -> None:
         self._client, self._shard = client, shard
 
-    def get(self, namespace: str | None, name: str) -> dict[str, Any]:
+    def get(self, namespace: str | None, name: str) -> meta.AnyObject:
         obj = self._client.get_object(CONFIGMAPS, name, namespace)
         if (obj["metadata"].get("labels") or {}).get(SHARD) != self._shard:
             raise NotFound("not in this shard's cache", 404, "NotFound")
-        return obj
+        return api.decode(ConfigMap, obj) if self.typed else obj
 
 
 class _JobCache:
@@ -60,15 +73,23 @@ class _JobCache:
         self.jobs = {j["metadata"]["name"]: j for j in self._client.list_objects(JOBS, NS)
                      if (j["metadata"].get("labels") or {}).get(SHARD) == self._shard}
 
-    def get(self, namespace: str | None, name: str) -> dict[str, Any]:
+    def get(self, namespace: str | None, name: str) -> meta.AnyObject:
         if name not in self.jobs:
             raise NotFound("not cached", 404, "NotFound")
-        return self.jobs[name]
+        return self._form(self.jobs[name])
 
-    def by_index(self, index: str, value: str) -> Sequence[dict[str, Any]]:
+    def by_index(self, index: str, value: str) -> Sequence[meta.AnyObject]:
         assert index == CONTROLLER_UID_INDEX
+        return [self._form(j) for j in self.active_and_done(value)]
+
+    def active_and_done(self, uid: str) -> list[dict[str, Any]]:
+        """The cached Jobs (raw: the test's ``status.done`` is no Job field) of owner uid."""
         return [j for j in self.jobs.values()
-                if any(r.get("uid") == value for r in j["metadata"].get("ownerReferences", ()))]
+                if any(r.get("uid") == uid for r in j["metadata"].get("ownerReferences", ()))]
+
+    @staticmethod
+    def _form(job: dict[str, Any]) -> meta.AnyObject:
+        return api.decode(Job, job) if _OwnerCache.typed else job
 
 
 class _Forbid:
@@ -83,9 +104,8 @@ class _Forbid:
             owner = self._owners.get(request.namespace, request.name)
         except NotFound:
             return None
-        uid = owner["metadata"]["uid"]
-        if any(not j.get("status", {}).get("done") for j in
-               self._jobs.by_index(CONTROLLER_UID_INDEX, uid)):
+        uid = meta.uid(owner)
+        if any(not j.get("status", {}).get("done") for j in self._jobs.active_and_done(uid)):
             return None  # Forbid: a run is still active
         self.runs += 1
         self._client.create(JOBS, {

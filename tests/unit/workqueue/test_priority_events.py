@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from pyctrl import ManagerOptions, MetricsOptions
+from pyctrl import Manager, ManagerOptions, MetricsOptions
 from pyctrl.handlers import enqueue_object, enqueue_owner, enqueue_requests
 from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import CONFIGMAPS
-from pyctrl.manager import Manager
 from pyctrl.reconcile import Request
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.workqueue import (
