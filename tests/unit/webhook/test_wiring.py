@@ -16,7 +16,7 @@ from pyctrl import HealthOptions, ManagerOptions
 from pyctrl.manager import Manager
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerConfig
-from tests.unit.manager_helpers import http_get
+from tests.unit.manager.helpers import http_get
 from tests.unit.runtime.helpers import eventually
 from tests.unit.webhook.helpers import new_certs
 

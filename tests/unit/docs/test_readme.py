@@ -14,7 +14,7 @@ import pyctrl
 from pyctrl import CONFIGMAPS, SECRETS, Manager, Object, Request
 from pyctrl.testing import FakeClient
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

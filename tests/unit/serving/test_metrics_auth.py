@@ -28,7 +28,7 @@ from pyctrl.serving import (
 )
 from pyctrl.testing.fake_client import Action, FakeClient
 from pyctrl.testing.fake_clock import FakeClock
-from tests.unit.manager_helpers import get_url as _get
+from tests.unit.manager.helpers import get_url as _get
 from tests.unit.runtime.helpers import eventually
 
 USERS = {"good-token": "system:serviceaccount:mon:prometheus",
