@@ -16,7 +16,6 @@ controller sets their status (:meth:`Env.job_finished` waits for it).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -28,6 +27,7 @@ from pyctrl.errors import NotFound
 from pyctrl.kube import EVENTS, JOBS
 from pyctrl.testing import FakeClock
 from pyctrl.testing.envtest.pods import PodMetadata
+from tests.waiting import eventually
 
 Obj = dict[str, Any]
 
@@ -38,14 +38,7 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "c
     The default timeout only bounds how long a failing test takes: it is far above what a
     passing wait needs on a quiet machine, since the suite runs on parallel workers of a
     shared 2-core machine (20 s was once too short for a controller's first sync there)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        threading.Event().wait(0.05)
+    return eventually(predicate, timeout, what, interval=0.05)
 
 
 def minute_floor(t: datetime) -> datetime:

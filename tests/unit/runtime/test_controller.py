@@ -19,7 +19,8 @@ from pyctrl.controller import Controller
 from pyctrl.errors import NotLeader, TerminalError
 from pyctrl.reconcile import Result, TypedReconciler
 from pyctrl.testing.fake_clock import FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests.threads import running_manager
+from tests.waiting import eventually
 
 Behaviour = Callable[[str, int], Result | None]
 
@@ -398,10 +399,6 @@ def test_manager_healthz_fails_when_a_worker_dies() -> None:
                                              registry=manager.registry)
     _poison_queue(controller, "ns/poison")
     manager.add_controller(controller)
-    stop = threading.Event()
-    thread = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-    thread.start()
-
     def healthz() -> tuple[int, str]:
         address = manager.health_probe_address
         assert address is not None
@@ -412,15 +409,11 @@ def test_manager_healthz_fails_when_a_worker_dies() -> None:
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode()
 
-    try:
-        eventually(lambda: manager.health_probe_address is not None, what="probes up")
+    with running_manager(manager) as runner:
         controller.queue.add("ns/a")
         eventually(lambda: reconciler.count("ns/a") == 1, what="controller running")
         assert healthz()[0] == 200
         controller.queue.add("ns/poison")
         eventually(lambda: healthz()[0] == 500, what="/healthz fails")
         assert "[-]controller-demo-workers failed" in healthz()[1]
-    finally:
-        stop.set()
-        thread.join(10)
-    assert not thread.is_alive()
+    assert not runner.thread.is_alive()

@@ -21,7 +21,7 @@ from pyctrl.errors import (
 )
 from pyctrl.reconcile import Request
 from pyctrl.testing import FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests.waiting import eventually
 
 EVENT = "reconcile failed; requeueing with backoff"
 

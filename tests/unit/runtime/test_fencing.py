@@ -26,8 +26,8 @@ from pyctrl.record import EventBroadcaster
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
-from tests.unit.runtime.helpers import eventually
 from tests.unit.runtime.test_leaderelection import Candidate
+from tests.waiting import eventually
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from pyctrl.leaderelection import (
 )
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
-from tests.unit.runtime.helpers import eventually, step_until
+from tests.unit.runtime.helpers import step_until
+from tests.waiting import eventually
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pyctrl.errors import (
 )
 from pyctrl.reconcile import Result
 from pyctrl.testing.fake_clock import FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests.waiting import eventually
 
 
 class Server:

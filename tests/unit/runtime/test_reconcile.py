@@ -19,7 +19,7 @@ from pyctrl.controller import Controller
 from pyctrl.kube.interface import Object
 from pyctrl.reconcile import FuncReconciler, Reconciler, Request, Result, as_reconciler
 from pyctrl.testing.fake_clock import FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests.waiting import eventually
 
 
 # -- Request -----------------------------------------------------------------------------------
