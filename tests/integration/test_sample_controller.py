@@ -13,7 +13,8 @@ from pyctrl.errors import NotFound
 from pyctrl.kube.resource import DEPLOYMENTS, EVENTS
 from pyctrl.manager import Manager
 from tests import waiting
-from tests.integration.run_manager import running_manager
+from tests.integration.run_manager import example_manager
+from tests.threads import running_manager
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +36,8 @@ def eventually(fn: Callable[[], T | None], timeout: float = 20.0) -> T:
 
 @pytest.fixture
 def manager(client: Any, namespace: str) -> Iterator[Manager]:
-    with running_manager(client, namespace, setup, "sample-manager") as mgr:
+    mgr = example_manager(client, namespace, setup)
+    with running_manager(mgr, name="sample-manager", join_timeout=30):
         yield mgr
 
 
