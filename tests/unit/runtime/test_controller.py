@@ -19,7 +19,7 @@ from pyctrl.controller import Controller
 from pyctrl.errors import NotLeader, TerminalError
 from pyctrl.reconcile import Result, TypedReconciler
 from pyctrl.testing.fake_clock import FakeClock
-from tests.threads import running_manager
+from tests.threads import Runner, running_manager
 from tests.waiting import eventually
 
 Behaviour = Callable[[str, int], Result | None]
@@ -55,21 +55,17 @@ class Harness:
         self.controller: Controller[str] = Controller("demo", self.reconciler, workers=workers,
                                      clock=self.clock, registry=self.registry,
                                      wait_for=wait_for or [])
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.controller.run, args=(self.stop,),
-                                       name="controller-run")
+        self.runner = Runner(self.controller.run, name="controller-run", join_timeout=5)
+        self.stop, self.thread = self.runner.stop, self.runner.thread
 
     def metric(self, name: str, **labels: str) -> float:
         value = self.registry.get_sample_value(name, {"controller": "demo", **labels})
         return value or 0.0
 
     def shutdown(self) -> None:
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join(5)
-            assert not self.thread.is_alive()
-        else:
+        if not self.thread.is_alive():
             self.controller.queue.shut_down()
+        self.runner.shutdown()
 
 
 @pytest.fixture
@@ -79,7 +75,7 @@ def make() -> Iterator[Callable[..., Harness]]:
     def factory(behaviour: Behaviour, **kwargs: Any) -> Harness:
         h = Harness(behaviour, **kwargs)
         made.append(h)
-        h.thread.start()
+        h.runner.start()
         return h
 
     yield factory
