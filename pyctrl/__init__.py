@@ -1,7 +1,7 @@
 """pyctrl: a client-go style Kubernetes controller framework for Python.
 
 This module is the public API: everything a controller author needs is re-exported here
-(the test in tests/unit/test_public_api.py keeps ``__all__`` and the imports in step).
+(the test in tests/unit/architecture/test_public_api.py keeps ``__all__`` and the imports in step).
 Subpackages (``pyctrl.cache``, ``pyctrl.workqueue``, ``pyctrl.kube``, ``pyctrl.record``,
 ``pyctrl.leaderelection``, ``pyctrl.errors``) are public too; modules inside them are not.
 ``pyctrl.testing`` holds fakes, a FakeClock and envtest for tests. The reconcile contract

@@ -5,7 +5,7 @@
   README.md from docs/*.md point at it).
 - Every nav entry ``reference/<module>.md`` is generated as ``::: <module>`` (mkdocstrings
   renders the module from its docstrings), so the nav in mkdocs.yml is the one list of
-  reference pages (tests/unit/test_docs_site.py compares it with the public modules).
+  reference pages (tests/unit/docs/test_docs_site.py compares it with the public modules).
 - docs/TUTORIAL.md joins the nav after Home when it exists.
 - A relative link to a repository file that is not part of the site (``bench/README.md``,
   ``examples/...``) becomes the path in code: the site has no copy to link to, and a broken

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.e2e.conftest import KUBECONFIG, ROOT, Kubectl
+from tests.waiting import eventually, pause
 
 pytestmark = [pytest.mark.node, pytest.mark.timeout(600)]
 
@@ -33,14 +34,9 @@ SCHEDULED = "batch.pyctrl.io/scheduled-timestamp"
 
 
 def _until(what: str, timeout: float, probe: Callable[[], T | None]) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f}s")
-        time.sleep(1)
+    value = eventually(probe, timeout, what, interval=1.0)
+    assert value is not None
+    return value
 
 
 def _cronjob(name: str, command: str, backoff_limit: int = 0, keep: int = 10) -> dict[str, Any]:
@@ -119,13 +115,13 @@ def test_the_leader_deleted_before_a_tick_loses_and_doubles_no_run(kubectl: Kube
     _until("the first Job", 150, lambda: _jobs(kubectl, namespace))
     # Delete the leader 3 s before the next minute: the tick falls in the hand-over.
     now = time.time()
-    time.sleep(60 - now % 60 - 3)
+    pause(60 - now % 60 - 3)
     first_missing = datetime.fromtimestamp(time.time() + 3, UTC).replace(second=0, microsecond=0)
     old = _leader(kubectl)
     kubectl("-n", SYSTEM_NS, "delete", "pod", old, "--wait=false")
     _until("a new leader", 120, lambda: _leader(kubectl) != old)
     # Two more ticks after the hand-over.
-    time.sleep(60 - time.time() % 60 + 60 + 15)
+    pause(60 - time.time() % 60 + 60 + 15)
     kubectl("-n", SYSTEM_NS, "rollout", "status", "deployment/cronjob-controller",
             "--timeout=120s")
     jobs = _jobs(kubectl, namespace)
@@ -166,7 +162,7 @@ def test_forbid_and_replace_with_containers_that_really_run(kubectl: Kubectl,
     assert first["replace"]["metadata"]["annotations"][SCHEDULED] == first_time
     # The next tick comes while both first containers still sleep (100 s).
     tick = datetime.fromisoformat(first_time).timestamp() + 60
-    time.sleep(max(0.0, tick - time.time()) + 20)
+    pause(max(0.0, tick - time.time()) + 20)
     names = {j["metadata"]["name"]: j for j in _jobs(kubectl, namespace)
              if not j["metadata"].get("deletionTimestamp")}
     forbid = sorted(n for n in names if n.startswith("forbid-"))
@@ -213,7 +209,7 @@ def test_a_rolling_upgrade_across_ticks_loses_and_doubles_no_run(kubectl: Kubect
                    check=True, capture_output=True)
     kubectl.apply(namespace, _cronjob("upgrade", "echo tick"))
     _until("the first Job", 150, lambda: _jobs(kubectl, namespace))
-    time.sleep(60 - time.time() % 60 - 5)  # the rollout starts 5 s before a tick
+    pause(60 - time.time() % 60 - 5)  # the rollout starts 5 s before a tick
     started = time.time()
     try:
         kubectl("-n", SYSTEM_NS, "set", "image", "deployment/cronjob-controller",
@@ -221,7 +217,7 @@ def test_a_rolling_upgrade_across_ticks_loses_and_doubles_no_run(kubectl: Kubect
         kubectl("-n", SYSTEM_NS, "rollout", "status", "deployment/cronjob-controller",
                 "--timeout=180s")
         rolled = time.time() - started
-        time.sleep(60 - time.time() % 60 + 60 + 15)  # two more ticks on the new pods
+        pause(60 - time.time() % 60 + 60 + 15)  # two more ticks on the new pods
         pods = kubectl.json("-n", SYSTEM_NS, "get", "pods", "-l",
                             "app.kubernetes.io/name=cronjob-controller")["items"]
         assert {p["spec"]["containers"][0]["image"] for p in pods} == {

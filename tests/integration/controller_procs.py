@@ -7,10 +7,13 @@ the repository on ``PYTHONPATH``. ``procs`` maps names to :class:`Proc` in start
 :meth:`holder` reads a Lease's holder identity (None: no Lease). :meth:`stop_all` stops every
 process and records, in ``exit_codes``, the exit code of each one that was still running (a
 graceful stop is 0). :meth:`logs` is the tail of every log, for assertion messages.
+:func:`logged_identity` reads the leader-election identity a replica logs at start (json logs),
+which maps a Lease holder to its process.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -20,9 +23,28 @@ from pyctrl.kube import LEASES, RESTClient
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.process import Proc, spawn
 
-__all__ = ["ROOT", "ControllerProcs"]
+__all__ = ["ROOT", "ControllerProcs", "logged_identity"]
 
 ROOT = Path(__file__).resolve().parents[2]
+STARTING = "starting cronjob controller"  # the start line that carries the identity
+
+
+def logged_identity(proc: Proc) -> str | None:
+    """The identity ``proc`` logged at start (``--log-format json``); None while it has not
+    logged it yet. Fails the test (with its log's tail) if the process exited without it."""
+    try:
+        lines = proc.log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("event") == STARTING:
+            return str(entry["identity"])
+    assert proc.running(), f"{proc.name} exited:\n{proc.log_tail()}"
+    return None
 
 
 class ControllerProcs:

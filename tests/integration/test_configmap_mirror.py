@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 
 from examples.configmap_mirror import setup
 from pyctrl import CONFIGMAPS, EVENTS, SECRETS, Manager, ManagerOptions, NotFound, retry_on_conflict
+from tests.threads import running_manager
 from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
@@ -22,13 +22,8 @@ LABELS = {"pyctrl.io/mirror": "true"}
 def manager(client: Any, namespace: str) -> Iterator[Manager]:
     mgr = Manager(client, ManagerOptions(namespace=namespace, graceful_shutdown_timeout=10))
     setup(mgr)
-    stop = threading.Event()
-    thread = threading.Thread(target=mgr.run, args=(stop,), name="mirror-manager")
-    thread.start()
-    yield mgr
-    stop.set()
-    thread.join(30)
-    assert not thread.is_alive()
+    with running_manager(mgr, name="mirror-manager", join_timeout=30):
+        yield mgr
 
 
 def b64(text: str) -> str:

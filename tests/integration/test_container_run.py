@@ -26,7 +26,7 @@ Not reproduced: the seccomp RuntimeDefault profile, cgroup limits, the image's o
 userland (the host's /usr and python3.11 are used under the venv), and the uid outside the
 sandbox (the user namespace maps 65532 to the invoking user).
 
-tests/unit/test_container_parity.py keeps the constants here in step with the Dockerfile and
+tests/unit/deploy/test_container_parity.py keeps the constants here in step with the Dockerfile and
 the Deployment. Skips (with the reason) when ``bwrap`` is missing or can not create the
 sandbox here; ``make setup`` installs Debian's ``bubblewrap`` when it can.
 """
@@ -71,7 +71,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 OVERLAY = MANIFESTS / "default"  # what `make deploy` applies
 
-# -- what the image is (tests/unit/test_container_parity.py checks these against the Dockerfile)
+# -- what the image is (tests/unit/deploy/test_container_parity.py checks these against the
+# Dockerfile)
 LOCK_FILE = "requirements/runtime.lock"
 IMAGE_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "pyctrl", "cronjob_controller")
 VENV = "/opt/venv"

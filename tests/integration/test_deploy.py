@@ -20,7 +20,7 @@ what is proved is what the apiserver decides:
 * the built-in objects of manifests/default-prometheus (webhook configurations, the patched
   Deployment and Service, RBAC) pass a server-side dry-run, and a Pod from the webhook-patched
   template passes Pod Security too. The cert-manager and Prometheus Operator objects' own
-  schemas are not here: tests/unit/test_deploy_artifacts.py checks their content.
+  schemas are not here: tests/unit/deploy/test_deploy_artifacts.py checks their content.
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import ssl
 import threading
-import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.pods import fake_run
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -36,13 +36,6 @@ WIDGET_CRD: dict[str, Any] = {
         }],
     },
 }
-
-
-def _wait_until(predicate: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        threading.Event().wait(0.1)
 
 
 def _owned(cp: ControlPlane) -> None:
@@ -110,7 +103,8 @@ def test_owner_deletion_garbage_collects_owned_object(control_plane: ControlPlan
     status, _ = http.request("DELETE", f"/api/v1/namespaces/default/configmaps/{meta['name']}")
     assert status == 200
     owned_path = f"/api/v1/namespaces/default/configmaps/{owned['metadata']['name']}"
-    _wait_until(lambda: http.request("GET", owned_path)[0] == 404, timeout=60)
+    eventually(lambda: http.request("GET", owned_path)[0] == 404, 60, "owned object gone",
+               interval=0.1)
 
 
 def test_two_control_planes_do_not_collide(control_plane: ControlPlane) -> None:
@@ -164,7 +158,8 @@ def test_pods_mode_runs_job_pods_to_succeeded_or_failed(pods_plane: ControlPlane
         return {c["type"] for c in (job.get("status") or {}).get("conditions") or []
                 if c["status"] == "True"} & {"Complete", "Failed"}
 
-    _wait_until(lambda: finished("ok") and finished("bad"), timeout=90)
+    eventually(lambda: finished("ok") and finished("bad"), 90, "both Jobs finished",
+               interval=0.1)
     assert (finished("ok"), finished("bad")) == ({"Complete"}, {"Failed"})
     _, pods = http.request("GET", f"/api/v1/namespaces/{ns}/pods")
     phases = {p["metadata"]["labels"]["job-name"]: (p["status"]["phase"], p["spec"]["nodeName"])

@@ -52,6 +52,7 @@ from pyctrl.kube import JOBS, LEASES, RESTClient, parse_micro_time
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.kubeconfig import write_kubeconfig
 from pyctrl.testing.envtest.process import Proc, spawn
+from tests.integration.controller_procs import logged_identity
 from tests.integration.cronjob.env import cronjob_body, minute_floor, wait_for
 from tests.waiting import pause_until, poll
 
@@ -232,19 +233,7 @@ class Replica:
                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
 
     def identity(self) -> str | None:
-        try:
-            lines = self.proc.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return None
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict) and entry.get("event") == "starting cronjob controller":
-                return str(entry["identity"])
-        assert self.proc.running(), f"{self.proc.name} exited:\n{self.proc.log_tail()}"
-        return None
+        return logged_identity(self.proc)
 
     def resume(self) -> None:
         """SIGCONT (also in teardown: a stopped process would ignore SIGTERM)."""

@@ -25,6 +25,7 @@ from pyctrl.errors import ServerError
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import LEASES, Resource
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionOptions, LeaderElector, LeaseLock
+from tests.threads import Runner
 from tests.waiting import elapsed_until, pause
 
 pytestmark = pytest.mark.integration
@@ -100,9 +101,8 @@ class Candidate:
             jitter_factor=JITTER, id=identity, release_on_cancel=release,
             regain_after_fence=False)
         self.elector = LeaderElector(config, LeaderCallbacks(self._started, self._stopped))
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.elector.run, args=(self.stop,),
-                                       name=f"elector-{identity}")
+        self.runner = Runner(self.elector.run, name=f"elector-{identity}", join_timeout=20)
+        self.stop, self.thread = self.runner.stop, self.runner.thread
 
     def _started(self, stop: threading.Event) -> None:
         self.started_at = time.monotonic()
@@ -112,9 +112,7 @@ class Candidate:
         self.stopped_at = time.monotonic()
 
     def halt(self) -> None:
-        self.stop.set()
-        self.thread.join(20)
-        assert not self.thread.is_alive()
+        self.runner.shutdown()
 
 
 class Monitor:
@@ -161,7 +159,7 @@ def group(client: Any, namespace: str) -> Iterator[tuple[list[Candidate], Monito
 def start(cands: list[Candidate], *new: Candidate) -> None:
     for c in new:
         cands.append(c)
-        c.thread.start()
+        c.runner.start()
 
 
 def test_exactly_one_leads_and_takeover_after_expiry_without_release(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -13,8 +12,9 @@ from pyctrl import retry_on_conflict
 from pyctrl.errors import NotFound
 from pyctrl.kube.resource import DEPLOYMENTS, EVENTS
 from pyctrl.manager import Manager
-from tests.integration.run_manager import running_manager
-from tests.waiting import pause
+from tests import waiting
+from tests.integration.run_manager import example_manager
+from tests.threads import running_manager
 
 pytestmark = pytest.mark.integration
 
@@ -22,22 +22,22 @@ T = TypeVar("T")
 
 
 def eventually(fn: Callable[[], T | None], timeout: float = 20.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
+    """:func:`tests.waiting.eventually`, counting a failed assertion or a NotFound as "not yet"."""
+    def attempt() -> T | None:
         try:
-            value = fn()
+            return fn()
         except (AssertionError, NotFound):
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        pause(0.05)
+            return None
+
+    value = waiting.eventually(attempt, timeout, interval=0.05)
+    assert value is not None
+    return value
 
 
 @pytest.fixture
 def manager(client: Any, namespace: str) -> Iterator[Manager]:
-    with running_manager(client, namespace, setup, "sample-manager") as mgr:
+    mgr = example_manager(client, namespace, setup)
+    with running_manager(mgr, name="sample-manager", join_timeout=30):
         yield mgr
 
 

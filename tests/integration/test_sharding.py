@@ -30,7 +30,6 @@ one monotonic clock of this process); no key ever has overlapping reconciles on 
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +63,7 @@ from tests.integration.sharding_helpers import (
     Audit,
     LabelHistory,
 )
+from tests.threads import Runner, start_manager
 from tests.waiting import pause_until, poll
 
 HANDOVER = "handover.sharding.pyctrl.io/cronjob"
@@ -96,9 +96,12 @@ class Shard:
     manager: Manager
     wired: CronJobController
     client: RESTClient
-    stop: threading.Event
-    thread: threading.Thread
-    errors: list[BaseException]
+    runner: Runner
+
+    @property
+    def errors(self) -> list[BaseException]:
+        """What the shard's ``manager.run`` raised (empty while it runs or after a clean stop)."""
+        return [] if self.runner.error is None else [self.runner.error]
 
 
 class Cluster:
@@ -122,19 +125,9 @@ class Cluster:
             metrics=MetricsOptions(runtime_metrics=False)), clock=self.clock)
         manager.add_extension(Sharding(options, identity=name))
         wired = build(manager, namespaces=[self.namespace], workers=4)
-        stop = threading.Event()
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                manager.run(stop)
-            except BaseException as err:
-                errors.append(err)
-
-        thread = threading.Thread(target=run, name=f"manager-{name}")
-        shard = Shard(name, manager, wired, client, stop, thread, errors)
+        runner = start_manager(manager, name=f"manager-{name}", join_timeout=30)
+        shard = Shard(name, manager, wired, client, runner)
         self.shards[name] = shard
-        thread.start()
         return shard
 
     def kill(self, name: str) -> None:
@@ -152,11 +145,10 @@ class Cluster:
 
     def stop_all(self) -> None:
         for shard in self.shards.values():
-            shard.stop.set()
+            shard.runner.stop.set()
         for shard in self.shards.values():
-            shard.thread.join(30)
+            shard.runner.stop_and_join()
             shard.client.close()
-        assert not any(s.thread.is_alive() for s in self.shards.values())
 
     def labels(self) -> dict[str, str | None]:
         items = self.cp_client.list(CRONJOBS, self.namespace)["items"]

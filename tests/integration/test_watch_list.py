@@ -19,6 +19,7 @@ from pyctrl.kube.interface import WatchStream
 from pyctrl.kube.resource import CONFIGMAPS, NAMESPACES
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.test_informer import create_configmaps, fresh_state, wait_until
+from tests.threads import running
 
 pytestmark = pytest.mark.integration
 
@@ -42,14 +43,10 @@ class RecordingListWatch(ListWatch):
                                   timeout_seconds=timeout_seconds)
 
 
-def _sync(client: RESTClient, namespace: str) -> tuple[SharedIndexInformer, RecordingListWatch,
-                                                        threading.Event, threading.Thread]:
+def _sync(client: RESTClient, namespace: str) -> tuple[SharedIndexInformer, RecordingListWatch]:
     lw = RecordingListWatch(client, CONFIGMAPS, namespace)
     informer = SharedIndexInformer(lw, name="wl", page_size=7, watch_list=True)
-    stop = threading.Event()
-    thread = threading.Thread(target=informer.run, args=(stop,), name="it-watch-list")
-    thread.start()
-    return informer, lw, stop, thread
+    return informer, lw
 
 
 def _cached(informer: SharedIndexInformer) -> dict[str, str]:
@@ -61,8 +58,8 @@ def test_watch_list_sync_then_the_same_stream_follows_changes(
     client: RESTClient, namespace: str
 ) -> None:
     create_configmaps(client, namespace, 30)
-    informer, lw, stop, thread = _sync(client, namespace)
-    try:
+    informer, lw = _sync(client, namespace)
+    with running(informer.run, name="it-watch-list", join_timeout=60) as stop:
         assert informer.wait_for_sync(stop, 60)
         assert _cached(informer) == fresh_state(client, namespace)
         obj = client.get(CONFIGMAPS, "cm-1", namespace)
@@ -70,10 +67,6 @@ def test_watch_list_sync_then_the_same_stream_follows_changes(
         client.update(CONFIGMAPS, obj, namespace)
         client.delete(CONFIGMAPS, "cm-2", namespace)
         assert wait_until(lambda: _cached(informer) == fresh_state(client, namespace))
-    finally:
-        stop.set()
-        thread.join(60)
-    assert not thread.is_alive()
     assert lw.calls == ["watch-list"]
 
 

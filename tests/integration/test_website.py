@@ -13,7 +13,8 @@ from examples.website import FINALIZER, WEBSITES, setup
 from pyctrl import DEPLOYMENTS, EVENTS, SERVICES, Manager
 from pyctrl.errors import NotFound
 from pyctrl.kube import RESTClient
-from tests.integration.run_manager import running_manager
+from tests.integration.run_manager import example_manager
+from tests.threads import running_manager
 from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def manager(client: RESTClient, namespace: str) -> Iterator[Manager]:
-    with running_manager(client, namespace, setup, "website-manager") as mgr:
+    mgr = example_manager(client, namespace, setup)
+    with running_manager(mgr, name="website-manager", join_timeout=30):
         yield mgr
 
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
-import time
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("PYCTRL_CLUSTER_DIR", "/var/lib/pyctrl-cluster"))
@@ -58,13 +59,9 @@ def test_cluster_up_and_down_leave_the_host_as_it_was() -> None:
         kubeconfig = up.stdout.strip()
         _kubectl(bin_dir, kubeconfig, "run", "hostcheck", "--image=busybox:1.36",
                  "--image-pull-policy=Never", "--restart=Never", "--", "sh", "-c", "echo ok")
-        deadline = time.monotonic() + 120
-        phase = ""
-        while phase != "Succeeded" and time.monotonic() < deadline:
-            time.sleep(1)
-            phase = _kubectl(bin_dir, kubeconfig, "get", "pod", "hostcheck",
-                             "-o", "jsonpath={.status.phase}")
-        assert phase == "Succeeded"
+        eventually(lambda: _kubectl(bin_dir, kubeconfig, "get", "pod", "hostcheck",
+                                    "-o", "jsonpath={.status.phase}") == "Succeeded",
+                   120, "the hostcheck pod Succeeded", interval=1.0)
         assert _kubectl(bin_dir, kubeconfig, "logs", "hostcheck").strip() == "ok"
         during = hoststate.differences(before, hoststate.snapshot())
         # The node changed the host in every way the record covers; otherwise the comparison

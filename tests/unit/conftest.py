@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
 import structlog
 
 from tests.threads import Runner
+from tests.waiting import poll
 
 # Threads the interpreter or test tooling may own; never ours.
 _IGNORED_PREFIXES = ("pytest_timeout", "Dummy-", "ThreadPoolExecutor-0")
@@ -25,21 +25,18 @@ def _live() -> set[threading.Thread]:
 def no_thread_leak() -> Iterator[None]:
     """Fail a test that leaves a thread running after it returns.
 
-    Threads get a short real-time grace period to finish exiting (join), which is not a
-    sleep-based assertion: the check passes as soon as the threads are gone.
+    Threads get a short real-time grace period to finish exiting, which is not a sleep-based
+    assertion: the check passes as soon as the threads are gone.
     """
     before = _live()
     yield
-    deadline = time.monotonic() + 2.0
-    leaked: list[threading.Thread] = []
-    while True:
-        leaked = [
-            t for t in _live() - before if not t.name.startswith(_IGNORED_PREFIXES)
-        ]
-        if not leaked or time.monotonic() > deadline:
-            break
-        leaked[0].join(0.05)
-    assert not leaked, f"threads leaked by the test: {[t.name for t in leaked]}"
+
+    def leaked() -> list[threading.Thread]:
+        return [t for t in _live() - before if not t.name.startswith(_IGNORED_PREFIXES)]
+
+    poll(lambda: not leaked(), timeout=2.0, interval=0.002)
+    rest = leaked()
+    assert not rest, f"threads leaked by the test: {[t.name for t in rest]}"
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,6 @@ CronJobs (a per-tick cost of even one request per invalid CronJob would exceed i
 from __future__ import annotations
 
 import copy
-import threading
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +30,7 @@ from pyctrl.testing import FakeClock
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.chaos.helpers import list_jobs, run_ledger
 from tests.integration.cronjob.env import Env, cronjob_body, wait_for
+from tests.waiting import steady
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(180)]
 
@@ -82,15 +81,7 @@ def _requests_total(registry: CollectorRegistry) -> float:
 
 def _quiet(registry: CollectorRegistry, still: float = 1.0, timeout: float = 30.0) -> float:
     """Wait until the request count has not moved for ``still`` seconds; return it."""
-    deadline = time.monotonic() + timeout
-    last, since = _requests_total(registry), time.monotonic()
-    while time.monotonic() - since < still:
-        assert time.monotonic() < deadline, "the controller never went quiet"
-        threading.Event().wait(0.2)
-        now_total = _requests_total(registry)
-        if now_total != last:
-            last, since = now_total, time.monotonic()
-    return last
+    return steady(lambda: _requests_total(registry), still, timeout, "the request count")
 
 
 def test_invalid_cronjob_flood_is_reported_once_and_costs_nothing_per_tick(

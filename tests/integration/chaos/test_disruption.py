@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -40,6 +39,7 @@ from pyctrl.testing import FakeClock
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.chaos.helpers import assert_exactly_once, list_jobs
 from tests.integration.cronjob.env import Env, minute_floor, wait_for
+from tests.waiting import pause
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(240)]
 
@@ -134,7 +134,7 @@ def test_apiserver_restarts_and_compaction_lose_no_run_and_caches_recover(
         ticks.append(tick)
         if disruption == "down-at-tick":
             # Let the due syncs run into the dead apiserver before it comes back.
-            threading.Event().wait(1.0)
+            pause(1.0)
             chaos_plane.start_apiserver()
             _change_behind_informers(env, ticks[-2], index)
         _settle(env, functools.partial(tick_done, tick), f"Jobs of tick {tick} after {disruption}")

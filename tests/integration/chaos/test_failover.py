@@ -19,7 +19,6 @@ Real time: this test takes 2.5-3.5 minutes (it waits for T1 to be at least 12 s 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,7 +30,7 @@ from pyctrl.kube import RESTClient
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.process import Proc
 from tests.integration.chaos.helpers import assert_exactly_once, list_jobs, run_ledger
-from tests.integration.controller_procs import ControllerProcs
+from tests.integration.controller_procs import ControllerProcs, logged_identity
 from tests.integration.cronjob.env import cronjob_body, minute_floor, wait_for
 from tests.waiting import pause_until
 
@@ -56,19 +55,7 @@ class Replicas(ControllerProcs):
         return proc
 
     def identity(self, proc: Proc) -> str | None:
-        try:
-            lines = proc.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return None
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict) and entry.get("event") == "starting cronjob controller":
-                return str(entry["identity"])
-        assert proc.running(), f"{proc.name} exited:\n{proc.log_tail()}"
-        return None
+        return logged_identity(proc)
 
     def live_leader(self) -> Proc | None:
         holder = self.holder(LEASE_NAME)

@@ -15,8 +15,6 @@ controller sets their status (:meth:`Env.job_finished` waits for it).
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -28,6 +26,8 @@ from pyctrl.errors import NotFound
 from pyctrl.kube import EVENTS, JOBS
 from pyctrl.testing import FakeClock
 from pyctrl.testing.envtest.pods import PodMetadata
+from tests.threads import Runner, start_manager
+from tests.waiting import eventually
 
 Obj = dict[str, Any]
 
@@ -38,14 +38,7 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "c
     The default timeout only bounds how long a failing test takes: it is far above what a
     passing wait needs on a quiet machine, since the suite runs on parallel workers of a
     shared 2-core machine (20 s was once too short for a controller's first sync there)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        threading.Event().wait(0.05)
+    return eventually(predicate, timeout, what, interval=0.05)
 
 
 def minute_floor(t: datetime) -> datetime:
@@ -97,7 +90,7 @@ class Env:
         self.client = client
         self.namespace = namespace
         self.clock = clock
-        self._runs: list[tuple[threading.Event, threading.Thread, CronJobController]] = []
+        self._runs: list[tuple[Runner, CronJobController]] = []
         self.errors: list[BaseException] = []
 
     # -- controllers -----------------------------------------------------------------------
@@ -108,27 +101,18 @@ class Env:
                                          component="cronjob-controller"),
                           clock=self.clock)
         wired = build(manager, namespaces=[self.namespace], workers=workers)
-        stop = threading.Event()
-
-        def run() -> None:
-            try:
-                manager.run(stop)
-            except BaseException as err:  # surfaced by stop_all
-                self.errors.append(err)
-
-        thread = threading.Thread(target=run, name=f"manager-{len(self._runs)}")
-        thread.start()
-        self._runs.append((stop, thread, wired))
+        runner = start_manager(manager, name=f"manager-{len(self._runs)}", join_timeout=30)
+        self._runs.append((runner, wired))
         wait_for(lambda: all(i.has_synced() for i in [*wired.cronjob_informers,
                                                       *wired.job_informers]),
                  what="informers synced")
         return wired
 
     def stop(self, index: int = -1) -> None:
-        stop, thread, _ = self._runs.pop(index)
-        stop.set()
-        thread.join(30)
-        assert not thread.is_alive(), "manager did not stop"
+        runner, _ = self._runs.pop(index)
+        runner.stop_and_join()
+        if runner.error is not None:  # surfaced by stop_all
+            self.errors.append(runner.error)
 
     def stop_all(self) -> None:
         while self._runs:

@@ -28,6 +28,7 @@ from pyctrl.errors import Forbidden
 from pyctrl.kube import JOBS, LEASES, SECRETS
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.cronjob.env import Env, cronjob_body, wait_for
+from tests.threads import running
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +64,7 @@ def test_controller_runs_with_manifest_rbac(sa_client: RESTClient, env: Env) -> 
     wait_for(lambda: (env.cronjob("lp").get("status") or {}).get("lastSuccessfulTime"),
              what="status written")
     wait_for(lambda: made[0] not in env.job_names("lp"), what="history cleanup")
-    assert env.events("SuccessfulCreate", "lp")
+    wait_for(lambda: env.events("SuccessfulCreate", "lp"), what="SuccessfulCreate event")
     # The template check (controller and webhook): a dry-run create, allowed by jobs create.
     verdict = dry_run_job(sa_client, env.cronjob("lp"), env.namespace, env.clock.now())
     assert verdict.valid is True, verdict
@@ -83,16 +84,10 @@ def test_leader_election_with_manifest_rbac(sa_client: RESTClient, env: Env) -> 
         stop.wait()
 
     elector = LeaderElector(config, LeaderCallbacks(lead))
-    stop = threading.Event()
-    thread = threading.Thread(target=elector.run, args=(stop,), name="lp-elector")
-    thread.start()
-    try:
+    with running(elector.run, name="lp-elector", join_timeout=20):
         assert led.wait(20), "did not acquire the lease"
         lease = env.client.get(LEASES, "lp-lease", SYSTEM_NS)
         assert lease["spec"]["holderIdentity"] == "lp-identity"
-    finally:
-        stop.set()
-        thread.join(20)
     released = env.client.get(LEASES, "lp-lease", SYSTEM_NS)
     assert not released["spec"].get("holderIdentity")
 

@@ -37,6 +37,7 @@ from pyctrl import Manager, ManagerOptions, MetricsOptions, RESTClient
 from pyctrl.kube import JOBS, TOKEN_REVIEWS, Resource
 from pyctrl.testing import FakeClock
 from tests.integration.cronjob.env import Env, wait_for
+from tests.threads import running_manager
 
 pytestmark = pytest.mark.integration
 
@@ -110,15 +111,16 @@ def _tick(env: Env, seen: set[str]) -> tuple[float, float]:
     started = time.monotonic()
     env.next_minute(plus=1.0)
     first_seen: dict[str, float] = {}
-    deadline = started + 120
-    while len(first_seen) < CRONJOBS:
-        assert time.monotonic() < deadline, f"only {len(first_seen)} Jobs of the tick"
+
+    def all_seen() -> bool:
         now = time.monotonic() - started
         for job in env.client.list(JOBS, env.namespace)["items"]:
             name = job["metadata"]["name"]
             if name not in seen:
                 first_seen.setdefault(name, now)
-        threading.Event().wait(0.05)
+        return len(first_seen) >= CRONJOBS
+
+    wait_for(all_seen, timeout=120, what=f"the {CRONJOBS} Jobs of the tick")
     seen.update(first_seen)
     late = sorted(first_seen.values())
     return late[-1], late[min(len(late) - 1, int(0.99 * len(late)))]
@@ -134,12 +136,8 @@ def test_a_token_flood_during_a_tick_spends_none_of_the_controllers_budget(
         metrics=MetricsOptions(bind_address="127.0.0.1:0", secure=True),
         graceful_shutdown_timeout=10, component="cronjob-controller"), clock=clock)
     wired = build(manager, namespaces=[env.namespace], workers=8)
-    stop = threading.Event()
-    thread = threading.Thread(target=manager.run, args=(stop,), name="manager-flood")
-    thread.start()
-    try:
-        wait_for(lambda: manager.metrics_address is not None
-                 and all(i.has_synced() for i in wired.cronjob_informers), what="ready")
+    with running_manager(manager, name="manager-flood", join_timeout=30) as runner:
+        wait_for(lambda: all(i.has_synced() for i in wired.cronjob_informers), what="ready")
         address = manager.metrics_address
         assert address is not None
         seen: set[str] = set()
@@ -148,10 +146,7 @@ def test_a_token_flood_during_a_tick_spends_none_of_the_controllers_budget(
             wait_for(lambda: sum(flood.codes.values()) >= 20, what="the flood under way")
             loud = _tick(env, seen)
             sent_during = sum(flood.codes.values())
-    finally:
-        stop.set()
-        thread.join(30)
-    assert not thread.is_alive()
+    assert not runner.thread.is_alive()
     print(f"\nquiet: {CRONJOBS} Jobs, last after {quiet[0]:.2f} s, p99 {quiet[1]:.2f} s")
     print(f"flood: {CRONJOBS} Jobs, last after {loud[0]:.2f} s, p99 {loud[1]:.2f} s; "
           f"{sent_during} bad requests sent, answers {dict(sorted(flood.codes.items()))}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from pyctrl.kube import JOBS
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.webhook import WebhookServer, WebhookServerOptions, generate_certs
 from tests.integration.cronjob.env import Env, cronjob_body, minute_floor, wait_for
+from tests.threads import running
 
 pytestmark = pytest.mark.integration
 
@@ -108,49 +108,45 @@ def test_webhook_rejects_bad_schedule_through_the_apiserver(
         pytest.skip("registers a webhook by URL on 127.0.0.1")
     certs = generate_certs(tmp_path, ["localhost"], ["127.0.0.1"])
     server = WebhookServer(WebhookServerOptions(cert_dir=str(tmp_path), host="127.0.0.1",
-                                                port=0), HANDLERS)
-    stop = threading.Event()
-    thread = threading.Thread(target=server.run, args=(stop,), name="test-webhook")
-    thread.start()
+                                               port=0), HANDLERS)
     name = f"pyctrl-test-{env.namespace}"
-    try:
-        assert server.ready.wait(10)
-        hook = {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": name},
-            "webhooks": [{
-                "name": "vcronjob.batch.pyctrl.io",
-                "admissionReviewVersions": ["v1"], "sideEffects": "None",
-                "failurePolicy": "Fail", "timeoutSeconds": 5,
-                "clientConfig": {
-                    "url": f"https://127.0.0.1:{server.port}/validate-batch-pyctrl-io-v1-cronjob",
-                    "caBundle": certs.ca_bundle()},
-                "rules": [{"apiGroups": ["batch.pyctrl.io"], "apiVersions": ["v1"],
-                           "operations": ["CREATE", "UPDATE"], "resources": ["cronjobs"]}],
-                # Only this test's namespace: the session's other tests run without it.
-                "namespaceSelector": {"matchLabels": {
-                    "kubernetes.io/metadata.name": env.namespace}},
-            }],
-        }
-        control_plane.kubectl("apply", "-f", "-", input=json.dumps(hook))
-        bad = dict(cronjob_body("rejected", "0 0 * * * L"))
-        bad["metadata"] = {"name": "rejected", "namespace": env.namespace}
-        # The webhook configuration takes a moment to reach the apiserver's admission chain.
-        def rejected() -> str | None:
-            out = control_plane.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
-            if out.returncode == 0:
-                env.client.delete(CRONJOBS, "rejected", env.namespace)
-                return None
-            return out.stderr
-        stderr = wait_for(rejected, what="webhook rejection")
-        assert "spec.schedule" in stderr
-        # The CRD schema can not parse cron; this message can only come from our webhook.
-        assert "expected 5 fields" in stderr
-        with pytest.raises(NotFound):
-            env.cronjob("rejected")
-    finally:
-        control_plane.kubectl("delete", "validatingwebhookconfiguration", name,
-                              "--ignore-not-found")
-        stop.set()
-        thread.join(10)
+    with running(server.run, name="test-webhook"):
+        try:
+            assert server.ready.wait(10)
+            hook = {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": name},
+                "webhooks": [{
+                    "name": "vcronjob.batch.pyctrl.io",
+                    "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                    "failurePolicy": "Fail", "timeoutSeconds": 5,
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{server.port}/validate-batch-pyctrl-io-v1-cronjob",
+                        "caBundle": certs.ca_bundle()},
+                    "rules": [{"apiGroups": ["batch.pyctrl.io"], "apiVersions": ["v1"],
+                               "operations": ["CREATE", "UPDATE"], "resources": ["cronjobs"]}],
+                    # Only this test's namespace: the session's other tests run without it.
+                    "namespaceSelector": {"matchLabels": {
+                        "kubernetes.io/metadata.name": env.namespace}},
+                }],
+            }
+            control_plane.kubectl("apply", "-f", "-", input=json.dumps(hook))
+            bad = dict(cronjob_body("rejected", "0 0 * * * L"))
+            bad["metadata"] = {"name": "rejected", "namespace": env.namespace}
+            # The webhook configuration takes a moment to reach the apiserver's admission chain.
+            def rejected() -> str | None:
+                out = control_plane.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
+                if out.returncode == 0:
+                    env.client.delete(CRONJOBS, "rejected", env.namespace)
+                    return None
+                return out.stderr
+            stderr = wait_for(rejected, what="webhook rejection")
+            assert "spec.schedule" in stderr
+            # The CRD schema can not parse cron; this message can only come from our webhook.
+            assert "expected 5 fields" in stderr
+            with pytest.raises(NotFound):
+                env.cronjob("rejected")
+        finally:
+            control_plane.kubectl("delete", "validatingwebhookconfiguration", name,
+                                  "--ignore-not-found")

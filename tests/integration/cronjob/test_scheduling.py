@@ -89,7 +89,7 @@ def test_creates_job_on_schedule_with_owner_labels_and_annotation(env: Env) -> N
     assert [a["name"] for a in status["active"]] == [name]
     assert status["nextScheduleTime"] == (due + timedelta(minutes=1)).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
-    assert env.events("SuccessfulCreate", "hello")
+    wait_for(lambda: env.events("SuccessfulCreate", "hello"), what="SuccessfulCreate event")
 
 
 def test_no_duplicate_after_restart_or_with_two_replicas(env: Env) -> None:
@@ -136,7 +136,7 @@ def test_replace_deletes_active_job_first(pods_env: Env) -> None:
     second = env.next_minute()
     wait_for(lambda: env.job_names("replace") == {job_name("replace", second)},
              what="replacement")
-    assert env.events("SuccessfulDelete", "replace")
+    wait_for(lambda: env.events("SuccessfulDelete", "replace"), what="SuccessfulDelete event")
     # The running Job went with its pod (background deletion: the garbage collector, then
     # kwok in the kubelet's place), and the replacement runs.
     wait_for(lambda: pods_of(env, first) == [], what="the replaced Job's pod gone")

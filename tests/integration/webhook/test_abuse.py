@@ -30,6 +30,7 @@ from pyctrl.webhook import (
     generate_certs,
 )
 from tests.integration.webhook.test_cert_rotation import Hook
+from tests.threads import running
 from tests.waiting import pause, poll
 
 pytestmark = pytest.mark.integration
@@ -72,17 +73,12 @@ def server(tmp_path: Path) -> Iterator[tuple[WebhookServer, CertificatePaths]]:
     limits = raise_open_file_limit()
     certs = generate_certs(tmp_path / "certs", ["localhost"], ["127.0.0.1"])
     srv = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
-                                             host="127.0.0.1", port=0), HANDLERS)
-    stop = threading.Event()
-    thread = threading.Thread(target=srv.run, args=(stop,), name="test-webhook")
-    thread.start()
-    assert srv.ready.wait(10)
+                                            host="127.0.0.1", port=0), HANDLERS)
     try:
-        yield srv, certs
+        with running(srv.run, name="test-webhook"):
+            assert srv.ready.wait(10)
+            yield srv, certs
     finally:
-        stop.set()
-        thread.join(10)
-        assert not thread.is_alive()
         resource.setrlimit(resource.RLIMIT_NOFILE, limits)
 
 

@@ -12,7 +12,6 @@ mounted directory.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from cronjob_controller.webhook import HANDLERS, VALIDATE_PATH
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.webhooks import install_serving_cert
 from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerOptions, generate_certs
+from tests.threads import running
 from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
@@ -94,17 +94,10 @@ def server(tmp_path: Path) -> Iterator[WebhookServer]:
     cert_dir = tmp_path / "serving-certs"
     install_serving_cert(generate_certs(tmp_path / "first", ["localhost"], ["127.0.0.1"]), cert_dir)
     srv = WebhookServer(WebhookServerOptions(cert_dir=str(cert_dir), host="127.0.0.1", port=0,
-                                             cert_poll_seconds=0.2), HANDLERS)
-    stop = threading.Event()
-    thread = threading.Thread(target=srv.run, args=(stop,), name="test-webhook")
-    thread.start()
-    assert srv.ready.wait(10)
-    try:
+                                            cert_poll_seconds=0.2), HANDLERS)
+    with running(srv.run, name="test-webhook"):
+        assert srv.ready.wait(10)
         yield srv
-    finally:
-        stop.set()
-        thread.join(10)
-        assert not thread.is_alive()
 
 
 def test_apiserver_calls_succeed_after_ca_and_serving_cert_rotation(

@@ -17,7 +17,7 @@ import pytest
 from pyctrl import CONFIGMAPS, Request
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.testing import FakeClient, FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests.waiting import eventually
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "LISTERS.md"
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)

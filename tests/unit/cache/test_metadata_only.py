@@ -21,9 +21,10 @@ from pyctrl.kube.options import (
 )
 from pyctrl.kube.resource import CONFIGMAPS, JOBS, SECRETS
 from pyctrl.testing import Action, FakeClient, FakeClock
+from tests.threads import running_manager
 from tests.unit.builder.test_builder import Seen, cm, owned_secret
 from tests.unit.kube.http_stub import Reply, StubServer
-from tests.unit.runtime.helpers import eventually
+from tests.waiting import eventually
 
 NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
 
@@ -160,18 +161,12 @@ def test_builder_owns_metadata_only_enqueues_owners_from_the_metadata_cache() ->
         "configmaps", "secrets:metadata"]
     owner = client.create(CONFIGMAPS, cm("owner"))
     client.create(SECRETS, {**owned_secret("child", owner), "data": {"x": "eQ=="}})
-    stop = threading.Event()
-    thread = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-    thread.start()
-    try:
+    with running_manager(manager) as runner:
         eventually(lambda: seen.names() == {"ns/owner"}, what="owner reconciled")
         eventually(lambda: len(secrets.list()) == 1, what="child cached")
         [child] = secrets.by_index(CONTROLLER_UID_INDEX, owner["metadata"]["uid"])
         assert (child["kind"], "data" in child) == ("Secret", False)
-    finally:
-        stop.set()
-        thread.join(10)
-    assert not thread.is_alive()
+    assert not runner.thread.is_alive()
 
 
 def test_builder_readers_follow_the_metadata_only_watch() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ from pyctrl.cache.reflector import Reflector
 from pyctrl.errors import NotFound
 from pyctrl.kube.resource import Resource
 from pyctrl.testing.fake_listwatch import FakeListWatch
+from tests.threads import running
 from tests.unit.cache.helpers import WAIT, RecordingStore, SleepRecordingClock, cm
 
 CRONJOBS = Resource("batch.pyctrl.io", "v1", "cronjobs", "CronJob")
@@ -38,20 +38,12 @@ def test_missing_resource_backs_off_to_the_cap_and_says_which_resource() -> None
     clock = SleepRecordingClock()
     store = RecordingStore()
     refl = Reflector(lw, store, name="cronjobs", clock=clock, backoff_jitter=0.0)
-    stop = threading.Event()
-    thread = threading.Thread(target=refl.run, args=(stop,), name="refl-run")
-    with capture_logs() as logs:
-        thread.start()
-        try:
-            for n in range(1, failures + 1):
-                assert clock.sleeps.wait_for(_backoffs_at_least(n))
-                assert len(lw.list_calls) == n  # no LIST before its backoff has passed
-                clock.step(clock.sleeps_of("refl-run")[-1])
-            assert lw.wait_for_watch_calls(1)
-        finally:
-            stop.set()
-            thread.join(WAIT)
-    assert not thread.is_alive()
+    with capture_logs() as logs, running(refl.run, name="refl-run", join_timeout=WAIT):
+        for n in range(1, failures + 1):
+            assert clock.sleeps.wait_for(_backoffs_at_least(n))
+            assert len(lw.list_calls) == n  # no LIST before its backoff has passed
+            clock.step(clock.sleeps_of("refl-run")[-1])
+        assert lw.wait_for_watch_calls(1)
     assert clock.sleeps_of("refl-run") == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0, 30.0]
     warnings = [e for e in logs if e["log_level"] == "warning"]
     assert len(warnings) == failures  # once per backoff step, never more
@@ -68,14 +60,7 @@ def test_not_found_from_a_lister_without_a_resource_is_still_reported() -> None:
     lw.queue_list_error(NotFound("nope", 404, "NotFound"))
     clock = SleepRecordingClock()
     refl = Reflector(lw, RecordingStore(), name="x", clock=clock, backoff_jitter=0.0)
-    stop = threading.Event()
-    thread = threading.Thread(target=refl.run, args=(stop,), name="refl-run")
-    with capture_logs() as logs:
-        thread.start()
-        try:
-            assert clock.sleeps.wait_for(lambda ev: any(n == "refl-run" for n, _ in ev))
-        finally:
-            stop.set()
-            thread.join(WAIT)
+    with capture_logs() as logs, running(refl.run, name="refl-run", join_timeout=WAIT):
+        assert clock.sleeps.wait_for(lambda ev: any(n == "refl-run" for n, _ in ev))
     assert any("CustomResourceDefinition" in e["event"] and e["retry_in"] == 0.8
                for e in logs)

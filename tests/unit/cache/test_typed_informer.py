@@ -22,7 +22,7 @@ from pyctrl.kube.watch import WatchDecoder
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch
 from tests.unit.kube.http_stub import Reply, Request, StubServer
-from tests.unit.runtime.helpers import eventually
+from tests.waiting import eventually
 
 
 class GadgetSpec(api.Struct):

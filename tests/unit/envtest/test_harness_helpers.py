@@ -7,7 +7,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from pyctrl.testing.envtest.certs import generate_pki
 from pyctrl.testing.envtest.kubeconfig import write_kubeconfig
 from pyctrl.testing.envtest.ports import free_port
 from pyctrl.testing.envtest.process import pid_alive, reap_stale_dirs, spawn
+from tests.waiting import poll
 
 
 def test_free_port_is_bindable_and_never_repeats() -> None:
@@ -67,28 +67,23 @@ def test_spawned_process_stops_with_its_process_group(tmp_path: Path) -> None:
     )
     proc = spawn("sleeper", [sys.executable, "-c", script], tmp_path / "log")
     try:
-        out = subprocess.run(["pgrep", "-g", str(proc.pid)], check=False, capture_output=True,
-                             text=True)
-        pids = [int(p) for p in out.stdout.split()]
+        def group() -> list[int]:
+            out = subprocess.run(["pgrep", "-g", str(proc.pid)], check=False,
+                                 capture_output=True, text=True)
+            return [int(p) for p in out.stdout.split()]
+
+        def with_grandchild() -> list[int] | None:
+            found = group()
+            return found if len(found) >= 2 else None
+
         # Wait (bounded) until the grandchild exists.
-        for _ in range(100):
-            if len(pids) >= 2:
-                break
-            _pause()
-            out = subprocess.run(["pgrep", "-g", str(proc.pid)], check=False, capture_output=True,
-                             text=True)
-            pids = [int(p) for p in out.stdout.split()]
+        pids = poll(with_grandchild, 5.0, 0.02) or group()
     finally:
         proc.stop(timeout=5)
     assert not proc.running()
     for pid in pids:
         # Zombies of the direct child are reaped by Popen.wait; the grandchild was killed.
         assert not pid_alive(pid) or _is_zombie(pid)
-
-
-def _pause() -> None:
-    """A short real-time pause while polling an external process (not an assertion)."""
-    threading.Event().wait(0.02)
 
 
 def _is_zombie(pid: int) -> bool:
@@ -111,10 +106,7 @@ def test_child_dies_when_spawning_thread_dies(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
                          text=True, timeout=30)
     child = int(out.stdout.split()[0])
-    for _ in range(200):
-        if not pid_alive(child) or _is_zombie(child):
-            break
-        _pause()
+    poll(lambda: not pid_alive(child) or _is_zombie(child), 5.0, 0.02)
     assert not pid_alive(child) or _is_zombie(child)
 
 

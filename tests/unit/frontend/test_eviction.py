@@ -13,8 +13,8 @@ import pytest
 
 from pyctrl.webhook import CertificatePaths
 from tests.unit.frontend.helpers import client, get
-from tests.unit.runtime.helpers import eventually
 from tests.unit.webhook.helpers import closed as _closed
+from tests.waiting import eventually
 
 SLOW_HEAD = b"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Le"
 

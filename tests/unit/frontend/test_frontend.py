@@ -17,8 +17,8 @@ import pytest
 from pyctrl.frontend import FrontendOptions
 from pyctrl.webhook import CertificatePaths
 from tests.unit.frontend.helpers import GATE, get
-from tests.unit.runtime.helpers import eventually
 from tests.unit.webhook.helpers import closed as _closed
+from tests.waiting import eventually
 
 
 def test_routes_handlers_and_errors_over_plain_http(serve: Any) -> None:

@@ -16,8 +16,8 @@ import pytest
 from pyctrl.frontend import Frontend
 from pyctrl.webhook import CertificatePaths
 from tests.unit.frontend.helpers import ENTERED, GATE, LoopClock, ask, client, get, read_answer
-from tests.unit.runtime.helpers import eventually
 from tests.unit.webhook.helpers import closed as _closed
+from tests.waiting import eventually
 
 OK = b"GET /ok HTTP/1.1\r\nHost: h\r\n\r\n"
 

@@ -1,23 +1,18 @@
-"""Shared helpers for runtime unit tests: condition waits with real-time timeouts."""
+"""Shared helpers for runtime unit tests: driving a FakeClock until the threads react.
+
+:func:`step_until` steps the clock a retry period at a time until a condition holds. Waiting
+for a condition is :func:`tests.waiting.eventually`'s job (re-exported here for the test folders
+that still import it from this module).
+"""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 
 from pyctrl.testing.fake_clock import FakeClock
+from tests.waiting import eventually
 
-
-def eventually(pred: Callable[[], bool], timeout: float = 5.0, what: str = "") -> None:
-    """Wait (real time, bounded) until ``pred()`` is true; fail the test otherwise."""
-    deadline = time.monotonic() + timeout
-    cond = threading.Condition()
-    with cond:
-        while not pred():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"condition not met within {timeout}s: {what}")
-            cond.wait(0.002)
+__all__ = ["eventually", "step_until"]
 
 
 def step_until(clock: FakeClock, done: Callable[[], bool], what: str, *, step: float = 2.0,

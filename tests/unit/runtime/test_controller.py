@@ -19,7 +19,8 @@ from pyctrl.controller import Controller
 from pyctrl.errors import NotLeader, TerminalError
 from pyctrl.reconcile import Result, TypedReconciler
 from pyctrl.testing.fake_clock import FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests.threads import Runner, running_manager
+from tests.waiting import eventually
 
 Behaviour = Callable[[str, int], Result | None]
 
@@ -54,21 +55,17 @@ class Harness:
         self.controller: Controller[str] = Controller("demo", self.reconciler, workers=workers,
                                      clock=self.clock, registry=self.registry,
                                      wait_for=wait_for or [])
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.controller.run, args=(self.stop,),
-                                       name="controller-run")
+        self.runner = Runner(self.controller.run, name="controller-run", join_timeout=5)
+        self.stop, self.thread = self.runner.stop, self.runner.thread
 
     def metric(self, name: str, **labels: str) -> float:
         value = self.registry.get_sample_value(name, {"controller": "demo", **labels})
         return value or 0.0
 
     def shutdown(self) -> None:
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join(5)
-            assert not self.thread.is_alive()
-        else:
+        if not self.thread.is_alive():
             self.controller.queue.shut_down()
+        self.runner.shutdown()
 
 
 @pytest.fixture
@@ -78,7 +75,7 @@ def make() -> Iterator[Callable[..., Harness]]:
     def factory(behaviour: Behaviour, **kwargs: Any) -> Harness:
         h = Harness(behaviour, **kwargs)
         made.append(h)
-        h.thread.start()
+        h.runner.start()
         return h
 
     yield factory
@@ -398,10 +395,6 @@ def test_manager_healthz_fails_when_a_worker_dies() -> None:
                                              registry=manager.registry)
     _poison_queue(controller, "ns/poison")
     manager.add_controller(controller)
-    stop = threading.Event()
-    thread = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-    thread.start()
-
     def healthz() -> tuple[int, str]:
         address = manager.health_probe_address
         assert address is not None
@@ -412,15 +405,11 @@ def test_manager_healthz_fails_when_a_worker_dies() -> None:
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode()
 
-    try:
-        eventually(lambda: manager.health_probe_address is not None, what="probes up")
+    with running_manager(manager) as runner:
         controller.queue.add("ns/a")
         eventually(lambda: reconciler.count("ns/a") == 1, what="controller running")
         assert healthz()[0] == 200
         controller.queue.add("ns/poison")
         eventually(lambda: healthz()[0] == 500, what="/healthz fails")
         assert "[-]controller-demo-workers failed" in healthz()[1]
-    finally:
-        stop.set()
-        thread.join(10)
-    assert not thread.is_alive()
+    assert not runner.thread.is_alive()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -21,7 +20,8 @@ from pyctrl.errors import (
 )
 from pyctrl.reconcile import Request
 from pyctrl.testing import FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests.threads import running
+from tests.waiting import eventually
 
 EVENT = "reconcile failed; requeueing with backoff"
 
@@ -195,22 +195,15 @@ def test_controller_logs_a_refused_connection_flood_as_a_few_one_liners() -> Non
     registry = CollectorRegistry()
     clock = FakeClock()
     controller = Controller("flood", Refused(), workers=2, clock=clock, registry=registry)
-    stop = threading.Event()
-    thread = threading.Thread(target=controller.run, args=(stop,), name="flood-run")
-    with capture_logs() as logs:
-        thread.start()
-        try:
-            idle = clock.waiters()  # the delaying queue's loop
-            for i in range(200):
-                controller.queue.add(Request("ns", f"cj-{i}"))
-            eventually(lambda: len(calls) >= 1)
-            for _ in range(40):  # 20 s of probes, each refused
-                assert clock.wait_for_waiters(idle + 2)
-                clock.step(0.5)
+    with capture_logs() as logs, running(controller.run, name="flood-run", join_timeout=5):
+        idle = clock.waiters()  # the delaying queue's loop
+        for i in range(200):
+            controller.queue.add(Request("ns", f"cj-{i}"))
+        eventually(lambda: len(calls) >= 1)
+        for _ in range(40):  # 20 s of probes, each refused
             assert clock.wait_for_waiters(idle + 2)
-        finally:
-            stop.set()
-            thread.join(5)
+            clock.step(0.5)
+        assert clock.wait_for_waiters(idle + 2)
     assert len(calls) < 30, "the gate lets only probes through during the outage"
     failures = [e for e in logs if e["event"].startswith("reconcile failed")]
     assert 1 <= len(failures) <= 5

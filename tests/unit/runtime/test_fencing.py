@@ -26,8 +26,9 @@ from pyctrl.record import EventBroadcaster
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
-from tests.unit.runtime.helpers import eventually
+from tests.threads import running
 from tests.unit.runtime.test_leaderelection import Candidate
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -111,10 +112,7 @@ def test_a_reconcile_in_flight_stops_at_its_next_write(
 
     registry = CollectorRegistry()
     controller = Controller("fenced", TwoWrites(), clock=clock, registry=registry)
-    stop = threading.Event()
-    run = threading.Thread(target=controller.run, args=(stop,), name="controller-fenced")
-    run.start()
-    try:
+    with running(controller.run, name="controller-fenced", join_timeout=5):
         controller.queue.add(Request("ns", "x"))
         assert entered.wait(5)
         _lose_lease(clock, store, leader)
@@ -130,10 +128,6 @@ def test_a_reconcile_in_flight_stops_at_its_next_write(
         assert controller.queue.num_requeues(Request("ns", "x")) == 0
         assert registry.get_sample_value(
             "controller_runtime_terminal_reconcile_errors_total", {"controller": "fenced"}) == 0
-    finally:
-        stop.set()
-        run.join(5)
-    assert not run.is_alive()
 
 
 def test_the_event_sink_drops_events_once_the_lease_is_lost(

@@ -18,7 +18,9 @@ from pyctrl.leaderelection import (
 )
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
-from tests.unit.runtime.helpers import eventually, step_until
+from tests.threads import Runner
+from tests.unit.runtime.helpers import step_until
+from tests.waiting import eventually
 
 
 @dataclass
@@ -61,18 +63,15 @@ class Candidate:
         self.probe = Probe()
         self.elector = LeaderElector(self.config, self.probe.callbacks(), clock=clock,
                                      registry=registry)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.elector.run, args=(self.stop,),
-                                       name=f"elector-{identity}")
+        self.runner = Runner(self.elector.run, name=f"elector-{identity}", join_timeout=5)
+        self.stop, self.thread = self.runner.stop, self.runner.thread
 
     def start(self) -> Candidate:
-        self.thread.start()
+        self.runner.start()
         return self
 
     def shutdown(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        assert not self.thread.is_alive()
+        self.runner.shutdown()
 
 
 @pytest.fixture

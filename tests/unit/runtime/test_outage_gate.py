@@ -28,7 +28,8 @@ from pyctrl.errors import (
 )
 from pyctrl.reconcile import Result
 from pyctrl.testing.fake_clock import FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests.threads import running
+from tests.waiting import eventually
 
 
 class Server:
@@ -164,13 +165,8 @@ def outage() -> Iterator[tuple[Controller[str], Flaky, Server, FakeClock]]:
     controller: Controller[str] = Controller(
         "demo", flaky, workers=4, clock=clock, registry=CollectorRegistry(),
         gate=_gate(clock, server))
-    stop = threading.Event()
-    thread = threading.Thread(target=controller.run, args=(stop,), name="controller-run")
-    thread.start()
-    yield controller, flaky, server, clock
-    stop.set()
-    thread.join(5)
-    assert not thread.is_alive()
+    with running(controller.run, name="controller-run", join_timeout=5):
+        yield controller, flaky, server, clock
 
 
 def test_keys_failed_in_an_outage_drain_at_once_when_it_ends(

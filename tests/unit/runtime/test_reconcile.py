@@ -19,7 +19,8 @@ from pyctrl.controller import Controller
 from pyctrl.kube.interface import Object
 from pyctrl.reconcile import FuncReconciler, Reconciler, Request, Result, as_reconciler
 from pyctrl.testing.fake_clock import FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests import threads
+from tests.waiting import eventually
 
 
 # -- Request -----------------------------------------------------------------------------------
@@ -97,13 +98,8 @@ def running() -> Iterator[tuple[Controller[Request], Recording, FakeClock]]:
     clock = FakeClock()
     rec = Recording()
     controller = Controller("req", rec, clock=clock, registry=CollectorRegistry())
-    stop = threading.Event()
-    t = threading.Thread(target=controller.run, args=(stop,), name="req-run")
-    t.start()
-    yield controller, rec, clock
-    stop.set()
-    t.join(5)
-    assert not t.is_alive()
+    with threads.running(controller.run, name="req-run", join_timeout=5):
+        yield controller, rec, clock
 
 
 def test_the_reconciler_receives_the_queued_request_itself(

@@ -15,7 +15,7 @@ from pyctrl.record import COMBINED_PREFIX, EventBroadcaster
 from pyctrl.testing.fake_client import Action, FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_recorder import FakeRecorder
-from tests.unit.runtime.helpers import eventually
+from tests.waiting import eventually
 
 POD: dict[str, Any] = {
     "apiVersion": "v1",

@@ -5,7 +5,6 @@ own, so a flood of random bearer tokens never reaches the controller's client.""
 from __future__ import annotations
 
 import ssl
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -18,8 +17,8 @@ from pyctrl.kube import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, KubeConfig, RESTC
 from pyctrl.serving import MetricsAuth
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.testing.fake_client import Action
+from tests.threads import running_manager
 from tests.unit.kube.http_stub import Reply, Request, StubServer
-from tests.unit.runtime.helpers import eventually
 
 GOOD = "good-token"
 
@@ -148,19 +147,14 @@ def test_a_flood_of_random_tokens_never_reaches_the_controllers_client(
         metrics=MetricsOptions(bind_address="127.0.0.1:0", secure=True, runtime_metrics=False,
                                auth_qps=5, auth_burst=10),
         health=HealthOptions(bind_address="127.0.0.1:0")), clock=clock)
-    stop = threading.Event()
-    thread = threading.Thread(target=mgr.run, args=(stop,), name="manager-run")
-    thread.start()
     try:
-        eventually(lambda: mgr.metrics_address is not None, what="metrics server up")
-        address = mgr.metrics_address
-        assert address is not None
-        codes = _flood(f"https://127.0.0.1:{address[1]}/metrics", 40)
+        with running_manager(mgr) as runner:
+            address = mgr.metrics_address
+            assert address is not None
+            codes = _flood(f"https://127.0.0.1:{address[1]}/metrics", 40)
     finally:
-        stop.set()
-        thread.join(10)
         main.close()
-    assert not thread.is_alive()
+    assert not runner.thread.is_alive()
     assert codes.count(401) == 10 and codes.count(429) == 30
     agents = [r.headers.get("user-agent") for r in apiserver.requests]
     assert agents == ["pyctrl-metrics-auth"] * 10  # and none from the controller's client

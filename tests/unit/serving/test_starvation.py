@@ -18,9 +18,9 @@ from pyctrl.serving import Response
 from pyctrl.testing.abuse import raise_open_file_limit
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
-from tests.unit.manager_helpers import get_url as _get
-from tests.unit.manager_helpers import start_manager
-from tests.unit.runtime.helpers import eventually
+from tests.threads import start_manager
+from tests.unit.manager.helpers import get_url as _get
+from tests.waiting import eventually
 
 IDLE = 1000
 ADDRESSES = 8  # 125 per client address: under the per-client cap

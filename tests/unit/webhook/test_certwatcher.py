@@ -12,8 +12,8 @@ import pytest
 
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.webhook import CertificateError, CertWatcher
-from tests.unit.runtime.helpers import eventually
 from tests.unit.webhook.helpers import Start, der, install, new_certs, presented_cert, request
+from tests.waiting import eventually
 
 
 def test_rotated_files_are_presented_on_the_next_handshake(start: Start,

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from pyctrl.webhook import CertificatePaths, WebhookServer
-from tests.unit.runtime.helpers import eventually
 from tests.unit.webhook.helpers import Start, request
 from tests.unit.webhook.helpers import closed as _closed
+from tests.waiting import eventually
 
 HEADERS = (b"POST /allow HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
            b"Content-Length: 2\r\n\r\n{}")

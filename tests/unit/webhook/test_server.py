@@ -22,6 +22,7 @@ from pyctrl.webhook import (
     WebhookServerOptions,
     allowed,
 )
+from tests.threads import running
 from tests.unit.webhook.helpers import HANDLERS, Start, request, review
 
 
@@ -131,17 +132,10 @@ def test_run_serves_until_stop_and_joins(certs: CertificatePaths) -> None:
     server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.ca_file.parent),
                                                 host="127.0.0.1", port=0), HANDLERS)
     assert server.check() == "webhook server is not listening"
-    stop = threading.Event()
-    runner = threading.Thread(target=server.run, args=(stop,), name="webhook-run")
-    runner.start()
-    try:
+    with running(server.run, name="webhook-run"):
         assert server.ready.wait(timeout=10)
         assert server.check() is None
         assert request(server.port, certs.ca_file, "GET", "/healthz") == (200, b"ok")
-    finally:
-        stop.set()
-        runner.join(timeout=10)
-    assert not runner.is_alive()
     assert not server.ready.is_set()
     assert server.check() is not None
     server.shutdown()  # idempotent

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from cronjob_controller.__main__ import _webhook, build_parser
@@ -16,9 +15,10 @@ from pyctrl import HealthOptions, ManagerOptions
 from pyctrl.manager import Manager
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.webhook import CertificatePaths, WebhookServer, WebhookServerOptions
-from tests.unit.manager_helpers import http_get
-from tests.unit.runtime.helpers import eventually
+from tests.threads import running_manager
+from tests.unit.manager.helpers import http_get
 from tests.unit.webhook.helpers import new_certs
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -73,21 +73,14 @@ def _manager_with(server: WebhookServer) -> Manager:
 def test_readyz_includes_the_webhook_server(tmp_path: Path) -> None:
     certs: CertificatePaths = new_certs(tmp_path)
     server = WebhookServer(WebhookServerOptions(cert_dir=str(certs.cert_file.parent),
-                                                host="127.0.0.1", port=0), HANDLERS)
+                                               host="127.0.0.1", port=0), HANDLERS)
     manager = _manager_with(server)
     assert server.check() == "webhook server is not listening"
-    stop = threading.Event()
-    runner = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-    runner.start()
-    try:
-        eventually(lambda: manager.health_probe_address is not None, what="probes up")
+    with running_manager(manager) as runner:
         eventually(lambda: http_get(manager, "/readyz")[0] == 200, what="ready")
         assert http_get(manager, "/readyz/webhook") == (200, "ok")
         assert http_get(manager, "/healthz") == (200, "ok")
-    finally:
-        stop.set()
-        runner.join(10)
-    assert not runner.is_alive()
+    assert not runner.thread.is_alive()
     assert server.check() is not None
 
 
@@ -100,17 +93,10 @@ def test_a_webhook_that_can_not_bind_fails_readyz_and_healthz(tmp_path: Path) ->
             cert_dir=str(certs.cert_file.parent), host="127.0.0.1",
             port=taken.getsockname()[1]), HANDLERS)
         manager = _manager_with(server)
-        stop = threading.Event()
-        runner = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-        runner.start()
-        try:
-            eventually(lambda: manager.health_probe_address is not None, what="probes up")
+        with running_manager(manager) as runner:
             eventually(lambda: http_get(manager, "/healthz")[0] == 500, what="healthz fails")
             code, body = http_get(manager, "/healthz?verbose")
             assert "[-]runnables failed: WebhookServer failed: OSError" in body
             code, body = http_get(manager, "/readyz?verbose")
             assert code == 500 and "[-]webhook failed: webhook server is not listening" in body
-        finally:
-            stop.set()
-            runner.join(10)
-    assert not runner.is_alive()
+    assert not runner.thread.is_alive()

@@ -1,26 +1,10 @@
-"""Shared helpers for the work queue tests: condition waits with timeouts (never sleeps)."""
+"""Shared helpers for the work queue tests: stepping the clock under a delaying queue."""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
-
 from pyctrl.testing import FakeClock
 from pyctrl.workqueue import DelayingQueue
-
-WAIT_TIMEOUT = 5.0
-_tick = threading.Event()  # never set: waiting on it is a bounded real-time poll
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = WAIT_TIMEOUT) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` real seconds pass; return it."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return predicate()
-        _tick.wait(0.001)
-    return True
+from tests.waiting import eventually
 
 
 def waiter_passes(q: DelayingQueue[str]) -> int:
@@ -36,4 +20,4 @@ def step_and_settle(
     assert clock.wait_for_waiters(clock_waiters), "delay waiter never parked on the clock"
     before = waiter_passes(q)
     clock.step(seconds)
-    assert wait_until(lambda: waiter_passes(q) > before), "delay waiter did not wake"
+    eventually(lambda: waiter_passes(q) > before, what="the delay waiter to wake")

@@ -7,7 +7,8 @@ from typing import Any
 
 from pyctrl.testing import FakeClock
 from pyctrl.workqueue import DelayingQueue
-from tests.unit.workqueue.helpers import step_and_settle, wait_until
+from tests.unit.workqueue.helpers import step_and_settle
+from tests.waiting import eventually
 
 Make = Callable[..., Any]
 
@@ -27,7 +28,7 @@ def test_add_after_adds_once_the_delay_has_passed(make: Make, clock: FakeClock) 
     step_and_settle(q, clock, 0.5)
     assert len(q) == 0
     step_and_settle(q, clock, 0.5)
-    assert wait_until(lambda: len(q) == 1)
+    eventually(lambda: len(q) == 1)
     assert q.get() == "a"
     assert q._waiting_count() == 0
 
@@ -39,7 +40,7 @@ def test_items_arrive_in_ready_time_order(make: Make, clock: FakeClock) -> None:
     q.add_after("mid", 2.0)
     q.add_after("tie", 2.0)  # same time as "mid": call order breaks the tie
     step_and_settle(q, clock, 5.0)
-    assert wait_until(lambda: len(q) == 4)
+    eventually(lambda: len(q) == 4)
     assert _drain(q) == ["fast", "mid", "tie", "slow"]
 
 
@@ -129,5 +130,5 @@ def test_many_items_with_real_clock_all_arrive(make: Make) -> None:
     q = make(DelayingQueue)
     for i in range(50):
         q.add_after(f"k{i}", 0.001 * (i % 5))
-    assert wait_until(lambda: len(q) == 50)
+    eventually(lambda: len(q) == 50)
     assert sorted(_drain(q)) == sorted(f"k{i}" for i in range(50))

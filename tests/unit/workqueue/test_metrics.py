@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from pyctrl.testing import FakeClock
 from pyctrl.workqueue import ItemExponentialFailureRateLimiter, Queue, RateLimitingQueue
-from tests.unit.workqueue.helpers import wait_until
+from tests.waiting import eventually
 
 Make = Callable[..., Any]
 
@@ -65,12 +65,12 @@ def test_unfinished_work_gauges_are_updated_periodically(make: Make, clock: Fake
     q.get()
     assert clock.wait_for_waiters(1)  # the updater sleeps on the clock
     clock.step(2.0)
-    assert wait_until(lambda: _value(reg, "workqueue_unfinished_work_seconds") == 5.0)
+    eventually(lambda: _value(reg, "workqueue_unfinished_work_seconds") == 5.0)
     assert _value(reg, "workqueue_longest_running_processor_seconds") == 3.0
     q.done("a")
     q.done("b")
     clock.step(0.5)
-    assert wait_until(lambda: _value(reg, "workqueue_unfinished_work_seconds") == 0.0)
+    eventually(lambda: _value(reg, "workqueue_unfinished_work_seconds") == 0.0)
     assert _value(reg, "workqueue_longest_running_processor_seconds") == 0.0
 
 
@@ -102,7 +102,7 @@ def test_handoff_to_a_blocked_getter_is_measured(make: Make, clock: FakeClock) -
     got: list[str] = []
     t = threading.Thread(target=lambda: got.append(q.get()), name="getter")
     t.start()
-    assert wait_until(lambda: len(q._parked) == 1)
+    eventually(lambda: len(q._parked) == 1)
     q.add("a")
     t.join(5)
     assert got == ["a"]

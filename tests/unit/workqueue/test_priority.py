@@ -19,7 +19,8 @@ from pyctrl.workqueue import (
     RateLimitingQueue,
     ShutDown,
 )
-from tests.unit.workqueue.helpers import step_and_settle, wait_until
+from tests.unit.workqueue.helpers import step_and_settle
+from tests.waiting import eventually
 
 Make = Callable[..., Any]
 MAX_WAIT = 10.0
@@ -110,7 +111,7 @@ def test_parked_consumer_gets_the_item_handed_over(make: Make, clock: FakeClock)
     got: list[str] = []
     t = threading.Thread(target=lambda: got.append(q.get()))
     t.start()
-    assert wait_until(lambda: len(q._parked) == 1)
+    eventually(lambda: len(q._parked) == 1)
     q.add("a", LOW_PRIORITY)
     t.join(5)
     assert got == ["a"]
@@ -221,7 +222,7 @@ def test_add_after_keeps_the_priority(make: Make, clock: FakeClock) -> None:
     q.add_after("low", 1.0, LOW_PRIORITY)
     q.add_after("normal", 2.0)
     step_and_settle(q, clock, 3.0)
-    assert wait_until(lambda: len(q) == 2)
+    eventually(lambda: len(q) == 2)
     assert _drain(q) == ["normal", "low"]
 
 
@@ -234,7 +235,7 @@ def test_add_after_dedup_keeps_earliest_time_and_highest_priority(
     q.add_after("a", 0.5, LOW_PRIORITY)  # earlier: time moves, priority stays NORMAL
     q.add_after("b", 0.5, LOW_PRIORITY)
     step_and_settle(q, clock, 0.5)
-    assert wait_until(lambda: len(q) == 2)
+    eventually(lambda: len(q) == 2)
     assert q.priority_of("a") == NORMAL_PRIORITY
     assert _drain(q) == ["a", "b"]
     assert q._waiting_count() == 0
@@ -256,7 +257,7 @@ def test_add_rate_limited_with_priority(make: Make, clock: FakeClock) -> None:
     q.add_rate_limited("b")  # 1s, NORMAL
     assert q.num_requeues("a") == 1
     step_and_settle(q, clock, 1.0)
-    assert wait_until(lambda: len(q) == 2)
+    eventually(lambda: len(q) == 2)
     assert _drain(q) == ["b", "a"]
     q.forget("a")
     assert q.num_requeues("a") == 0
@@ -297,7 +298,7 @@ def test_metered_hand_off_to_a_parked_consumer(make: Make, clock: FakeClock) -> 
     got: list[str] = []
     t = threading.Thread(target=lambda: got.append(q.get()))
     t.start()
-    assert wait_until(lambda: len(q._parked) == 1)
+    eventually(lambda: len(q._parked) == 1)
     q.add("a")
     t.join(5)
     assert got == ["a"]
@@ -332,7 +333,7 @@ def test_shut_down_releases_parked_consumers(make: Make, clock: FakeClock) -> No
 
     t = threading.Thread(target=consume)
     t.start()
-    assert wait_until(lambda: len(q._parked) == 1)
+    eventually(lambda: len(q._parked) == 1)
     q.shut_down()
     t.join(5)
     assert len(errors) == 1
@@ -350,7 +351,7 @@ def test_shut_down_with_drain_waits_for_in_flight_items(make: Make, clock: FakeC
 
     t = threading.Thread(target=drain)
     t.start()
-    assert wait_until(q.shutting_down)
+    eventually(q.shutting_down)
     assert not returned.is_set()
     q.done("a")
     t.join(5)

@@ -21,7 +21,8 @@ from pyctrl.workqueue import (
     PriorityQueue,
     RateLimitingQueue,
 )
-from tests.unit.workqueue.helpers import wait_until
+from tests.threads import Runner, start_manager
+from tests.waiting import eventually
 
 NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
 
@@ -140,19 +141,14 @@ def manager(client: FakeClient, clock: FakeClock) -> Manager:
 
 @pytest.fixture
 def run(manager: Manager) -> Iterator[Callable[[], None]]:
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
+    started: list[Runner] = []
 
     def start() -> None:
-        t = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-        t.start()
-        threads.append(t)
+        started.append(start_manager(manager))
 
     yield start
-    stop.set()
-    for t in threads:
-        t.join(10)
-        assert not t.is_alive()
+    for runner in started:
+        runner.shutdown()
 
 
 def new_cm(name: str) -> Object:
@@ -180,14 +176,14 @@ def test_builder_option_serves_a_create_before_the_initial_list(
     run()
     try:
         # One initial item is in the (blocked) worker, the other four wait at LOW priority.
-        assert wait_until(lambda: len(order) == 1 and len(q) == 4)
+        eventually(lambda: len(order) == 1 and len(q) == 4)
         assert all(q.priority_of(Request("ns", f"listed-{i}")) in (LOW_PRIORITY, None)
                    for i in range(5))
         client.create(CONFIGMAPS, new_cm("created"))
-        assert wait_until(lambda: len(q) == 5)
+        eventually(lambda: len(q) == 5)
     finally:
         gate.set()
-    assert wait_until(lambda: len(order) == 6)
+    eventually(lambda: len(order) == 6)
     assert order[1] == "created"
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pyctrl.workqueue import Queue, ShutDown
-from tests.unit.workqueue.helpers import wait_until
+from tests.waiting import eventually
 
 Make = Callable[..., Any]
 
@@ -91,7 +91,7 @@ def test_done_for_an_unknown_item_is_harmless(make: Make) -> None:
 def test_get_blocks_until_an_item_is_added(make: Make) -> None:
     q = make(Queue)
     getter = _Getter(q)
-    assert wait_until(lambda: _parked(q) == 1)
+    eventually(lambda: _parked(q) == 1)
     assert getter.thread.is_alive()
     q.add("a")
     assert getter.join() == "a"
@@ -105,9 +105,9 @@ def test_get_blocks_until_an_item_is_added(make: Make) -> None:
 def test_one_add_wakes_exactly_one_blocked_getter(make: Make) -> None:
     q = make(Queue)
     first, second = _Getter(q), _Getter(q)
-    assert wait_until(lambda: _parked(q) == 2)
+    eventually(lambda: _parked(q) == 2)
     q.add("a")
-    assert wait_until(lambda: _parked(q) == 1)
+    eventually(lambda: _parked(q) == 1)
     # The longest-waiting consumer is served first.
     assert first.join() == "a"
     assert second.thread.is_alive()
@@ -121,7 +121,7 @@ def test_done_hands_a_readded_item_to_a_blocked_getter(make: Make) -> None:
     assert q.get() == "a"
     q.add("a")
     getter = _Getter(q)
-    assert wait_until(lambda: _parked(q) == 1)
+    eventually(lambda: _parked(q) == 1)
     q.done("a")
     assert getter.join() == "a"
 
@@ -129,7 +129,7 @@ def test_done_hands_a_readded_item_to_a_blocked_getter(make: Make) -> None:
 def test_shut_down_releases_blocked_getters(make: Make) -> None:
     q = make(Queue)
     getters = [_Getter(q) for _ in range(3)]
-    assert wait_until(lambda: _parked(q) == 3)
+    eventually(lambda: _parked(q) == 3)
     q.shut_down()
     assert all(isinstance(g.join(), ShutDown) for g in getters)
     assert q.shutting_down()
@@ -166,7 +166,7 @@ def test_shut_down_with_drain_waits_for_in_flight_items(make: Make) -> None:
     a, b = q.get(), q.get()
     drainer = threading.Thread(target=q.shut_down, kwargs={"drain": True}, name="drainer")
     drainer.start()
-    assert wait_until(q.shutting_down)
+    eventually(q.shutting_down)
     q.done(a)
     assert drainer.is_alive()  # "b" is still in flight: it can not have returned
     q.done(b)
@@ -186,7 +186,7 @@ def test_plain_shut_down_stops_a_waiting_drain(make: Make) -> None:
     q.get()
     drainer = threading.Thread(target=q.shut_down, kwargs={"drain": True}, name="drainer")
     drainer.start()
-    assert wait_until(q.shutting_down)
+    eventually(q.shutting_down)
     q.shut_down()
     drainer.join(5)
     assert not drainer.is_alive()

@@ -11,7 +11,8 @@ from pyctrl.workqueue import (
     MaxOfRateLimiter,
     RateLimitingQueue,
 )
-from tests.unit.workqueue.helpers import step_and_settle, wait_until
+from tests.unit.workqueue.helpers import step_and_settle
+from tests.waiting import eventually
 
 Make = Callable[..., Any]
 
@@ -25,14 +26,14 @@ def test_add_rate_limited_waits_the_limiters_delay(make: Make, clock: FakeClock)
     step_and_settle(q, clock, 0.5)
     assert len(q) == 0
     step_and_settle(q, clock, 0.5)
-    assert wait_until(lambda: len(q) == 1)
+    eventually(lambda: len(q) == 1)
     q.done(q.get())
     q.add_rate_limited("a")  # second failure: 2s
     assert q.num_requeues("a") == 2
     step_and_settle(q, clock, 1.0)
     assert len(q) == 0
     step_and_settle(q, clock, 1.0)
-    assert wait_until(lambda: len(q) == 1)
+    eventually(lambda: len(q) == 1)
 
 
 def test_forget_resets_the_back_off(make: Make, clock: FakeClock) -> None:
@@ -52,7 +53,7 @@ def test_default_rate_limiter_is_the_controller_default(make: Make, clock: FakeC
     assert isinstance(q.rate_limiter, MaxOfRateLimiter)
     q.add_rate_limited("a")  # 5ms for the first failure
     step_and_settle(q, clock, 0.005)
-    assert wait_until(lambda: len(q) == 1)
+    eventually(lambda: len(q) == 1)
 
 
 def test_add_rate_limited_is_ignored_after_shut_down(make: Make, clock: FakeClock) -> None:

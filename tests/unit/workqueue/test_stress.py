@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyctrl.workqueue import Queue, RateLimitingQueue, ShutDown
-from tests.unit.workqueue.helpers import wait_until
+from tests.waiting import eventually
 
 PRODUCERS = 4
 CONSUMERS = 4
@@ -98,7 +98,7 @@ def test_no_double_processing_and_nothing_lost(cls: type[Queue[int]], metrics: b
                 t.start()
             for t in producers:
                 t.join(30)
-            assert wait_until(idle, timeout=30)
+            eventually(idle, timeout=30)
             with check:
                 stale = {
                     k: (a, last_start.get(k))

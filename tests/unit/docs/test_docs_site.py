@@ -1,8 +1,9 @@
 """The docs site (mkdocs.yml) has an API reference page for every public module.
 
 `make docs` builds the site strictly (broken links and references fail); this test keeps its
-nav in step with what docs/DESIGN.md calls public: the facades tests/unit/test_public_api.py
-checks, plus the modules a controller author imports by name.
+nav in step with what docs/DESIGN.md calls public: the facades
+tests/unit/architecture/test_public_api.py checks, plus the modules a controller author imports
+by name.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from tests.unit.test_public_api import FACADES
+from tests.unit.architecture.test_public_api import FACADES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # docs/DESIGN.md "What is public", beyond the facades with an ``__all__`` test of their own.
 PUBLIC_BY_NAME = ["pyctrl.manager", "pyctrl.extension", "pyctrl.apply", "pyctrl.ownerrefs",

@@ -13,7 +13,7 @@ import pytest
 
 from pyctrl.testing import FakeClient
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TICK = datetime(2026, 3, 10, 12, 1, tzinfo=UTC)
 NEXT = datetime(2026, 3, 10, 12, 2, tzinfo=UTC)
 

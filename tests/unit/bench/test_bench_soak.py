@@ -20,7 +20,7 @@ from bench.soak import (
     parse_status,
     read_process,
 )
-from tests.unit.runtime.helpers import eventually
+from tests.waiting import eventually
 
 
 def test_slope_of_an_exact_line() -> None:

@@ -15,7 +15,7 @@ from pyctrl import CONFIGMAPS, SECRETS, Manager, Request
 from pyctrl.models.core_v1 import ConfigMap
 from pyctrl.testing import FakeClient, synced_lister
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

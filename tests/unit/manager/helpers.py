@@ -1,7 +1,5 @@
-"""Shared helpers for unit tests that run a whole Manager: start it on a thread, read probes.
+"""Reading a running Manager's servers in unit tests (run it with tests/threads.py).
 
-* :func:`start_manager` runs ``manager.run`` on a thread (:class:`tests.threads.Runner`) and
-  returns once its probe server listens; ``runner.shutdown()`` stops and joins it.
 * :func:`http_get` reads a probe path (or ``/metrics`` from the metrics server) and returns
   ``(status, body)`` for every HTTP status, errors included; :func:`get_url` does the same
   for any URL, with an optional bearer token and TLS context.
@@ -14,10 +12,8 @@ import urllib.error
 import urllib.request
 
 from pyctrl.manager import Manager
-from tests.threads import Runner
-from tests.unit.runtime.helpers import eventually
 
-__all__ = ["get_url", "http_get", "start_manager"]
+__all__ = ["get_url", "http_get"]
 
 
 def get_url(url: str, token: str | None = None,
@@ -37,9 +33,3 @@ def http_get(manager: Manager, path: str) -> tuple[int, str]:
     assert address is not None
     return get_url(f"http://127.0.0.1:{address[1]}{path}")
 
-
-def start_manager(manager: Manager) -> Runner:
-    """``manager.run`` on a thread, once its probe server is up."""
-    runner = Runner(manager.run, name="manager-run").start()
-    eventually(lambda: manager.health_probe_address is not None, what="servers up")
-    return runner

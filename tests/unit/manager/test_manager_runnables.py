@@ -13,9 +13,9 @@ from pyctrl.manager import HealthOptions, LeaderElectionOptions, Manager, Manage
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
-from tests.threads import Runner
-from tests.unit.manager_helpers import http_get, start_manager
-from tests.unit.runtime.helpers import eventually
+from tests.threads import Runner, start_manager
+from tests.unit.manager.helpers import http_get
+from tests.waiting import eventually
 
 
 class Blocking:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 FAKE_KUBECTL = """#!/usr/bin/env bash
 printf '%s\\n' "$*" >> "${FAKE_LOG}"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CRD_FILE = ROOT / "crds" / "cronjobs.batch.pyctrl.io.yaml"
 SNAPSHOT = ROOT / "pyctrl" / "api" / "kubernetes-openapi.json"
 

@@ -20,7 +20,7 @@ from kubernetes.config import incluster_config
 from cronjob_controller.__main__ import build_parser
 from tests.integration import test_container_run as sandbox
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _instructions() -> list[tuple[str, str]]:

@@ -92,7 +92,7 @@ def test_one_backoff_name_each() -> None:
     assert not hasattr(lease_lock, "parse_micro_time")
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 _DEPRECATED_FROM = ("warnings", "typing_extensions")
 
 

@@ -22,9 +22,10 @@ from pyctrl.reconcile import Request, Result
 from pyctrl.testing.fake_client import FakeClient
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_lock import FakeLock, FakeLockStore
-from tests.threads import Runner
-from tests.unit.manager_helpers import http_get, start_manager
-from tests.unit.runtime.helpers import eventually, step_until
+from tests.threads import Runner, start_manager
+from tests.unit.manager.helpers import http_get
+from tests.unit.runtime.helpers import step_until
+from tests.waiting import eventually
 
 
 @dataclass

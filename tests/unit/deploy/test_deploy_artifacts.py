@@ -34,7 +34,7 @@ from cronjob_controller.__main__ import build_parser
 from cronjob_controller.webhook import MUTATE_PATH, VALIDATE_PATH
 from pyctrl.serving import parse_bind_address
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MANIFESTS = ROOT / "manifests"
 BASE = MANIFESTS / "base"
 WEBHOOK = MANIFESTS / "components" / "webhook"

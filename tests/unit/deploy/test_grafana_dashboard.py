@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from pyctrl.serving.gcmetrics import register_runtime_collectors
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DASHBOARD = ROOT / "manifests" / "grafana" / "cronjob-controller.json"
 
 _REGISTERED = re.compile(r'\b(Counter|Gauge|Histogram|Summary)\(\s*"([a-zA-Z_:][\w:]*)"')

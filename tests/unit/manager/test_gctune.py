@@ -14,7 +14,8 @@ from pyctrl.kube.interface import Object
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.manager import Manager, ManagerOptions, MetricsOptions
 from pyctrl.testing import Action, FakeClient, FakeClock
-from tests.unit.runtime.helpers import eventually
+from tests.threads import running_manager
+from tests.waiting import eventually
 
 
 class FakeGC:
@@ -65,21 +66,17 @@ def test_the_manager_freezes_once_every_informer_synced(fake_gc: FakeGC) -> None
                              gc=GCOptions(freeze_after_sync=True, gen0_threshold=5000))
     manager = Manager(client, options, clock=clock)
     informer = manager.informers.informer_for(CONFIGMAPS)
-    stop = threading.Event()
-    thread = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-    thread.start()
     try:
-        eventually(lambda: any(a.verb == "list" for a in client.actions), what="list sent")
-        assert not informer.has_synced() and fake_gc.calls == []
-        release.set()
-        assert fake_gc.done.wait(10)
-        assert informer.has_synced()
-        assert fake_gc.calls == [("set_threshold", 5000, 10, 10), ("collect",), ("freeze",)]
+        with running_manager(manager) as runner:
+            eventually(lambda: any(a.verb == "list" for a in client.actions), what="list sent")
+            assert not informer.has_synced() and fake_gc.calls == []
+            release.set()
+            assert fake_gc.done.wait(10)
+            assert informer.has_synced()
+            assert fake_gc.calls == [("set_threshold", 5000, 10, 10), ("collect",), ("freeze",)]
     finally:
         release.set()
-        stop.set()
-        thread.join(10)
-    assert not thread.is_alive()
+    assert not runner.thread.is_alive()
     assert fake_gc.calls.count(("freeze",)) == 1
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import ssl
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -27,8 +26,8 @@ from pyctrl.serving import (
 )
 from pyctrl.testing.fake_client import Action, FakeClient
 from pyctrl.testing.fake_clock import FakeClock
-from tests.unit.manager_helpers import get_url as _get
-from tests.unit.runtime.helpers import eventually
+from tests.threads import running_manager
+from tests.unit.manager.helpers import get_url as _get
 
 USERS = {"good-token": "system:serviceaccount:mon:prometheus",
          "other-token": "system:serviceaccount:mon:nosy"}
@@ -138,17 +137,8 @@ def secure_manager(api: ApiServer) -> Iterator[Manager]:
     mgr = Manager(api.client, ManagerOptions(
         metrics=MetricsOptions(bind_address="127.0.0.1:0", secure=True),
         health=HealthOptions(bind_address="127.0.0.1:0")), clock=FakeClock())
-    stop = threading.Event()
-    thread = threading.Thread(target=mgr.run, args=(stop,), name="manager-run")
-    thread.start()
-    try:
-        eventually(lambda: mgr.metrics_address is not None
-                   and mgr.health_probe_address is not None, what="servers up")
+    with running_manager(mgr):
         yield mgr
-    finally:
-        stop.set()
-        thread.join(10)
-        assert not thread.is_alive()
 
 
 def test_manager_serves_metrics_over_https_with_auth_and_probes_over_http(
