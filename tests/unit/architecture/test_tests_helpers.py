@@ -14,11 +14,7 @@ HELPERS = {"tests/threads.py", "tests/waiting.py"}
 # Offences in folders other branches were editing when this check landed (cronjob, builder,
 # sharding unit tests): listed so that they are moved to the helpers, never to add to.
 KNOWN = {
-    ("tests/unit/builder/test_builder.py", "starts a .run thread by hand"),
-    ("tests/unit/builder/test_typed_reconcile.py", "starts a .run thread by hand"),
     ("tests/unit/cronjob/test_controller_scale.py", "starts a .run thread by hand"),
-    ("tests/unit/sharding/test_sharder.py", "starts a .run thread by hand"),
-    ("tests/unit/sharding/test_watch.py", "starts a .run thread by hand"),
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -55,24 +55,6 @@ def client(clock: FakeClock) -> FakeClient:
 @pytest.fixture
 def manager(client: FakeClient, clock: FakeClock) -> Manager:
     return Manager(client, NO_RUNTIME_METRICS, clock=clock)
-
-
-@pytest.fixture
-def start(manager: Manager) -> Iterator[Callable[[], None]]:
-    """Call it once the test has wired ``manager``: runs it until the test ends."""
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
-
-    def run() -> None:
-        t = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-        t.start()
-        threads.append(t)
-
-    yield run
-    stop.set()
-    for t in threads:
-        t.join(10)
-        assert not t.is_alive()
 
 
 def cm(name: str, ns: str = "ns", **meta: Any) -> Object:

@@ -5,7 +5,7 @@ a reconcile sees shutdown (stopping()), predicates compose on dicts and typed ob
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -14,6 +14,7 @@ from pyctrl import Manager, ManagerOptions, MetricsOptions, api
 from pyctrl.controller import Controller
 from pyctrl.handlers import Predicate
 from pyctrl.testing import FakeClient, FakeClock
+from tests.threads import running
 from tests.unit.runtime.helpers import eventually
 
 NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
@@ -44,23 +45,6 @@ def client() -> FakeClient:
 @pytest.fixture
 def manager(client: FakeClient) -> Manager:
     return Manager(client, NO_RUNTIME_METRICS, clock=FakeClock())
-
-
-@pytest.fixture
-def start(manager: Manager) -> Iterator[Callable[[], None]]:
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
-
-    def run() -> None:
-        t = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-        t.start()
-        threads.append(t)
-
-    yield run
-    stop.set()
-    for t in threads:
-        t.join(10)
-        assert not t.is_alive()
 
 
 class Sizes:
@@ -162,13 +146,9 @@ def test_a_reconcile_sees_shutdown_and_ends_cleanly() -> None:
 
     controller = Controller[pyctrl.Request]("long", Long())
     controller.queue.add(pyctrl.Request("ns", "a"))
-    stop = threading.Event()
-    t = threading.Thread(target=controller.run, args=(stop,), name="long-run")
-    t.start()
-    assert started.wait(10)
-    stop.set()
-    t.join(10)
-    assert not t.is_alive() and ended.is_set()
+    with running(controller.run, name="long-run"):
+        assert started.wait(10)
+    assert ended.is_set()
 
 
 def typed(name: str, generation: int, labels: dict[str, str],

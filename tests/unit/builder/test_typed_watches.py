@@ -6,7 +6,7 @@ per controller, and two controllers may watch it in different forms (two informe
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -45,23 +45,6 @@ def client() -> FakeClient:
 @pytest.fixture
 def manager(client: FakeClient) -> Manager:
     return Manager(client, NO_RUNTIME_METRICS, clock=FakeClock())
-
-
-@pytest.fixture
-def start(manager: Manager) -> Iterator[Callable[[], None]]:
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
-
-    def run() -> None:
-        t = threading.Thread(target=manager.run, args=(stop,), name="manager-run")
-        t.start()
-        threads.append(t)
-
-    yield run
-    stop.set()
-    for t in threads:
-        t.join(10)
-        assert not t.is_alive()
 
 
 class Record:

@@ -21,6 +21,7 @@ from pyctrl.sharding import HashRing, Sharder, ShardingOptions, ShardReconciler,
 from pyctrl.sharding.sharder import FAILED_RETRY, FAILED_RETRY_MAX
 from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.testing.fake_actions import Action
+from tests.threads import Runner
 from tests.unit.sharding.helpers import DRAIN, NS, SHARD, configmap, lease, options, two_shards
 from tests.waiting import poll
 
@@ -394,18 +395,15 @@ class _ProbeClock(FakeClock):
 @contextmanager
 def _running(sharder: Sharder, clock: _ProbeClock) -> Iterator[None]:
     """Run the sharder on its own thread; the body starts once its first pass has settled."""
-    stop = threading.Event()
-    thread = threading.Thread(target=sharder.run, args=(stop,), name="sharder")
-    thread.start()
+    runner = Runner(sharder.run, name="sharder").start()
     try:
         assert poll(lambda: sharder.passes >= 1 and clock.settled(), timeout=5,
                     interval=0.01)
         yield
     finally:
-        stop.set()
+        runner.stop.set()
         sharder.wake()  # a FakeClock wait does not end with stop: a failed test would hang
-        thread.join(10)
-    assert not thread.is_alive()
+        runner.shutdown()
 
 
 def _step(clock: _ProbeClock, seconds: float) -> None:

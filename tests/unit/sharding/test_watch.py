@@ -7,7 +7,6 @@ out at +15 s); the replica becomes leader at +20 s (as after its leader was kill
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,22 +20,16 @@ from pyctrl.leaderelection import (
 from pyctrl.sharding import Sharder, ShardWatch
 from pyctrl.sharding.watch import _Handler
 from pyctrl.testing import FakeClient, FakeClock
+from tests.threads import running
 from tests.unit.sharding.helpers import DRAIN, NS, SHARD, configmap, lease, options, two_shards
 from tests.waiting import poll
 
 
 @contextmanager
 def _watching(watch: ShardWatch) -> Iterator[None]:
-    stop = threading.Event()
-    thread = threading.Thread(target=watch.run, args=(stop,), name="watch")
-    thread.start()
-    try:
+    with running(watch.run, name="watch") as stop:
         assert watch.wait_for_sync(stop)
         yield
-    finally:
-        stop.set()
-        thread.join(10)
-        assert not thread.is_alive()
 
 
 def _owners(client: FakeClient) -> dict[str, str | None]:
