@@ -33,7 +33,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 typecheck: setup
-	$(BATCH) $(VENV)/bin/mypy --strict
+	$(VENV)/bin/mypy --strict
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
@@ -58,7 +58,7 @@ pythons:
 # The docs site (mkdocs.yml: README, docs/*.md, the API reference from the docstrings) into
 # site/, strict: a broken link, anchor or cross-reference, or a docstring warning, fails.
 docs: setup
-	$(BATCH) $(VENV)/bin/mkdocs build --strict
+	$(VENV)/bin/mkdocs build --strict
 
 # The integration tests run on IT_WORKERS pytest-xdist workers, each with its own control
 # planes; most of their time is waiting (minute ticks, lease expiry, restarts), so more
@@ -81,15 +81,12 @@ scale: setup controlplane
 
 # Everything at once: the integration tests spend most of their time waiting (a worker uses
 # about a tenth to a third of a core), so ruff, mypy, the unit tests and the docs build run
-# beside them on the cores they leave (docs/DEVELOPMENT.md, "How long make test takes"); mypy
-# and the docs build, which wait on nothing real, at a lower CPU priority (BATCH). Only the
-# integration tests wait for the control-plane build (minutes on a cold machine, mostly Go
+# beside them on the cores they leave (docs/DEVELOPMENT.md, "How long make test takes"). Only
+# the integration tests wait for the control-plane build (minutes on a cold machine, mostly Go
 # compiling, which then also runs beside the others). Each target's output is printed when it
 # ends.
-BATCH ?=
 test: setup
-	@$(MAKE) --no-print-directory -j5 --output-sync=target BATCH="nice -n 10" \
-		integration lint typecheck unit docs
+	@$(MAKE) --no-print-directory -j5 --output-sync=target integration lint typecheck unit docs
 
 # A throwaway local control plane; `make run CONTEXT=name` runs on that kubeconfig context.
 run: setup controlplane
