@@ -8,6 +8,12 @@ run in order on one worker, its module fixtures start once), unless a test names
 ``xdist_group`` (``pods``: the tests of the pods-mode control plane share one worker, so one
 starts it).
 
+xdist marks a group by appending ``@<group>`` to each node id, through an attribute that
+pytest 9.2 no longer reads (``Node.nodeid`` is now built from ``Node._id``); the node ids then
+keep no group and ``--dist loadgroup`` hands out single tests, so a module's control plane
+started on every worker that ran one of its tests. :func:`_keep_groups` writes the suffix
+where this pytest reads it (pytest >= 9.2 only; before, xdist's own suffix works).
+
 Order: the longest units first (:data:`EXPECTED_SECONDS`, measured with 4 workers on the
 shared 2-core machine; an unlisted module counts :data:`DEFAULT_SECONDS` per test), so the
 suite ends with short ones instead of one worker finishing a three-minute test alone. xdist
@@ -64,6 +70,29 @@ NOT_FIRST = frozenset({
 })
 
 
+class _KeepGroups:
+    """Appends ``@<unit>`` to the node ids, as xdist's loadgroup scheduler expects, on a pytest
+    whose node ids come from ``Node._id`` (see the module docstring). Last, so ``--deselect``
+    and ``-m`` see the plain node ids first."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        from _pytest.nodeid import NodeId
+
+        for item in items:
+            if "@" not in item.nodeid and list(item.iter_markers("xdist_group")):
+                item._id = NodeId.parse(f"{item.nodeid}@{_unit(item)}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config, "workerinput", None) and config.getvalue("loadgroup"):
+        try:
+            import _pytest.nodeid  # noqa: F401  (pytest >= 9.2)
+        except ImportError:  # an older pytest: xdist's own suffix takes
+            return
+        config.pluginmanager.register(_KeepGroups(), "pyctrl-keep-xdist-groups")
+
+
 def _unit(item: pytest.Item) -> str:
     marks = list(item.iter_markers("xdist_group"))
     if marks:
@@ -97,3 +126,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     cheap = sorted(rest, key=cost)[:workers]
     order = head + cheap + [n for n in rest if n not in cheap]
     items[:] = [item for name in order for item in units[name]]
+
