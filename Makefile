@@ -71,7 +71,7 @@ integration: setup controlplane
 	$(VENV)/bin/pytest -q $(IT_ARGS) tests/integration $(PYTEST_ARGS)
 
 # The sharding scale test at the issue's size (3 replica processes, SCALE_CRONJOBS CronJobs,
-# the leader SIGKILLed mid-tick), alone: about 4-5 minutes of which 2-3 wait for the tick.
+# the leader SIGKILLed mid-tick), alone: about 4-6 minutes of which 2-3 wait for the tick.
 # make test runs the same test and assertions at 300 CronJobs; CI runs this after make test
 # (docs/DEVELOPMENT.md, "The scale test", says what each size proves).
 SCALE_CRONJOBS ?= 3000
