@@ -1,38 +1,40 @@
-"""Sharding at the issue's scale: 3 replica processes, 3000 CronJobs, the leader SIGKILLed.
+"""Sharding at scale: 3 replica processes, N CronJobs, the leader SIGKILLed mid-tick.
+
+N is ``PYCTRL_SCALE_CRONJOBS``: 300 in ``make test`` (in the parallel stage), 3000 (the
+issue's scale) in ``make scale``, which CI runs after ``make test`` (docs/DEVELOPMENT.md,
+"The scale test", says what each size proves). Every assertion holds at every size.
 
 Three ``python -m cronjob_controller --sharding`` processes (shard Lease and leader Lease 8 s,
-renew deadline 6 s, retry 1.5 s; 8 workers each) share 3000 CronJobs, every one due once at
+renew deadline 6 s, retry 1.5 s; 8 workers each) share the N CronJobs, every one due once at
 the same real minute tick T (the schedule names T's minute and hour; T is the first minute
 boundary at least ``SETUP`` seconds after the test starts, so the test waits for it).
 
 1. The CronJobs are spread over the three shards by the ring (labels only; each replica's
    informers see only its own).
-2. One second after T, in the middle of the tick's Job creates, the replica that leads (runs
-   the sharder) is SIGKILLed, so the worst case is measured: its own shard's CronJobs (about
-   1000) wait for its shard Lease to expire *and* for a new leader whose sharder moves them.
-   Both Leases are watched by every replica from its start (``pyctrl.sharding.ShardWatch``):
-   the new leader's retry lands on the leader Lease's expiry and its first pass moves the
-   dead shard's CronJobs at once. Times come from a watch of the CronJobs. The first move
-   must come within lease duration + 2 s of the kill (the issue's goal for the failover
-   itself). All of them must have moved by then plus 1/100 s per moved CronJob: the relabels
-   compete with the survivors' and the KCM's work on the same tick, and on 2 cores they ran
-   at 110-290/s (all moved 10.8-17 s after the kill in four runs: the issue's lease + 2 s for
-   the last one is not met at this size here; see the issue note). After T: exactly one Job
-   per CronJob, the one for T (0 duplicates, 0 missed runs), although the victim died in
-   the middle of creating its Jobs.
+2. In the middle of the tick's Job creates (once a watch has seen the leader create a fifth
+   of its shard's Jobs, or ``KILL_BY`` seconds after T at the latest), the replica that leads
+   (runs the sharder) is SIGKILLed, so the worst case is measured: its own shard's CronJobs
+   (about N/3) wait for its shard Lease to expire *and* for a new leader whose sharder moves
+   them. Both Leases are watched by every replica from its start
+   (``pyctrl.sharding.ShardWatch``): the new leader's retry lands on the leader Lease's
+   expiry and its first pass moves the dead shard's CronJobs at once. Times come from a watch
+   of the CronJobs. The goals (first move within lease duration + 2 s of the kill, all of
+   them by then plus 1/100 s per moved CronJob) are printed; every CronJob moving within
+   lease + 60 s is asserted. After T: exactly one Job per CronJob, the one for T (0
+   duplicates, 0 missed runs), although the victim died in the middle of creating its Jobs.
 3. A replacement replica joins (three again), then a fourth: exactly the CronJobs the ring
    moves to it move (about 1/4), each through the drain handshake (drain asked, the old shard
    lets go, only then the new shard's label).
 4. No CronJob was reconciled by two replicas at overlapping times: every replica logs each
    owned reconcile's span (``shard reconcile``, debug, the host's monotonic clock), including
    the killed one up to its death.
-
-Real time: about 4-5 minutes on 2 cores (one to two of them waiting for T).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -45,6 +47,7 @@ import pytest
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.jobs import job_name
 from pyctrl import RESTClient
+from pyctrl.errors import ServerTimeout, Timeout
 from pyctrl.kube import JOBS
 from pyctrl.sharding import HashRing
 from pyctrl.testing.envtest import ControlPlane
@@ -60,20 +63,21 @@ from tests.integration.sharding_helpers import (
 )
 from tests.waiting import pause_until, poll
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
-COUNT = 3000
+COUNT = int(os.environ.get("PYCTRL_SCALE_CRONJOBS", "300"))
 LEASE = 8.0
-# Seconds from the start to the earliest T (T is the first minute boundary after it). With
-# one core kept busy and another process running tests, creating the 3000 CronJobs once took
-# 59 s and spreading them 65 s: SETUP 40 then failed "setup too slow for T" (T had passed
-# before the leader was known). The test must not depend on the machine's speed that much.
-# 90 s was too little at load 10 (created in 121 s, spread 137 s after the first), so 150;
-# make test runs it alone (marked serial), after the parallel stage.
-SETUP = 150.0
+# Seconds from the start to the earliest T (T is the first minute boundary after it): room to
+# start the replicas, create the CronJobs and spread them. At 3000, with one core kept busy
+# and another process running tests, creating them once took 59 s and spreading them 65 s,
+# and at load 10 they were created in 121 s and spread 137 s after the first: 150 s. The
+# per-CronJob part scales with N; the fixed part (three processes starting, a leader
+# elected) does not.
+SETUP = 30.0 + 0.04 * COUNT
 RELABEL_FLOOR = 100.0  # relabels/s of a failover under the tick's load (see the docstring)
-KILL_AFTER_T = 1.0  # mid-tick: the victim has created some of its Jobs at T, not all
+KILL_SHARE = 0.2  # mid-tick: kill once the victim has created this share of its Jobs...
+KILL_BY = 10.0  # ...or this many seconds after T, whichever comes first
 LEADER_LEASE = "pyctrl-cronjob-controller"
 FLAGS = ["--leader-elect-lease-duration", "8", "--leader-elect-renew-deadline", "6",
          "--leader-elect-retry-period", "1.5", "--workers", "8", "--qps", "500",
@@ -100,8 +104,13 @@ class Replicas(ControllerProcs):
                 for o in items}
 
     def converged(self, shards: set[str]) -> dict[str, str | None] | None:
-        """The labels once every CronJob carries its ring shard of ``shards``, none drains."""
-        items = self.client.list(CRONJOBS, self.namespace)["items"]
+        """The labels once every CronJob carries its ring shard of ``shards``, none drains;
+        None until then, and for a LIST the loaded API server did not answer in time (at
+        3000 and load 3-11 one took over the client's 30 s): the caller polls again."""
+        try:
+            items = self.client.list(CRONJOBS, self.namespace)["items"]
+        except (Timeout, ServerTimeout):
+            return None
         ring = HashRing(shards)
         labels = {}
         for o in items:
@@ -127,6 +136,33 @@ class Replicas(ControllerProcs):
         return out
 
 
+class JobsSeen:
+    """Counts the Jobs a watch sees created in the namespace, by owner CronJob name."""
+
+    def __init__(self, client: RESTClient, namespace: str) -> None:
+        rv = client.list(JOBS, namespace, limit=1)["metadata"]["resourceVersion"]
+        self.owners: Counter[str] = Counter()
+        self._stream = client.watch(JOBS, namespace, resource_version=rv, timeout_seconds=600)
+        self._thread = threading.Thread(target=self._run, name="jobs-seen", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for event in self._stream:
+                if event.get("type") == "ADDED":
+                    refs = event["object"]["metadata"].get("ownerReferences") or [{}]
+                    self.owners[str(refs[0].get("name"))] += 1
+        except Exception:  # closed by stop(); a stream that ends only stops the counting
+            return
+
+    def count(self, names: list[str]) -> int:
+        return sum(self.owners.get(n, 0) for n in names)
+
+    def stop(self) -> None:
+        self._stream.close()
+        self._thread.join(10)
+
+
 @pytest.fixture
 def replicas(control_plane: ControlPlane, client: RESTClient, namespace: str,
              tmp_path: Path) -> Iterator[Replicas]:
@@ -137,7 +173,7 @@ def replicas(control_plane: ControlPlane, client: RESTClient, namespace: str,
         reps.stop_all()
 
 
-def test_three_replicas_on_3000_cronjobs_survive_a_leader_sigkill_and_rebalance_to_four(
+def test_three_replicas_on_many_cronjobs_survive_a_leader_sigkill_and_rebalance_to_four(
         replicas: Replicas, client: RESTClient, namespace: str) -> None:
     r = replicas
     now = datetime.now(UTC)
@@ -164,13 +200,18 @@ def test_three_replicas_on_3000_cronjobs_survive_a_leader_sigkill_and_rebalance_
     victim = poll(r.leader, timeout=30)
     assert victim is not None, r.logs()
 
-    # 2. SIGKILL the leader one second into T's burst of Job creates.
+    # 2. SIGKILL the leader in the middle of its part of T's burst of Job creates.
     assert datetime.now(UTC) < tick - timedelta(seconds=2), "setup too slow for T"
     theirs = sorted(k for k, v in labels.items() if v == victim)
     moves = LabelHistory(client, namespace)
-    pause_until(tick + timedelta(seconds=KILL_AFTER_T))
+    seen = JobsSeen(client, namespace)
+    pause_until(tick)
+    poll(lambda: seen.count(theirs) >= max(1, KILL_SHARE * len(theirs)), timeout=KILL_BY,
+         interval=0.02)
     killed = WALL.time()
+    before_kill = seen.count(theirs)
     r.procs[victim].kill()
+    seen.stop()
     picked_up = poll(lambda: all(moves.left(k, victim) for k in theirs), timeout=LEASE + 60,
                      interval=0.2)
     moves.stop()
@@ -178,6 +219,8 @@ def test_three_replicas_on_3000_cronjobs_survive_a_leader_sigkill_and_rebalance_
     assert picked_up, f"{len(theirs) - len(times)} of {len(theirs)} never moved\n{r.logs()}"
     first, last = min(times) - killed, max(times) - killed
     new_leader = r.leader()
+    print(f"killed leader {victim} {killed - tick.timestamp():.2f} s after T, its Jobs seen "
+          f"created by then: {before_kill} of {len(theirs)}")
     print(f"killed leader {victim}: its {len(theirs)} CronJobs moved {first:.2f}-{last:.2f} s "
           f"after the kill (goal <= {LEASE + 2:.0f} s); new leader {new_leader}; label watch "
           f"restarts: {moves.errors}")
