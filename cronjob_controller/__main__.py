@@ -343,15 +343,16 @@ def next_times(args: argparse.Namespace) -> int:
     except NotFound:
         print(f"error: cronjob {args.namespace}/{args.name} not found", file=sys.stderr)
         return 2
-    errors = api.validate(obj)
-    if errors:
+    cronjob, errors = api.parse(obj)
+    if cronjob is not None:
+        errors = [*errors, *api.validate(cronjob)]
+    if cronjob is None or errors:
         print("error: the CronJob is invalid: " + "; ".join(map(str, errors)), file=sys.stderr)
         return 2
-    cronjob = api.CronJob.from_dict(obj)
     zone = api.load_zone(cronjob.spec.time_zone)
     sched = schedule.parse(cronjob.spec.schedule, zone)
     now = RealClock().now()
-    anchor = cronjob.status.last_schedule_time or cronjob.creation_timestamp or now
+    anchor = cronjob.status.last_schedule_time or cronjob.metadata.creation_timestamp or now
     t = now
     print(f"# {args.namespace}/{args.name}: {cronjob.spec.schedule!r} in "
           f"{cronjob.spec.time_zone or 'UTC'}" + (" (suspended)" if cronjob.spec.suspend else ""))
