@@ -32,7 +32,7 @@ def test_metav1_times_are_formatted_in_one_place() -> None:
     assert parse_micro_time(format_micro_time(WHEN)) == WHEN
     assert parse_micro_time("garbage") is None and parse_micro_time(None) is None
     assert not hasattr(api, "format_time"), "one metav1.Time writer: pyctrl.kube.format_time"
-    assert not hasattr(importlib.import_module("cronjob_controller.apitypes"), "format_time")
+    assert not hasattr(importlib.import_module("cronjob_controller.constants"), "format_time")
     (ready,) = set_status_condition([], "Ready", "True", "Ok", clock=FakeClock(plus2))
     assert pyctrl.api.encode(ready)["lastTransitionTime"] == "2024-01-02T03:04:05Z"
 
