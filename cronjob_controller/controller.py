@@ -76,9 +76,8 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-# Requeue this little after the due time (upstream adds 100 ms; docs/DESIGN.md). A slewing
-# wall clock can wake a sync a hair early: it finds nothing due and requeues for the rest
-# (test_early_wake_requeues_for_the_rest).
+# Requeue this little after the due time (docs/DESIGN.md, "The CronJob operator: typed, and
+# its numbers"); an early wake finds nothing due and requeues for the rest.
 REQUEUE_SLACK_SECONDS = 0.005
 # A Forbidden create whose cause is this: the namespace is being deleted (NamespaceLifecycle).
 _NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
