@@ -5,22 +5,18 @@ it returns the sync's :class:`pyctrl.Result`, ``requeue_after`` as given or None
 
 * Deferred: a sync that created a Job (``plan.created``) returns without writing when
   ``defer_after_create`` is on (the default), unless the template's
-  ``ttlSecondsAfterFinished`` is at most EAGER_STATUS_TTL_SECONDS. At a minute tick thousands
-  of CronJobs come due at once, and what makes a Job exist is its create, not the status: the
-  Job's ADDED event from the informer enqueues the CronJob again, and that second sync, queued
-  behind every CronJob still waiting for its create (the queue is FIFO), rebuilds and writes
-  the status (:func:`~cronjob_controller.status.rebuild` recovers ``lastScheduleTime`` from the
-  Job, or from the run record if the Job is already gone). A Job that deletes itself that
-  soon after it finishes may be gone before a deferred write, and the in-memory run record
-  does not survive a controller restart (CRONJOB.md, "No run twice"): its status goes with
-  the create.
+  ``ttlSecondsAfterFinished`` is at most EAGER_STATUS_TTL_SECONDS (such a Job may be gone
+  before a deferred write; CRONJOB.md, "No run twice"). The Job's ADDED event enqueues the
+  CronJob again, and that sync rebuilds and writes the status
+  (:func:`~cronjob_controller.status.rebuild` recovers ``lastScheduleTime`` from the Job, or
+  from the run record if the Job is already gone). Why: docs/DESIGN.md.
 * Only when changed: the body is :func:`~cronjob_controller.status.status_changes` of the
-  cached status and :func:`~cronjob_controller.status.desired_status`; empty, nothing is sent.
+  cached and the desired (typed) status; empty, nothing is sent.
 * Otherwise one merge patch of the status subresource holding only the changed fields and
   the cached ``resourceVersion`` (optimistic lock: a status someone else wrote since the
   cache saw it is never overwritten from the stale copy, as upstream's UpdateStatus). A 409
-  is logged and answered with a requeue after ``min(requeue_after, CACHE_WAIT_SECONDS)``: the
-  newer CronJob's informer event brings the key back sooner, the requeue is a backstop. Any
+  is logged and answered with a requeue after ``min(requeue_after, CACHE_WAIT_SECONDS)`` (a
+  backstop: the newer CronJob's informer event usually brings the key back sooner). Any
   other error propagates (the sync is retried with backoff).
 * A write that succeeded settles :class:`~cronjob_controller.expectations.GoneJobs`: the
   cached status was the latest, so the gone Jobs it does not list active are listed by no
