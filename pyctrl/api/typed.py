@@ -11,7 +11,10 @@ Contract:
   builtin value (a list of conditions: ``convert(list[Condition], raw)``). Unknown fields
   are ignored by the typed view and remain in the raw dict; nothing the view does reaches the
   cache. It raises :class:`DecodeError` when a known field has the wrong type (the CRD's
-  schema normally makes that impossible). Cost: a few microseconds for a CronJob-sized object
+  schema normally makes that impossible). Both are safe from many threads at once: msgspec
+  builds a type's decoding info on its first use, and two threads doing that at once for the
+  same (or a nested, shared) type crash the interpreter, so the first use of each type is made
+  once, under a lock (:func:`prepare`). Cost: a few microseconds for a CronJob-sized object
   (``python -m bench typed-read``); hot loops that read one field keep using the dict.
 * :func:`encode` is the inverse for the declared fields: camelCase keys, fields equal to
   their defaults omitted, ``apiVersion``/``kind`` filled from the class.
@@ -39,6 +42,7 @@ changed copy.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -57,6 +61,7 @@ __all__ = [
     "decode",
     "encode",
     "merge_patch",
+    "prepare",
     "resource_for",
     "status_changes",
     "status_patch",
@@ -83,8 +88,29 @@ def resource_for(cls: type[Object]) -> Resource:
                     namespaced=info.scope == "Namespaced")
 
 
+_PREPARE_LOCK = threading.Lock()
+_PREPARED: set[object] = set()
+
+
+def prepare(tp: object) -> None:
+    """Build msgspec's decoding info for ``tp`` (and every type it nests) once, under a lock:
+    that first use is not thread-safe (module docstring). Cheap after the first call."""
+    try:
+        if tp in _PREPARED:
+            return
+    except TypeError:  # an unhashable type form: prepared every time, still under the lock
+        with _PREPARE_LOCK:
+            msgspec.json.Decoder(tp)
+        return
+    with _PREPARE_LOCK:
+        if tp not in _PREPARED:
+            msgspec.json.Decoder(tp)
+            _PREPARED.add(tp)
+
+
 def decode(cls: type[S], raw: Raw | bytes) -> S:
     """A fresh typed ``cls`` from ``raw`` (module docstring); ``raw`` is only read."""
+    prepare(cls)
     try:
         if isinstance(raw, bytes | bytearray | memoryview):
             decoder: msgspec.json.Decoder[S] = _json_decoder(cls)
@@ -101,6 +127,7 @@ def decode(cls: type[S], raw: Raw | bytes) -> S:
 def convert(cls: type[V], raw: object) -> V:
     """``raw`` (builtin values: dicts, lists, strings) as ``cls``, any type msgspec knows
     (``list[Condition]``, a Struct); raises :class:`DecodeError`."""
+    prepare(cls)
     try:
         return msgspec.convert(raw, cls, strict=False)
     except msgspec.ValidationError as err:
@@ -109,7 +136,8 @@ def convert(cls: type[V], raw: object) -> V:
 
 @functools.cache
 def _json_decoder(cls: type[S]) -> msgspec.json.Decoder[S]:
-    return msgspec.json.Decoder(cls)
+    with _PREPARE_LOCK:
+        return msgspec.json.Decoder(cls)
 
 
 def encode(obj: Struct) -> dict[str, Any]:
