@@ -40,16 +40,7 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 
-from cronjob_controller.constants import (
-    MAX_HISTORY_LIMIT,
-    MAX_NAME_LENGTH,
-    MAX_SCHEDULE_LENGTH,
-    MAX_STARTING_DEADLINE_SECONDS,
-    MAX_TIME_ZONE_LENGTH,
-    REASON_INVALID_SCHEDULE,
-    REASON_INVALID_SPEC,
-    REASON_UNKNOWN_TIME_ZONE,
-)
+from cronjob_controller import constants as names
 from cronjob_controller.crd import CronJob
 from cronjob_controller.schedule import ScheduleError
 from cronjob_controller.schedule import check as check_schedule
@@ -140,8 +131,8 @@ def load_zone(name: str | None) -> tzinfo:
         return UTC
     if not name:
         raise UnknownTimeZoneError("must be unset or a non-empty IANA time zone name")
-    if len(name) > MAX_TIME_ZONE_LENGTH:
-        raise UnknownTimeZoneError(f"must be no more than {MAX_TIME_ZONE_LENGTH} characters")
+    if len(name) > names.MAX_TIME_ZONE_LENGTH:
+        raise UnknownTimeZoneError(f"must be no more than {names.MAX_TIME_ZONE_LENGTH} characters")
     if name.startswith(("TZ=", "CRON_TZ=")):
         raise UnknownTimeZoneError(
             'must be a bare IANA time zone name such as "Europe/Berlin", without TZ= or CRON_TZ=')
@@ -165,28 +156,28 @@ def condition_reason(errors: Sequence[FieldError]) -> str:
     """The Ready=False reason (and Warning event reason) for a non-empty error list."""
     fields = {e.field for e in errors}
     if "spec.schedule" in fields:
-        return REASON_INVALID_SCHEDULE
+        return names.REASON_INVALID_SCHEDULE
     if "spec.timeZone" in fields:
-        return REASON_UNKNOWN_TIME_ZONE
-    return REASON_INVALID_SPEC
+        return names.REASON_UNKNOWN_TIME_ZONE
+    return names.REASON_INVALID_SPEC
 
 
 def validate(cronjob: CronJob) -> list[FieldError]:
     """Every problem with a typed CronJob (module docstring)."""
     errors: list[FieldError] = []
     name = cronjob.metadata.name
-    if len(name) > MAX_NAME_LENGTH:
+    if len(name) > names.MAX_NAME_LENGTH:
         errors.append(FieldError("metadata.name", ErrorType.INVALID,
-                                 f"must be no more than {MAX_NAME_LENGTH} characters", name))
+                                 f"must be no more than {names.MAX_NAME_LENGTH} characters", name))
     spec = cronjob.spec
     errors.extend(_validate_schedule(spec.schedule))
     errors.extend(_validate_time_zone(spec.time_zone))
     for key, value, maximum in (
             ("startingDeadlineSeconds", spec.starting_deadline_seconds,
-             MAX_STARTING_DEADLINE_SECONDS),
+             names.MAX_STARTING_DEADLINE_SECONDS),
             ("successfulJobsHistoryLimit", spec.successful_jobs_history_limit,
-             MAX_HISTORY_LIMIT),
-            ("failedJobsHistoryLimit", spec.failed_jobs_history_limit, MAX_HISTORY_LIMIT)):
+             names.MAX_HISTORY_LIMIT),
+            ("failedJobsHistoryLimit", spec.failed_jobs_history_limit, names.MAX_HISTORY_LIMIT)):
         if value is not None and value < 0:
             errors.append(FieldError(f"spec.{key}", ErrorType.INVALID,
                                      "must be greater than or equal to 0", value))
@@ -205,8 +196,8 @@ def _too_long(path: str, limit: int) -> FieldError:
 def _validate_schedule(schedule: str) -> list[FieldError]:
     if schedule == "":
         return [FieldError("spec.schedule", ErrorType.REQUIRED, "")]
-    if len(schedule) > MAX_SCHEDULE_LENGTH:  # before parsing: refusing costs O(1)
-        return [_too_long("spec.schedule", MAX_SCHEDULE_LENGTH)]
+    if len(schedule) > names.MAX_SCHEDULE_LENGTH:  # before parsing: refusing costs O(1)
+        return [_too_long("spec.schedule", names.MAX_SCHEDULE_LENGTH)]
     try:
         check_schedule(schedule)
     except ScheduleError as err:
@@ -217,8 +208,8 @@ def _validate_schedule(schedule: str) -> list[FieldError]:
 def _validate_time_zone(zone: str | None) -> list[FieldError]:
     if zone is None:
         return []
-    if len(zone) > MAX_TIME_ZONE_LENGTH:
-        return [_too_long("spec.timeZone", MAX_TIME_ZONE_LENGTH)]
+    if len(zone) > names.MAX_TIME_ZONE_LENGTH:
+        return [_too_long("spec.timeZone", names.MAX_TIME_ZONE_LENGTH)]
     try:
         load_zone(zone)
     except UnknownTimeZoneError as err:
