@@ -13,7 +13,8 @@ passes, microseconds per object), typed as the operator's own CRD classes
 
 With ``--candidates`` it also times the decoders docs/DESIGN.md compares (decode only, no
 lister): msgspec (what pyctrl.api uses), stdlib dataclasses with a cached per-class decoder,
-and pydantic v2 ``model_validate``. Run it on a quiet machine; the figures are what
+and pydantic v2 ``model_validate``, the last two over dataclasses/models mirrored from the
+same Structs (never declared again here). Run it on a quiet machine; the figures are what
 docs/DESIGN.md quotes.
 """
 
@@ -27,11 +28,12 @@ import time
 import types
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
+
+import msgspec
 
 from cronjob_controller.crd import CronJob
 from pyctrl import api
-from pyctrl.api import MaxLength
 from pyctrl.cache import Indexer, Lister, meta_namespace_key
 
 
@@ -132,8 +134,6 @@ def run(args: argparse.Namespace) -> dict[str, object]:
 
 # -- the candidates docs/DESIGN.md compares -----------------------------------------------------
 def _candidates(raws: list[dict[str, Any]], repeat: int) -> dict[str, float]:
-    import msgspec
-
     n = len(raws)
     p_model = _pydantic_model()
     return {
@@ -187,71 +187,42 @@ def _dc_decode(cls: type, raw: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
-_D = dataclasses.dataclass(slots=True)
+def _mirror(struct: type[msgspec.Struct], made: dict[type, type]) -> type:
+    """A slotted keyword-only dataclass with ``struct``'s fields, nested Structs mirrored
+    too (``made``: the mirrors so far, inner ones first), so every candidate decodes the
+    shipped shape (cronjob_controller.crd), declared once."""
+    if struct in made:
+        return made[struct]
+    fields: list[tuple[str, Any, Any]] = []
+    for f in msgspec.structs.fields(struct):
+        tp = _plain(f.type, made)
+        if f.default is not msgspec.NODEFAULT:
+            fields.append((f.name, tp, dataclasses.field(default=f.default)))
+        elif f.default_factory is not msgspec.NODEFAULT:
+            fields.append((f.name, tp, dataclasses.field(default_factory=f.default_factory)))
+        else:
+            fields.append((f.name, tp, dataclasses.field()))
+    made[struct] = dataclasses.make_dataclass("D" + struct.__name__, fields, slots=True,
+                                              kw_only=True)
+    return made[struct]
 
 
-@_D
-class DMeta:
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    resource_version: str = ""
-    generation: int = 0
-    creation_timestamp: dt.datetime | None = None
-    labels: dict[str, str] = dataclasses.field(default_factory=dict)
-    annotations: dict[str, str] = dataclasses.field(default_factory=dict)
+def _plain(tp: Any, made: dict[type, type]) -> Any:
+    """``tp`` without Annotated markers, its Structs replaced by their mirrors."""
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return _mirror(tp, made)
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _plain(typing.get_args(tp)[0], made)
+    if origin in (list, dict):
+        return origin[tuple(_plain(a, made) for a in typing.get_args(tp))]
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_plain(a, made) for a in typing.get_args(tp))]  # noqa: UP007
+    return tp
 
 
-@_D
-class DRef:
-    api_version: str = ""
-    kind: str = ""
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    resource_version: str = ""
-
-
-@_D
-class DCondition:
-    type: str
-    status: str
-    reason: str
-    message: str
-    last_transition_time: dt.datetime
-    observed_generation: int | None = None
-
-
-@_D
-class DSpec:
-    schedule: Annotated[str, MaxLength(1024)]
-    job_template: dict[str, Any]
-    time_zone: str | None = None
-    starting_deadline_seconds: int | None = None
-    concurrency_policy: Literal["Allow", "Forbid", "Replace"] = "Allow"
-    suspend: bool = False
-    successful_jobs_history_limit: int = 3
-    failed_jobs_history_limit: int = 1
-
-
-@_D
-class DStatus:
-    active: list[DRef] = dataclasses.field(default_factory=list)
-    active_count: int | None = None
-    last_schedule_time: dt.datetime | None = None
-    last_successful_time: dt.datetime | None = None
-    next_schedule_time: dt.datetime | None = None
-    observed_generation: int | None = None
-    conditions: list[DCondition] = dataclasses.field(default_factory=list)
-
-
-@_D
-class DCronJob:
-    spec: DSpec
-    metadata: DMeta = dataclasses.field(default_factory=DMeta)
-    status: DStatus = dataclasses.field(default_factory=DStatus)
-    api_version: str = ""
-    kind: str = ""
+_MIRRORS: dict[type, type] = {}
+DCronJob = _mirror(CronJob, _MIRRORS)
 
 
 def _pydantic_model() -> Any:
@@ -261,8 +232,7 @@ def _pydantic_model() -> Any:
 
     config = pydantic.ConfigDict(alias_generator=to_camel, populate_by_name=True)
     ns: dict[str, Any] = {}
-    classes: tuple[Any, ...] = (DMeta, DRef, DCondition, DSpec, DStatus, DCronJob)
-    for cls in classes:
+    for cls in _MIRRORS.values():  # inner ones first
         fields: dict[str, Any] = {}
         hints = typing.get_type_hints(cls, include_extras=True)
         for f in dataclasses.fields(cls):
@@ -275,7 +245,7 @@ def _pydantic_model() -> Any:
                 fields[f.name] = (tp, ...)
         ns[cls.__name__] = pydantic.create_model("P" + cls.__name__, __config__=config,
                                                  **fields)
-    return ns["DCronJob"]
+    return ns[DCronJob.__name__]
 
 
 def _swap(tp: Any, ns: dict[str, Any]) -> Any:

@@ -5,19 +5,17 @@ behaviour lives in the modules it calls. Exit codes (``EPILOG``, shown by ``--he
 a graceful stop, 1 for a runtime failure, 3 when leader election was lost (the pod restarts and
 rejoins as a standby), 2 for bad flags, input or configuration (an unreadable kubeconfig, or
 a missing or unreadable ``--webhook-cert-dir`` when the webhook is enabled).
-With ``--webhook-bind-address`` the admission webhook (``pyctrl.webhook``) runs as a Manager
-runnable on every replica and is part of ``/readyz``.
-With ``--sharding`` every replica reconciles its own share of the CronJobs at once
-(``pyctrl.sharding``): it holds the shard Lease ``cronjob-shard-<--shard-id>`` next to the
-leader Lease (implied), and the leader labels CronJobs with their shard.
+With ``--webhook-bind-address`` the admission webhook runs as a Manager runnable on every
+replica and is part of ``/readyz``. With ``--sharding`` every replica reconciles its own
+share of the CronJobs (``pyctrl.sharding``): it holds the shard Lease
+``cronjob-shard-<--shard-id>`` next to the leader Lease (implied).
 
 * ``python -m cronjob_controller [flags]``: the controller (``run`` may be given explicitly).
 * ``python -m cronjob_controller next NAME [-n NS] [--count 5]``: the next run times of a
   CronJob, in its time zone.
-* ``python -m cronjob_controller trigger NAME [-n NS]``: create a Job from the CronJob's template
-  now, like ``kubectl create job --from=cronjob/NAME`` does for batch/v1 CronJobs; under
-  ``--sharding`` the Job is listed on the CronJob's handover annotation, so the CronJob's
-  shard adopts it before its next sync (:mod:`cronjob_controller.manual`).
+* ``python -m cronjob_controller trigger NAME [-n NS]``: a Job from the CronJob's template now
+  (``kubectl create job --from=cronjob/NAME``), handed to the CronJob's shard under
+  ``--sharding`` (:mod:`cronjob_controller.manual`).
 """
 
 from __future__ import annotations
@@ -61,11 +59,8 @@ __all__ = ["build_parser", "main"]
 
 log = structlog.get_logger("cronjob_controller")
 
-# No client-side limit by default (controller-runtime's choice since v0.15): the workers bound
-# how many requests are in flight, API Priority and Fairness on the server shares capacity
-# between clients, and a 429 is retried after its Retry-After (pyctrl.kube.RESTClient). The
-# old default, 50/100, made a 500-CronJob tick wait on the limiter: 28% of its runs started
-# within 1 s (issue 25 item 4). --qps N (> 0) turns the limiter back on, --burst its bucket.
+# No client-side limit by default (docs/DESIGN.md, "The CronJob operator: typed, and its
+# numbers"); --qps N (> 0) turns the limiter back on, --burst its bucket.
 DEFAULT_QPS = 0.0
 DEFAULT_BURST = 100
 # The sharding leader's share of the CronJobs against another replica's (it also runs the
@@ -343,15 +338,16 @@ def next_times(args: argparse.Namespace) -> int:
     except NotFound:
         print(f"error: cronjob {args.namespace}/{args.name} not found", file=sys.stderr)
         return 2
-    errors = api.validate(obj)
-    if errors:
+    cronjob, errors = api.parse(obj)
+    if cronjob is not None:
+        errors = [*errors, *api.validate(cronjob)]
+    if cronjob is None or errors:
         print("error: the CronJob is invalid: " + "; ".join(map(str, errors)), file=sys.stderr)
         return 2
-    cronjob = api.CronJob.from_dict(obj)
     zone = api.load_zone(cronjob.spec.time_zone)
     sched = schedule.parse(cronjob.spec.schedule, zone)
     now = RealClock().now()
-    anchor = cronjob.status.last_schedule_time or cronjob.creation_timestamp or now
+    anchor = cronjob.status.last_schedule_time or cronjob.metadata.creation_timestamp or now
     t = now
     print(f"# {args.namespace}/{args.name}: {cronjob.spec.schedule!r} in "
           f"{cronjob.spec.time_zone or 'UTC'}" + (" (suspended)" if cronjob.spec.suspend else ""))

@@ -1,44 +1,49 @@
-"""The CronJob CRD (batch.pyctrl.io/v1) as pyctrl.api types: crds/ is generated from here.
+"""The batch.pyctrl.io/v1 CronJob as pyctrl.api types: the one declaration of its shape.
 
-Regenerate with ``python -m pyctrl gen crd cronjob_controller.crd --out crds``; a unit test
-runs the same command with ``--check`` (tests/unit/cronjob/test_crd_types.py).
+The controller, the webhook and the CLI read CronJobs as :class:`CronJob` (from a typed
+cache, or :func:`cronjob_controller.api.decode`); crds/ is generated from here
+(``python -m pyctrl gen crd cronjob_controller.crd --out crds``; tests/unit/cronjob/test_crd.py
+runs it with ``--check``). :data:`CRONJOBS` is derived from :class:`CronJob`.
 
-Contract (what the schema enforces, and why):
+Contract (what the schema enforces):
 
-* Types, enums, minimums and defaults; the defaults are
-  :data:`cronjob_controller.defaults.DEFAULTS` (the mutating webhook applies the same).
-  Every string and integer a user sets is bounded (maxLength/maximum, the numbers of
-  :mod:`cronjob_controller.validation`'s ``MAX_*``), which also bounds the CEL rules' cost.
-* A CEL rule caps the name at ``MAX_NAME_LENGTH`` (52) characters: Job names append
-  "-<unix minutes>", 11 characters, and must stay within 63.
+* Types, enums, minimums and defaults (the field defaults of :class:`CronJobSpec`, which the
+  mutating webhook applies too: :data:`cronjob_controller.api.DEFAULTS` is derived from them).
+  Every string and integer a user sets is bounded by a ``MAX_*`` of
+  :mod:`cronjob_controller.constants`, which also bounds the CEL rules' cost.
+* A CEL rule caps the name at ``MAX_NAME_LENGTH`` (52) characters, so Job names
+  (``<name>-<unix minutes>``) fit in 63.
 * What CEL cannot check (the schedule dialect, the tzdata zone list) is checked by the
-  validating webhook and again by the controller.
-* ``status.activeCount`` (len(status.active), written by the controller) backs the ACTIVE
-  column because printer columns cannot count a list; NEXT is a plain string column because
-  kubectl renders future "date" columns as <invalid>. READY and REASON show the Ready
-  condition, so an invalid CronJob (empty NEXT) does not look like a healthy one.
-* ``spec.jobTemplate`` is the real batch/v1 JobTemplateSpec schema of the pinned Kubernetes
-  version (pyctrl.api's OpenAPI snapshot), its own metadata trimmed to labels and
-  annotations (all the controller copies onto each Job).
-
-These classes describe the schema; the controller reads objects through its own typed view,
-:class:`cronjob_controller.apitypes.CronJob`.
+  validating webhook and again by the controller (:func:`cronjob_controller.api.validate`).
+* ``status.activeCount`` backs the ACTIVE column; NEXT is a plain string column; READY and
+  REASON show the Ready condition.
+* ``spec.jobTemplate`` stays a ``dict``: the batch/v1 JobTemplateSpec is passed through
+  verbatim to each Job, so fields newer than the pinned models survive. Its schema is the real
+  one of the pinned Kubernetes version, its metadata trimmed to labels and annotations (all
+  the controller copies onto each Job).
+* ``status.active`` is None when the stored status has no ``active`` at all and ``[]`` when
+  it is empty, so a status write can tell the two apart (an unset field is filled in only
+  along with a write that happens anyway).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from cronjob_controller.validation import (
+from cronjob_controller.constants import (
+    API_VERSION,
+    KIND,
     MAX_HISTORY_LIMIT,
     MAX_NAME_LENGTH,
     MAX_SCHEDULE_LENGTH,
     MAX_STARTING_DEADLINE_SECONDS,
     MAX_TIME_ZONE_LENGTH,
+    ConcurrencyPolicy,
 )
 from pyctrl import api
 from pyctrl.api import (
+    Condition,
     Embedded,
     ListType,
     MapType,
@@ -50,7 +55,8 @@ from pyctrl.api import (
     Rule,
 )
 
-__all__ = ["CronJob", "CronJobSpec", "CronJobStatus", "JobReference", "ObservedSchedule"]
+__all__ = ["CRONJOBS", "CronJob", "CronJobSpec", "CronJobStatus", "JobReference",
+           "ObservedSchedule"]
 
 # The webhook and the controller check the name against the tzdata zone list; this rule
 # refuses, already at the schema, the names that are files in a host's zoneinfo directory
@@ -84,9 +90,9 @@ class CronJobSpec(api.Struct):
         api.Int64, Minimum(0), Maximum(MAX_STARTING_DEADLINE_SECONDS),
         "A run missed by this many seconds or more is skipped (0 never starts a late run). "
         "At most 31622400 (366 days)."] | None = None
-    # The defaults are cronjob_controller.defaults.DEFAULTS (a unit test holds them equal).
+    # These defaults are the schema's and the mutating webhook's (api.DEFAULTS).
     concurrency_policy: Annotated[
-        Literal["Allow", "Forbid", "Replace"],
+        ConcurrencyPolicy,
         "What to do when a run is due while an earlier one is active."] = "Allow"
     suspend: Annotated[bool, "Suspend future runs; running Jobs are not affected."] = False
     successful_jobs_history_limit: Annotated[
@@ -110,15 +116,16 @@ class JobReference(api.Struct):
 
 class ObservedSchedule(api.Struct):
     digest: Annotated[str, MaxLength(128)] = ""
-    schedule: str = ""
-    time_zone: str = ""
+    # The previous version's form (read, then removed): None when absent, so that an empty
+    # value still counts as present and is removed too.
+    schedule: str | None = None
+    time_zone: str | None = None
     since: datetime | None = None
 
 
 class CronJobStatus(api.Struct):
     active: Annotated[list[Annotated[JobReference, MapType("atomic")]], ListType("atomic"),
-                      "Unfinished Jobs controlled by this CronJob."] = api.field(
-        default_factory=list)
+                      "Unfinished Jobs controlled by this CronJob."] | None = None
     active_count: Annotated[api.Int32, Minimum(0),
                             "Number of entries in active (for the ACTIVE column)."] | None = None
     last_schedule_time: Annotated[
@@ -134,13 +141,13 @@ class CronJobStatus(api.Struct):
     observed_generation: Annotated[
         api.Int64, Minimum(0), "The metadata.generation this status was computed from."
     ] | None = None
-    conditions: Annotated[list[api.Condition], ListType.map("type"),
+    conditions: Annotated[list[Condition], ListType.map("type"),
                           "Standard conditions; Ready explains any problem with the spec."
                           ] = api.field(default_factory=list)
 
 
 @api.kind(
-    "batch.pyctrl.io/v1", "CronJob", short_names=("pcj",), categories=("pyctrl",),
+    API_VERSION, KIND, short_names=("pcj",), categories=("pyctrl",),
     description="CronJob runs a Job on a cron schedule.",
     printer_columns=(
         PrinterColumn("Schedule", "string", ".spec.schedule"),
@@ -164,3 +171,7 @@ class CronJob(api.Object):
     status: Annotated[CronJobStatus,
                       "Observed state, rebuilt by the controller on every sync."] = api.field(
         default_factory=CronJobStatus)
+
+
+CRONJOBS = api.resource_for(CronJob)
+"""Where CronJobs are served (``batch.pyctrl.io/v1``, ``cronjobs``, namespaced)."""

@@ -1,9 +1,10 @@
-"""CronJob defaulting: exactly the CRD schema's defaults, as a patch or applied to a copy.
+"""CronJob defaulting: the CRD schema's defaults, as a patch or applied to a copy.
 
-Contract: :data:`DEFAULTS` are the CRD's ``default`` values for ``spec``;
-:func:`default_patch` is the JSON Patch the mutating webhook returns (only fields that are
-absent or null), :func:`with_defaults` applies the same to a deep copy (never the input).
-Users import these names from :mod:`cronjob_controller.api`, which re-exports them.
+Contract: :data:`DEFAULTS` (``spec`` key -> value) are the non-None field defaults of
+:class:`cronjob_controller.crd.CronJobSpec`, which the CRD publishes as its ``default``
+values (derived, never listed); :func:`default_patch` is the JSON Patch the mutating webhook
+returns (only fields that are absent or null), :func:`with_defaults` applies the same to a
+deep copy (never the input). Users import these names from :mod:`cronjob_controller.api`.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ import copy
 from collections.abc import Mapping
 from types import MappingProxyType
 
+import msgspec
+
+from cronjob_controller.crd import CronJobSpec
+
 __all__ = ["DEFAULTS", "default_patch", "with_defaults"]
 
 DEFAULTS: Mapping[str, object] = MappingProxyType({
-    "concurrencyPolicy": "Allow",
-    "suspend": False,
-    "successfulJobsHistoryLimit": 3,
-    "failedJobsHistoryLimit": 1,
-})
+    f.encode_name: f.default for f in msgspec.structs.fields(CronJobSpec)
+    if f.default is not msgspec.NODEFAULT and f.default is not None})
 
 
 def default_patch(obj: Mapping[str, object]) -> list[dict[str, object]]:

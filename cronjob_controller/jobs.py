@@ -4,6 +4,8 @@ Contract:
 
 * :func:`job_name` is ``<cronjob-name>-<scheduled time in unix minutes>``: the same run always
   gets the same name, so a restarted or second controller can never create it twice.
+* Jobs are read as the generated ``pyctrl.models.Job``; the one a sync creates is written as
+  a dict, since the template is passed through verbatim (crd.py).
 * :func:`build_job` returns a fresh batch/v1 Job dict that shares nothing with its input:
   template labels/annotations copied (template name/generateName ignored), the
   ``batch.pyctrl.io/scheduled-timestamp`` annotation (RFC 3339 in the CronJob's zone, set
@@ -27,23 +29,23 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from datetime import UTC, datetime, tzinfo
-from typing import Literal, cast
+from typing import Any, Literal
 
-from cronjob_controller.api import (
+from cronjob_controller.constants import (
     API_VERSION,
     KIND,
     SCHEDULED_TIMESTAMP_ANNOTATION,
     format_rfc3339,
-    parse_time,
 )
-from pyctrl import controller_of
+from cronjob_controller.crd import CronJob
+from pyctrl.kube import meta
+from pyctrl.models.batch_v1 import Job
 
 __all__ = [
     "JobFinishedType",
     "age_key",
     "build_job",
     "completion_time_of",
-    "controller_uid_of",
     "is_job_finished",
     "job_name",
     "scheduled_time_of",
@@ -60,34 +62,32 @@ def job_name(cronjob_name: str, scheduled: datetime) -> str:
     return f"{cronjob_name}-{int(scheduled.timestamp()) // 60}"
 
 
-def _mapping(value: object) -> Mapping[str, object]:
-    return cast(Mapping[str, object], value) if isinstance(value, Mapping) else {}
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _string_map(value: object) -> dict[str, str]:
     return {str(k): str(v) for k, v in _mapping(value).items()}
 
 
-def build_job(
-    cronjob: Mapping[str, object], scheduled: datetime, zone: tzinfo
-) -> dict[str, object]:
-    """The batch/v1 Job for the run of ``cronjob`` (a raw dict) scheduled at ``scheduled``."""
-    meta = _mapping(cronjob.get("metadata"))
-    template = _mapping(_mapping(cronjob.get("spec")).get("jobTemplate"))
+def build_job(cronjob: CronJob, scheduled: datetime, zone: tzinfo) -> dict[str, Any]:
+    """The batch/v1 Job (a dict: the template passes through verbatim) for the run of
+    ``cronjob`` scheduled at ``scheduled``."""
+    template = cronjob.spec.job_template
     template_meta = _mapping(template.get("metadata"))
-    name = str(meta.get("name", ""))
+    name = cronjob.metadata.name
     annotations = _string_map(template_meta.get("annotations"))
     annotations[SCHEDULED_TIMESTAMP_ANNOTATION] = format_rfc3339(scheduled.astimezone(zone))
-    job_meta: dict[str, object] = {
+    job_meta: dict[str, Any] = {
         "name": job_name(name, scheduled),
-        "namespace": str(meta.get("namespace", "")),
+        "namespace": cronjob.metadata.namespace,
         "labels": _string_map(template_meta.get("labels")),
         "annotations": annotations,
         "ownerReferences": [{
             "apiVersion": API_VERSION,
             "kind": KIND,
             "name": name,
-            "uid": str(meta.get("uid", "")),
+            "uid": cronjob.metadata.uid,
             "controller": True,
             "blockOwnerDeletion": True,
         }],
@@ -100,21 +100,14 @@ def build_job(
     }
 
 
-def _conditions(job: Mapping[str, object]) -> list[Mapping[str, object]]:
-    conditions = _mapping(job.get("status")).get("conditions")
-    if not isinstance(conditions, list):
-        return []
-    return [c for c in conditions if isinstance(c, Mapping)]
-
-
-def is_job_finished(job: Mapping[str, object]) -> tuple[bool, JobFinishedType | None]:
+def is_job_finished(job: Job) -> tuple[bool, JobFinishedType | None]:
     """``(True, "Complete" | "Failed")`` once a terminal condition is True, else (False, None)."""
-    for condition in _conditions(job):
-        if condition.get("status") != "True":
+    for condition in job.status.conditions:
+        if condition.status != "True":
             continue
-        if condition.get("type") == "Complete":
+        if condition.type == "Complete":
             return True, "Complete"
-        if condition.get("type") == "Failed":
+        if condition.type == "Failed":
             return True, "Failed"
     return False, None
 
@@ -122,32 +115,30 @@ def is_job_finished(job: Mapping[str, object]) -> tuple[bool, JobFinishedType | 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def age_key(job: Mapping[str, object]) -> tuple[datetime, datetime]:
+def age_key(job: Job) -> tuple[datetime, datetime]:
     """Sort key, oldest first: start time (1 s resolution), ties broken by scheduled time."""
-    created = parse_time(_mapping(job.get("metadata")).get("creationTimestamp")) or _EPOCH
-    started = parse_time(_mapping(job.get("status")).get("startTime")) or created
+    created = job.metadata.creation_timestamp or _EPOCH
+    started = job.status.start_time or created
     return started, scheduled_time_of(job) or created
 
 
-def completion_time_of(job: Mapping[str, object]) -> datetime | None:
-    """``status.completionTime`` (set on Complete Jobs), as aware UTC."""
-    return parse_time(_mapping(job.get("status")).get("completionTime"))
+def completion_time_of(job: Job) -> datetime | None:
+    """``status.completionTime`` (set on Complete Jobs)."""
+    return job.status.completion_time
 
 
-def scheduled_time_of(job: Mapping[str, object],
-                      cronjob_name: str | None = None) -> datetime | None:
+def scheduled_time_of(job: Job, cronjob_name: str | None = None) -> datetime | None:
     """The scheduled time recorded in the annotation, as aware UTC.
 
     Without a usable annotation: the time encoded in the name ``<cronjob_name>-<minutes>``
     when ``cronjob_name`` is given (a Job we control), else None.
     """
-    meta = _mapping(job.get("metadata"))
-    parsed = parse_time(_mapping(meta.get("annotations")).get(SCHEDULED_TIMESTAMP_ANNOTATION))
+    parsed = meta.parse_micro_time(meta.annotations(job).get(SCHEDULED_TIMESTAMP_ANNOTATION))
     if parsed is not None:
         return parsed.astimezone(UTC)
     if cronjob_name is None:
         return None
-    return time_from_name(str(meta.get("name") or ""), cronjob_name)
+    return time_from_name(meta.name(job), cronjob_name)
 
 
 # Unix minutes of the year 9999 (datetime's range) have 10 digits; longer is not a time.
@@ -164,10 +155,3 @@ def time_from_name(job_name_: str, cronjob_name: str) -> datetime | None:
         return datetime.fromtimestamp(int(suffix) * 60, UTC)
     except (ValueError, OverflowError, OSError):
         return None
-
-
-def controller_uid_of(obj: Mapping[str, object]) -> str | None:
-    """The UID in the first ownerReference with ``controller: true`` (metav1.GetControllerOf)."""
-    ref = controller_of(obj)
-    uid = ref.get("uid") if ref is not None else None
-    return uid if isinstance(uid, str) else None

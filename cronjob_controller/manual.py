@@ -1,6 +1,6 @@
 """Manual runs: a Job made from a CronJob's template now (``python -m cronjob_controller trigger``).
 
-Contract: :func:`manual_job` builds the Job of a manual run of a CronJob (a raw dict):
+Contract: :func:`manual_job` builds the Job of a manual run of a typed CronJob:
 the template's Job named ``<cronjob>-manual-<5 hex digits>``, controlled by the CronJob, with
 the annotation ``cronjob.kubernetes.io/instantiate: manual`` and without the
 scheduled-timestamp annotation (it never moves ``lastScheduleTime``, so it can not suppress
@@ -21,12 +21,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, cast
+from typing import Any, Literal
 
 from cronjob_controller import api, jobs
 from cronjob_controller.wiring import CONTROLLER_NAME
+from pyctrl import api as typed
 from pyctrl.errors import ApiError
-from pyctrl.kube import JOBS, Client, Object
+from pyctrl.kube import JOBS, Client, Object, meta
 from pyctrl.sharding import add_to_handover
 
 __all__ = ["ManualRun", "manual_job", "run_now"]
@@ -49,26 +50,26 @@ class ManualRun:
     error: str = ""
 
 
-def manual_job(cronjob: Object, now: datetime) -> Object:
+def manual_job(cronjob: api.CronJob, now: datetime) -> dict[str, Any]:
     """The Job of a manual run of ``cronjob`` started at ``now`` (see module docstring)."""
-    zone = api.load_zone(cast("str | None", (cronjob.get("spec") or {}).get("timeZone")))
-    body = jobs.build_job(cronjob, now, zone)
-    meta = cast(dict[str, object], body["metadata"])
+    body = jobs.build_job(cronjob, now, api.load_zone(cronjob.spec.time_zone))
+    job_meta: dict[str, Any] = body["metadata"]
     # A manual run must never collide with (or be mistaken for) a scheduled one.
-    meta["name"] = f"{(cronjob.get('metadata') or {}).get('name')}-manual-{uuid.uuid4().hex[:5]}"
-    annotations = cast(dict[str, str], meta["annotations"])
+    job_meta["name"] = f"{cronjob.metadata.name}-manual-{uuid.uuid4().hex[:5]}"
+    annotations: dict[str, str] = job_meta["annotations"]
     annotations.pop(api.SCHEDULED_TIMESTAMP_ANNOTATION, None)
     annotations[INSTANTIATE_ANNOTATION] = "manual"
     return body
 
 
 def run_now(client: Client, cronjob: Object, now: datetime) -> ManualRun:
-    """Create the manual run's Job of ``cronjob`` (as read just before) and hand it to the
-    CronJob's shard (see module docstring). The create's ApiError is raised; a failed
-    listing is reported in the result (the Job exists)."""
-    namespace = str((cronjob.get("metadata") or {}).get("namespace") or "") or None
-    created = client.create(JOBS, manual_job(cronjob, now), namespace)
-    name = str((created.get("metadata") or {}).get("name"))
+    """Create the manual run's Job of ``cronjob`` (a raw object, as read just before) and
+    hand it to the CronJob's shard (see module docstring). The create's ApiError is raised; a
+    failed listing is reported in the result (the Job exists)."""
+    namespace = meta.namespace(cronjob) or None
+    created = client.create(JOBS, manual_job(typed.decode(api.CronJob, cronjob), now),
+                            namespace)
+    name = meta.name(created)
     try:
         outcome = add_to_handover(client, api.CRONJOBS, cronjob, [(JOBS, name)],
                                   controller=CONTROLLER_NAME)

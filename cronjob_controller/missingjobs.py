@@ -28,18 +28,17 @@ Contract of :class:`JobDepartures` (one per reconciler; ``gone`` is the reconcil
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, cast
-
 import structlog
 
-from cronjob_controller import api, jobs
+from cronjob_controller import jobs
+from cronjob_controller.crd import CronJob
 from cronjob_controller.expectations import GoneJobs
 from cronjob_controller.reporting import Reporter
-from cronjob_controller.status import Plan, meta
-from pyctrl import is_controlled_by
+from cronjob_controller.status import Plan
+from pyctrl import api, is_controlled_by
 from pyctrl.errors import ApiError, NotFound
-from pyctrl.kube import JOBS, Client, Object
+from pyctrl.kube import JOBS, Client
+from pyctrl.models.batch_v1 import Job
 
 __all__ = ["REASON_MISSING_JOB", "JobDepartures"]
 
@@ -56,56 +55,52 @@ class JobDepartures:
         self.reporter = reporter
         self.gone = gone
 
-    def _missing(self, raw: Object, name: str) -> None:
-        self.reporter.event(raw, "Normal", REASON_MISSING_JOB,
+    def _missing(self, cronjob: CronJob, name: str) -> None:
+        self.reporter.event(cronjob, "Normal", REASON_MISSING_JOB,
                             f"Active job went missing: {name}")
 
-    def cleanup_history(self, key: str, raw: Object, owned: list[Object], plan: Plan) -> None:
+    def cleanup_history(self, key: str, cronjob: CronJob, owned: list[Job], plan: Plan) -> None:
         """Delete the finished Jobs in ``owned`` beyond the CronJob's history limits."""
-        spec = cast(Mapping[str, Any], raw.get("spec") or {})
-        for how, limit_key in (("Complete", "successfulJobsHistoryLimit"),
-                               ("Failed", "failedJobsHistoryLimit")):
-            limit = spec.get(limit_key)
-            limit = api.DEFAULTS[limit_key] if limit is None else limit
+        spec = cronjob.spec
+        for how, limit in (("Complete", spec.successful_jobs_history_limit),
+                           ("Failed", spec.failed_jobs_history_limit)):
             done = sorted(
                 (j for j in owned
                  if jobs.is_job_finished(j) == (True, how)
-                 and not meta(j).get("deletionTimestamp")),
+                 and j.metadata.deletion_timestamp is None),
                 key=jobs.age_key,
             )
-            for job in done[:max(0, len(done) - int(cast(int, limit)))]:
-                self.delete(key, raw, job, plan, active=False)
+            for job in done[:max(0, len(done) - limit)]:
+                self.delete(key, cronjob, job, plan, active=False)
 
-    def delete(self, key: str, raw: Object, job: Object, plan: Plan, *, active: bool) -> None:
-        """Delete ``job`` of the CronJob ``raw`` (at ``key``); ``active``: it is a running
-        Job that a Replace ends, not finished history."""
-        job_meta = meta(job)
-        name = str(job_meta.get("name"))
-        if active and job_meta.get("deletionTimestamp"):
+    def delete(self, key: str, cronjob: CronJob, job: Job, plan: Plan, *, active: bool) -> None:
+        """Delete ``job`` of ``cronjob`` (at ``key``); ``active``: it is a running Job that a
+        Replace ends, not finished history."""
+        name, uid = job.metadata.name, job.metadata.uid
+        if active and job.metadata.deletion_timestamp is not None:
             # Already being deleted (a finalizer holds it; our earlier Replace, its status
             # write deferred): not deleted again, and it leaves active now.
-            self.gone.note(key, str(job_meta.get("uid", "")))
-            plan.active = [j for j in plan.active if meta(j).get("uid") != job_meta.get("uid")]
+            self.gone.note(key, uid)
+            plan.active = [j for j in plan.active if j.metadata.uid != uid]
             return
         try:
-            self.client.delete(JOBS, name, str(job_meta.get("namespace")),
-                               propagation_policy="Background",
-                               preconditions={"uid": str(job_meta.get("uid"))})
+            self.client.delete(JOBS, name, job.metadata.namespace,
+                               propagation_policy="Background", preconditions={"uid": uid})
         except NotFound:
             # Already gone (TTL controller, a user): nothing was deleted by us.
             if active:
-                self._missing(raw, name)
+                self._missing(cronjob, name)
             log.info("job already gone", job=name, active=active)
         except ApiError as err:
-            self.reporter.event(raw, "Warning", "FailedDelete",
+            self.reporter.event(cronjob, "Warning", "FailedDelete",
                                 f"Error deleting job {name}: {err.message}")
             raise
         else:
-            self.reporter.event(raw, "Normal", "SuccessfulDelete", f"Deleted job {name}")
-        self.gone.note(key, str(job_meta.get("uid", "")))  # a later sync: not missing
-        plan.active = [j for j in plan.active if meta(j).get("uid") != job_meta.get("uid")]
+            self.reporter.event(cronjob, "Normal", "SuccessfulDelete", f"Deleted job {name}")
+        self.gone.note(key, uid)  # a later sync: not missing
+        plan.active = [j for j in plan.active if j.metadata.uid != uid]
 
-    def check_unlisted(self, key: str, raw: Object, plan: Plan) -> None:
+    def check_unlisted(self, key: str, cronjob: CronJob, plan: Plan) -> None:
         """MissingJob for the Jobs ``plan.unlisted`` names that are gone; the found ones
         join ``plan.active``."""
         explained = self.gone.explained(key, {uid for _, uid in plan.unlisted})
@@ -113,13 +108,13 @@ class JobDepartures:
             if uid in explained:
                 continue
             try:
-                job = self.client.get(JOBS, name, str(meta(raw).get("namespace")))
+                job = api.decode(Job, self.client.get(JOBS, name, cronjob.metadata.namespace))
             except NotFound:
-                self._missing(raw, name)
+                self._missing(cronjob, name)
                 self.gone.note(key, uid)
                 log.info("active job went missing", key=key, job=name)
                 continue
-            if (meta(job).get("uid") == uid and not jobs.is_job_finished(job)[0]
-                    and not meta(job).get("deletionTimestamp")
-                    and is_controlled_by(job, str(meta(raw).get("uid", "")))):
+            if (job.metadata.uid == uid and not jobs.is_job_finished(job)[0]
+                    and job.metadata.deletion_timestamp is None
+                    and is_controlled_by(job, cronjob.metadata.uid)):
                 plan.active.append(job)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from pyctrl.kube import Object
+from cronjob_controller.crd import CronJob
 from pyctrl.record import EventRecorder, EventType
 
 __all__ = ["MAX_MESSAGE_LENGTH", "Reporter", "truncate"]
@@ -45,11 +45,11 @@ class Reporter:
         self._reported: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
 
-    def event(self, obj: Object, type: EventType, reason: str, message: str) -> None:
+    def event(self, obj: CronJob, type: EventType, reason: str, message: str) -> None:
         """Record an Event about ``obj`` now."""
         self.recorder.event(obj, type, reason, truncate(message))
 
-    def once(self, key: str, obj: Object, type: EventType, reason: str, message: str) -> bool:
+    def once(self, key: str, obj: CronJob, type: EventType, reason: str, message: str) -> bool:
         """Record the Event unless ``key`` already reported this ``reason`` with this message."""
         message = truncate(message)
         with self._lock:

@@ -1,6 +1,7 @@
 """CronJob status: rebuilt from the world, decided step by step, written once.
 
-Contract:
+Contract (every object typed: the cached :class:`~cronjob_controller.crd.CronJob` and
+``pyctrl.models`` Jobs; nothing here writes to the API server or changes a cached object):
 
 * :func:`rebuild` is step 2 of the sync (controller.py): from the cached CronJob and the Jobs
   it controls it returns a :class:`Plan` holding ``active`` (our unfinished Jobs; one with a
@@ -15,34 +16,38 @@ Contract:
   record.
 * :func:`observe_schedule` decides ``status.observedSchedule``: a fixed-size digest of
   (schedule, timeZone) (:func:`schedule_digest`) and ``since``, the time of the last edit.
-* :func:`desired_status` is the status the plan asks for; its ``Ready`` condition is set
-  among the conditions already there, as ``meta.SetStatusCondition`` does (another
-  writer's conditions are kept; ``lastTransitionTime`` moves only when the status flips).
-* :func:`status_patch` is what the status write sends: only the fields whose desired value
-  differs from the cached status, so a field the sync did not decide about is never sent, and
-  ``None`` (merge patch: remove) only for a field the cache shows set and the sync decided to
-  clear (``nextScheduleTime`` when suspended or invalid, the old ``observedSchedule`` keys).
-  Empty when the cached status already says everything: no write. The write itself carries
-  the cached ``resourceVersion`` (statuswrite.py), so a status that changed since the cache
-  saw it is never overwritten from the stale copy.
-
-Nothing here writes to the API server or mutates a cached object.
+* :func:`desired_status` is the typed status the plan asks for, times in whole UTC seconds;
+  its ``Ready`` condition is set among the conditions already there
+  (``pyctrl.conditions.set_status_condition``: another writer's conditions are kept,
+  ``lastTransitionTime`` moves only when the status flips). An ``observedSchedule`` the sync
+  did not decide on is kept.
+* :func:`status_changes` is what the status write sends (``pyctrl.api.status_changes`` of
+  the encoded cached and desired status): only the fields whose desired value differs, a
+  field that only moves between unset and empty riding along with a write that happens
+  anyway, ``None`` (merge patch: remove) only for a field the cache shows set and the sync
+  decided to clear (``nextScheduleTime`` when suspended or invalid, the old
+  ``observedSchedule`` keys). ``status.active`` entries compare by name, namespace and UID
+  (``resourceVersion``, changed by every Job write, is never written). Empty when the cached
+  status already says everything: no write.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal, cast
+from datetime import UTC, datetime
+from typing import Any, Literal
 
-from cronjob_controller import api, jobs
+from cronjob_controller import jobs
+from cronjob_controller.constants import CONDITION_READY, REASON_SCHEDULED
+from cronjob_controller.crd import CronJob, CronJobStatus, JobReference, ObservedSchedule
 from cronjob_controller.expectations import RunRecord
 from cronjob_controller.reporting import truncate
-from pyctrl import Clock
-from pyctrl.kube import Object, format_time
+from pyctrl import Clock, api
+from pyctrl.conditions import set_status_condition
+from pyctrl.kube import meta
+from pyctrl.models.batch_v1 import Job
 
 __all__ = [
     "READY_SCHEDULED",
@@ -51,11 +56,10 @@ __all__ = [
     "Readiness",
     "desired_status",
     "latest",
-    "meta",
     "observe_schedule",
     "rebuild",
     "schedule_digest",
-    "status_patch",
+    "status_changes",
 ]
 
 
@@ -68,7 +72,7 @@ class Readiness:
     message: str = ""
 
 
-READY_SCHEDULED = Readiness("True", api.REASON_SCHEDULED)
+READY_SCHEDULED = Readiness("True", REASON_SCHEDULED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,21 +87,16 @@ class CompletedJob:
 class Plan:
     """What one sync decided, built up step by step and written at the end."""
 
-    active: list[Object]
+    active: list[Job]
     last_schedule: datetime | None
     last_successful: datetime | None
     next_schedule: datetime | None = None
     ready: Readiness = READY_SCHEDULED
-    observed_schedule: dict[str, str | None] | None = None
+    observed_schedule: ObservedSchedule | None = None
     created: bool = False
     completed: list[CompletedJob] = field(default_factory=list)
     # status.active entries (name, uid) whose Job the cache does not hold.
     unlisted: list[tuple[str, str]] = field(default_factory=list)
-
-
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``obj``'s metadata (empty when missing)."""
-    return cast(Mapping[str, Any], obj.get("metadata") or {})
 
 
 def latest(*times: datetime | None) -> datetime | None:
@@ -113,15 +112,16 @@ def schedule_digest(schedule_text: str, time_zone: str) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def rebuild(key: str, raw: Object, status: Mapping[str, Any], owned: list[Object],
-            runs: RunRecord, departed: Collection[str] = ()) -> Plan:
-    """Status from the world (module docstring); ``owned``: the Jobs ``raw`` controls;
+def rebuild(key: str, cronjob: CronJob, owned: list[Job], runs: RunRecord,
+            departed: Collection[str] = ()) -> Plan:
+    """Status from the world (module docstring); ``owned``: the Jobs ``cronjob`` controls;
     ``departed``: UIDs of Jobs this controller deleted whose removal the cached status does
     not show yet."""
-    previously_active = {ref.get("uid") for ref in status.get("active") or []}
-    name, uid = str(meta(raw).get("name", "")), str(meta(raw).get("uid", ""))
-    last_successful = api.parse_time(status.get("lastSuccessfulTime"))
-    recorded = api.parse_time(status.get("lastScheduleTime"))
+    status = cronjob.status
+    previously_active = {ref.uid for ref in status.active or ()}
+    name, uid = cronjob.metadata.name, cronjob.metadata.uid
+    last_successful = status.last_successful_time
+    recorded = status.last_schedule_time
     # A run this process created or saw, whose Job may be gone already, counts until the
     # cached status records it (deferred status write; Job deleted in between).
     last_schedule = latest(recorded, runs.floor(key, uid, recorded))
@@ -130,23 +130,22 @@ def rebuild(key: str, raw: Object, status: Mapping[str, Any], owned: list[Object
     for job in owned:
         finished, how = jobs.is_job_finished(job)
         newest_job = latest(newest_job, jobs.scheduled_time_of(job, name))
+        job_uid = job.metadata.uid
         if not finished:
             # Departing (deletionTimestamp, kept by a finalizer): active only while the
             # status still lists it (a Forbid run still waits for it, as upstream's does);
             # once a status write dropped it (a Replace delete), never active again.
-            job_uid = meta(job).get("uid")
-            if (not meta(job).get("deletionTimestamp")
+            if (job.metadata.deletion_timestamp is None
                     or (job_uid in previously_active and job_uid not in departed)):
                 plan.active.append(job)
             continue
         if how == "Complete":
             last_successful = latest(last_successful, jobs.completion_time_of(job))
-        if meta(job).get("uid") in previously_active:
-            plan.completed.append(CompletedJob(str(meta(job).get("name")), how))
-    owned_uids = {meta(job).get("uid") for job in owned}
-    plan.unlisted = [(str(ref.get("name", "")), str(ref.get("uid", "")))
-                     for ref in status.get("active") or []
-                     if isinstance(ref, Mapping) and ref.get("uid") not in owned_uids]
+        if job_uid in previously_active:
+            plan.completed.append(CompletedJob(job.metadata.name, how))
+    owned_uids = {job.metadata.uid for job in owned}
+    plan.unlisted = [(ref.name, ref.uid) for ref in status.active or ()
+                     if ref.uid not in owned_uids]
     if newest_job is not None and (recorded is None or newest_job > recorded):
         runs.observe(key, uid, newest_job)
     plan.last_schedule = latest(last_schedule, newest_job)
@@ -154,8 +153,8 @@ def rebuild(key: str, raw: Object, status: Mapping[str, Any], owned: list[Object
     return plan
 
 
-def observe_schedule(raw: Object, status: Mapping[str, Any],
-                     now: datetime) -> tuple[dict[str, str | None], datetime | None]:
+def observe_schedule(cronjob: CronJob,
+                     now: datetime) -> tuple[ObservedSchedule, datetime | None]:
     """The ``observedSchedule`` to write, and the time of the last schedule/timeZone edit.
 
     ``status.observedSchedule`` holds a fixed-size ``digest`` of the pair (never the
@@ -166,115 +165,63 @@ def observe_schedule(raw: Object, status: Mapping[str, Any],
 
     The previous version stored ``schedule``/``timeZone`` verbatim and ``since`` =
     creationTimestamp for an unedited pair; that form is still read (``since`` at or before
-    creation is no edit), and rewritten in the new form (old keys nulled).
+    creation is no edit), and rewritten in the new form (old keys removed).
     """
-    raw_spec = raw.get("spec")
-    spec = cast(Mapping[str, Any], raw_spec if isinstance(raw_spec, Mapping) else {})
-    schedule_text = str(spec.get("schedule") or "")
-    zone = str(spec.get("timeZone") or "")
+    schedule_text = cronjob.spec.schedule
+    zone = cronjob.spec.time_zone or ""
     digest = schedule_digest(schedule_text, zone)
-    observed = status.get("observedSchedule")
+    observed = cronjob.status.observed_schedule
     since: datetime | None = None
-    desired: dict[str, str | None] = {"digest": digest}
-    if isinstance(observed, Mapping):
-        if "digest" in observed:
-            same = observed.get("digest") == digest
+    if observed is not None:
+        if observed.digest:
+            same = observed.digest == digest
         else:
-            same = (observed.get("schedule") == schedule_text
-                    and (observed.get("timeZone") or "") == zone)
-        since = api.parse_time(observed.get("since")) if same else now
-        created = api.parse_time(meta(raw).get("creationTimestamp"))
+            same = observed.schedule == schedule_text and (observed.time_zone or "") == zone
+        since = observed.since if same else now
+        created = cronjob.metadata.creation_timestamp
         if same and since is not None and created is not None and since <= created:
             since = None  # the old form's "since creation": not an edit
-        for old_key in ("schedule", "timeZone", "since"):
-            if old_key in observed:
-                desired[old_key] = None  # merge patch: remove what is not desired
-    if since is not None:
-        desired["since"] = format_time(since)
-    return desired, since
+    return ObservedSchedule(digest=digest, since=_utc(since)), since
 
 
-def desired_status(raw: Object, status: Mapping[str, Any], plan: Plan,
-                   clock: Clock) -> dict[str, Any]:
-    """The whole status ``plan`` asks for (``None``: the field is cleared)."""
-    active = sorted(
-        (api.ObjectReference.for_job(j).to_dict() for j in plan.active),
-        key=lambda r: str(r["name"]),
+def desired_status(cronjob: CronJob, plan: Plan, clock: Clock) -> CronJobStatus:
+    """The whole status ``plan`` asks for (None: the field is cleared)."""
+    active = sorted((JobReference(api_version="batch/v1", kind="Job", name=j.metadata.name,
+                                  namespace=j.metadata.namespace, uid=j.metadata.uid)
+                     for j in plan.active), key=lambda r: r.name)
+    ready = plan.ready
+    return CronJobStatus(
+        active=active,
+        active_count=len(active),
+        last_schedule_time=_utc(plan.last_schedule),
+        last_successful_time=_utc(plan.last_successful),
+        next_schedule_time=_utc(plan.next_schedule),
+        observed_schedule=(cronjob.status.observed_schedule if plan.observed_schedule is None
+                           else plan.observed_schedule),
+        observed_generation=meta.generation(cronjob),
+        conditions=set_status_condition(cronjob.status.conditions, CONDITION_READY,
+                                        ready.status, ready.reason, truncate(ready.message),
+                                        clock=clock),
     )
-    for ref in active:
-        ref.pop("resourceVersion", None)  # changes on every Job write; not worth a patch
-    desired: dict[str, Any] = {
-        "active": active,
-        "activeCount": len(active),
-        "lastScheduleTime": _fmt(plan.last_schedule),
-        "lastSuccessfulTime": _fmt(plan.last_successful),
-        "nextScheduleTime": _fmt(plan.next_schedule),
-        "observedGeneration": meta(raw).get("generation"),
-        "conditions": conditions_with_ready(status, plan.ready, clock),
-    }
-    if plan.observed_schedule is not None:
-        desired["observedSchedule"] = plan.observed_schedule
-    return desired
 
 
-def conditions_with_ready(status: Mapping[str, Any], ready: Readiness,
-                          clock: Clock) -> list[dict[str, Any]]:
-    """The cached conditions (copied) with ``Ready`` set to ``ready``; its transition time is
-    kept from the cache unless the status flips (an unreadable one is set afresh)."""
-    conditions: list[dict[str, Any]] = []
-    found = False
-    for cached in status.get("conditions") or []:
-        if not isinstance(cached, Mapping):
-            continue
-        cond = copy.deepcopy(dict(cached))
-        if cond.get("type") == api.CONDITION_READY:
-            since = api.parse_time(cond.get("lastTransitionTime"))
-            if since is None or found:
-                continue  # unreadable (or a duplicate): set afresh below
-            found = True
-            if cond.get("status") != ready.status:
-                since = clock.now()
-            cond.update(status=ready.status, reason=ready.reason,
-                        message=truncate(ready.message), lastTransitionTime=format_time(since))
-        conditions.append(cond)
-    if not found:
-        conditions.append({"type": api.CONDITION_READY, "status": ready.status,
-                           "reason": ready.reason, "message": truncate(ready.message),
-                           "lastTransitionTime": format_time(clock.now())})
-    return conditions
+def _utc(t: datetime | None) -> datetime | None:
+    """``t`` as metav1.Time holds it: UTC, whole seconds."""
+    return t.astimezone(UTC).replace(microsecond=0) if t is not None else None
 
 
-def _fmt(t: datetime | None) -> str | None:
-    return format_time(t) if t is not None else None
-
-
-def _comparable(key: str, value: Any) -> Any:
+def _same(key: str, old: Any, new: Any) -> bool:
     if key == "active":
-        return sorted(
-            ({k: v for k, v in ref.items() if k != "resourceVersion"} for ref in value or []),
-            key=lambda r: str(r.get("name")),
-        )
-    if key == "observedSchedule" and isinstance(value, Mapping):
-        return {k: v for k, v in value.items() if v is not None}  # None = remove
-    return value
+        return _refs(old) == _refs(new)
+    return api.unset_equals_empty(key, old, new)
 
 
-def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of ``desired`` that ``current`` (the cached status) does not say yet.
+def _refs(value: Any) -> list[dict[str, Any]]:
+    return sorted(({k: v for k, v in ref.items() if k != "resourceVersion"}
+                   for ref in value or () if isinstance(ref, Mapping)),
+                  key=lambda r: str(r.get("name")))
 
-    An unset field and an empty one (``[]``, ``0``) mean the same: filling one in alone is no
-    reason to write, but it rides along with a write that happens anyway (a new CronJob's
-    first status shows ``activeCount: 0``).
-    """
-    patch: dict[str, Any] = {}
-    needed = False
-    for key, wanted in desired.items():
-        have = current.get(key)
-        if have is None:
-            if wanted is not None:  # never send null for a field that is not set
-                patch[key] = wanted
-                needed = needed or wanted not in ([], 0)
-        elif _comparable(key, have) != _comparable(key, wanted):
-            patch[key] = wanted
-            needed = True
-    return patch if needed else {}
+
+def status_changes(cached: CronJobStatus, desired: CronJobStatus) -> dict[str, Any]:
+    """The merge patch body of the status write (module docstring); ``{}``: no write."""
+    return api.status_changes(api.encode(cached), api.encode(desired), equal=_same)

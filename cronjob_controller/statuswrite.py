@@ -5,22 +5,18 @@ it returns the sync's :class:`pyctrl.Result`, ``requeue_after`` as given or None
 
 * Deferred: a sync that created a Job (``plan.created``) returns without writing when
   ``defer_after_create`` is on (the default), unless the template's
-  ``ttlSecondsAfterFinished`` is at most EAGER_STATUS_TTL_SECONDS. At a minute tick thousands
-  of CronJobs come due at once, and what makes a Job exist is its create, not the status: the
-  Job's ADDED event from the informer enqueues the CronJob again, and that second sync, queued
-  behind every CronJob still waiting for its create (the queue is FIFO), rebuilds and writes
-  the status (:func:`~cronjob_controller.status.rebuild` recovers ``lastScheduleTime`` from the
-  Job, or from the run record if the Job is already gone). A Job that deletes itself that
-  soon after it finishes may be gone before a deferred write, and the in-memory run record
-  does not survive a controller restart (CRONJOB.md, "No run twice"): its status goes with
-  the create.
-* Only when changed: the body is :func:`~cronjob_controller.status.status_patch` of the
-  cached status and :func:`~cronjob_controller.status.desired_status`; empty, nothing is sent.
+  ``ttlSecondsAfterFinished`` is at most EAGER_STATUS_TTL_SECONDS (such a Job may be gone
+  before a deferred write; CRONJOB.md, "No run twice"). The Job's ADDED event enqueues the
+  CronJob again, and that sync rebuilds and writes the status
+  (:func:`~cronjob_controller.status.rebuild` recovers ``lastScheduleTime`` from the Job, or
+  from the run record if the Job is already gone). Why: docs/DESIGN.md.
+* Only when changed: the body is :func:`~cronjob_controller.status.status_changes` of the
+  cached and the desired (typed) status; empty, nothing is sent.
 * Otherwise one merge patch of the status subresource holding only the changed fields and
   the cached ``resourceVersion`` (optimistic lock: a status someone else wrote since the
   cache saw it is never overwritten from the stale copy, as upstream's UpdateStatus). A 409
-  is logged and answered with a requeue after ``min(requeue_after, CACHE_WAIT_SECONDS)``: the
-  newer CronJob's informer event brings the key back sooner, the requeue is a backstop. Any
+  is logged and answered with a requeue after ``min(requeue_after, CACHE_WAIT_SECONDS)`` (a
+  backstop: the newer CronJob's informer event usually brings the key back sooner). Any
   other error propagates (the sync is retried with backoff).
 * A write that succeeded settles :class:`~cronjob_controller.expectations.GoneJobs`: the
   cached status was the latest, so the gone Jobs it does not list active are listed by no
@@ -29,17 +25,16 @@ it returns the sync's :class:`pyctrl.Result`, ``requeue_after`` as given or None
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import structlog
 
-from cronjob_controller import api
+from cronjob_controller.crd import CRONJOBS, CronJob
 from cronjob_controller.expectations import GoneJobs
-from cronjob_controller.status import Plan, desired_status, meta, status_patch
+from cronjob_controller.status import Plan, desired_status, status_changes
 from pyctrl import Clock, Result
 from pyctrl.errors import Conflict
-from pyctrl.kube import Client, Object
+from pyctrl.kube import Client
 
 __all__ = ["CACHE_WAIT_SECONDS", "EAGER_STATUS_TTL_SECONDS", "StatusWriter", "vanishes_fast"]
 
@@ -54,13 +49,11 @@ CACHE_WAIT_SECONDS = 1.0
 EAGER_STATUS_TTL_SECONDS = 60
 
 
-def vanishes_fast(raw: Object) -> bool:
+def vanishes_fast(cronjob: CronJob) -> bool:
     """Whether the CronJob's Jobs delete themselves within EAGER_STATUS_TTL_SECONDS of
     finishing (``spec.jobTemplate.spec.ttlSecondsAfterFinished``)."""
-    spec = raw.get("spec")
-    template = spec.get("jobTemplate") if isinstance(spec, Mapping) else None
-    job_spec = template.get("spec") if isinstance(template, Mapping) else None
-    ttl = job_spec.get("ttlSecondsAfterFinished") if isinstance(job_spec, Mapping) else None
+    job_spec = cronjob.spec.job_template.get("spec")
+    ttl = job_spec.get("ttlSecondsAfterFinished") if isinstance(job_spec, dict) else None
     return (isinstance(ttl, int) and not isinstance(ttl, bool)
             and ttl <= EAGER_STATUS_TTL_SECONDS)
 
@@ -75,39 +68,37 @@ class StatusWriter:
         self.gone = gone
         self.defer_after_create = defer_after_create
 
-    def finish(self, raw: Object, status: Mapping[str, Any], plan: Plan,
+    def finish(self, cronjob: CronJob, plan: Plan,
                requeue_after: float | None) -> Result | None:
-        """Write what ``plan`` changed in the cached ``status`` of ``raw``, if anything; the
+        """Write what ``plan`` changed in the cached status of ``cronjob``, if anything; the
         sync's result."""
         result = Result(requeue_after=requeue_after) if requeue_after is not None else None
-        if plan.created and self.defer_after_create and not vanishes_fast(raw):
+        if plan.created and self.defer_after_create and not vanishes_fast(cronjob):
             # Off the critical path: the new Job's informer event brings this key back.
             return result
-        changed = status_patch(status, desired_status(raw, status, plan, self.clock))
+        changed = status_changes(cronjob.status, desired_status(cronjob, plan, self.clock))
         if not changed:
             return result
         body: dict[str, Any] = {"status": changed}
-        version = meta(raw).get("resourceVersion")
-        if version:
+        md = cronjob.metadata
+        if md.resource_version:
             # Optimistic lock: a status someone else wrote since the cache saw it is never
             # overwritten from the stale copy (upstream's UpdateStatus gets the same 409).
-            body["metadata"] = {"resourceVersion": version}
+            body["metadata"] = {"resourceVersion": md.resource_version}
         try:
-            self.client.patch(api.CRONJOBS, str(meta(raw).get("name")), body,
-                              str(meta(raw).get("namespace")), patch_type="merge",
+            self.client.patch(CRONJOBS, md.name, body, md.namespace, patch_type="merge",
                               subresource="status")
         except Conflict:
             # The newer CronJob's informer event brings the key back once the cache has it;
             # the requeue is only a backstop, and a delay, so a lagging cache is no hot loop.
             log.info("status changed since the cache saw it; syncing again from the newer "
-                     "copy", key=f"{meta(raw).get('namespace')}/{meta(raw).get('name')}",
-                     resource_version=version)
+                     "copy", key=f"{md.namespace}/{md.name}",
+                     resource_version=md.resource_version)
             wait = CACHE_WAIT_SECONDS if requeue_after is None else min(requeue_after,
                                                                          CACHE_WAIT_SECONDS)
             return Result(requeue_after=wait)
         # The cached status was the latest: the gone Jobs it does not list are listed by no
         # status this process will read from now on.
-        self.gone.settle(f"{meta(raw).get('namespace')}/{meta(raw).get('name')}",
-                         {str(ref.get("uid", "")) for ref in status.get("active") or []
-                          if isinstance(ref, Mapping)})
+        self.gone.settle(f"{md.namespace}/{md.name}",
+                         {ref.uid for ref in cronjob.status.active or ()})
         return result

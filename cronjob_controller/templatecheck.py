@@ -30,16 +30,19 @@ The caller bounds the time: the webhook uses a client with a short timeout
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from typing import Any, cast
+from typing import Any
 
 import structlog
 
-from cronjob_controller import api, jobs
+from cronjob_controller import jobs
+from cronjob_controller.constants import CONDITION_READY
+from cronjob_controller.crd import CronJob
 from cronjob_controller.expectations import PerKey
+from cronjob_controller.validation import load_zone
 from pyctrl import Clock
+from pyctrl.conditions import find_status_condition
 from pyctrl.errors import ApiError, Invalid
 from pyctrl.kube import JOBS, Client
 
@@ -69,35 +72,31 @@ class Verdict:
     message: str = ""
 
 
-def _zone(raw: Mapping[str, Any]) -> tzinfo:
-    spec = raw.get("spec")
-    name = spec.get("timeZone") if isinstance(spec, Mapping) else None
+def _zone(cronjob: CronJob) -> tzinfo:
     try:
-        return api.load_zone(name if isinstance(name, str) else None)
+        return load_zone(cronjob.spec.time_zone)
     except Exception:  # an invalid zone is the validation's to report
         return UTC
 
 
-def dry_run_body(raw: Mapping[str, Any], namespace: str, now: datetime) -> dict[str, Any]:
-    """The Job ``raw``'s template would produce at ``now``, named by generateName, unowned."""
-    body = jobs.build_job(raw, now, _zone(raw))
-    meta = cast(dict[str, Any], body["metadata"])
+def dry_run_body(cronjob: CronJob, namespace: str, now: datetime) -> dict[str, Any]:
+    """The Job ``cronjob``'s template would produce at ``now``, named by generateName,
+    unowned."""
+    body = jobs.build_job(cronjob, now, _zone(cronjob))
+    meta: dict[str, Any] = body["metadata"]
     meta.pop("ownerReferences", None)
     base = str(meta.pop("name", "")).rpartition("-")[0]
     if not base:  # a CronJob named by generateName, not yet named at admission
-        raw_meta = raw.get("metadata")
-        generate = raw_meta.get("generateName") if isinstance(raw_meta, Mapping) else None
-        base = str(generate or "cronjob").rstrip("-")
+        base = (cronjob.metadata.generate_name or "cronjob").rstrip("-")
     meta["generateName"] = base + "-"
     meta["namespace"] = namespace
     return body
 
 
-def dry_run_job(client: Client, raw: Mapping[str, Any], namespace: str,
-                now: datetime) -> Verdict:
+def dry_run_job(client: Client, cronjob: CronJob, namespace: str, now: datetime) -> Verdict:
     """Ask the API server to create the template's Job with ``dryRun=All`` (module docstring)."""
     try:
-        client.create(JOBS, dry_run_body(raw, namespace, now), namespace, dry_run=True)
+        client.create(JOBS, dry_run_body(cronjob, namespace, now), namespace, dry_run=True)
     except Invalid as err:
         return Verdict(False, err.message)
     except ApiError as err:
@@ -137,22 +136,18 @@ class TemplateCheck:
         self.clock = clock
         self.verdicts = TemplateVerdicts()
 
-    def refusal(self, key: str, raw: Mapping[str, Any],
-                status: Mapping[str, Any]) -> str | None:
-        """The API server's message refusing ``raw``'s template, or None."""
-        meta = cast(Mapping[str, Any], raw.get("metadata") or {})
-        uid, generation = str(meta.get("uid", "")), meta.get("generation")
-        verdict = self.verdicts.get(key, uid, generation)
+    def refusal(self, key: str, cronjob: CronJob) -> str | None:
+        """The API server's message refusing ``cronjob``'s template, or None."""
+        md, status = cronjob.metadata, cronjob.status
+        generation = md.generation or None
+        verdict = self.verdicts.get(key, md.uid, generation)
         if verdict is None:
-            ready = next((c for c in status.get("conditions") or []
-                          if isinstance(c, Mapping) and c.get("type") == api.CONDITION_READY),
-                         None)
-            refused_before = (ready or {}).get("reason") == REASON_INVALID_JOB_TEMPLATE
-            if status.get("observedGeneration") == generation and not refused_before:
+            ready = find_status_condition(status.conditions, CONDITION_READY)
+            refused_before = ready is not None and ready.reason == REASON_INVALID_JOB_TEMPLATE
+            if status.observed_generation == generation and not refused_before:
                 return None
-            verdict = dry_run_job(self.client, raw, str(meta.get("namespace")),
-                                  self.clock.now())
-            self.verdicts.put(key, uid, generation, verdict)
+            verdict = dry_run_job(self.client, cronjob, md.namespace, self.clock.now())
+            self.verdicts.put(key, md.uid, generation, verdict)
         return verdict.message if verdict.valid is False else None
 
     def forget(self, key: str) -> None:

@@ -1,15 +1,22 @@
-"""CronJob validation: the bounds, field errors and time zones the webhook and controller share.
+"""CronJob validation: the field errors and time zones the webhook and the controller share.
 
 Contract:
 
-* :func:`validate` is the one validation shared by the admission webhook and the controller
-  (a webhook may not be installed). It never raises; it returns :class:`FieldError` s whose
-  ``str()`` reads like the apiserver's (``spec.schedule: Invalid value: "61 * * * *": ...``).
-  Every user-controlled string and integer has a bound stated once here (``MAX_*``) and
-  mirrored in the CRD schema (a unit test keeps the two equal). Lengths are checked before
-  any parsing, and parsing is linear, so one admission review costs O(limit) at most.
-* :func:`type_errors` is the part of :func:`validate` that makes an object unreadable (missing
-  or wrongly typed fields), for :meth:`cronjob_controller.api.CronJob.from_dict`.
+* :func:`parse` reads a raw CronJob (an AdmissionReview's object, a client's answer) as the
+  typed :class:`cronjob_controller.crd.CronJob` (strict types, no dict kept). A field of the
+  wrong type is a :class:`FieldError` naming it (``spec.suspend: Invalid value: "yes": must
+  be a boolean``); an optional one is dropped and reading goes on, so every such field is
+  reported; a required one ends the reading (no CronJob, only the errors).
+* :func:`validate` is the one validation of a typed CronJob, shared by the admission webhook
+  and the controller (a webhook may not be installed). It never raises; it returns
+  :class:`FieldError` s whose ``str()`` reads like the apiserver's
+  (``spec.schedule: Invalid value: "61 * * * *": ...``). Every user-controlled string and
+  integer is checked against its ``MAX_*`` bound (:mod:`cronjob_controller.constants`, the
+  numbers the CRD schema publishes) before any parsing, and parsing is linear, so one
+  admission review costs O(limit) at most. :func:`check` is :func:`parse` then
+  :func:`validate`, the errors in one order (metadata, schedule, time zone, the integers,
+  the job template).
+* :func:`condition_reason` names the Ready=False reason for a list of field errors.
 * Time zones are the canonical names of the ``tzdata`` package we ship (its ``zones`` list),
   loaded from that package, never the host's ``/usr/share/zoneinfo``: the webhook and the
   controller agree whatever image they run in, and ``localtime``, ``posixrules``,
@@ -21,49 +28,28 @@ Users import these names from :mod:`cronjob_controller.api`, which re-exports th
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, tzinfo
 from enum import StrEnum
 from functools import lru_cache
 from importlib import resources
-from types import MappingProxyType
-from typing import Literal, cast
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from zoneinfo import ZoneInfo
 
-from cronjob_controller.schedule import ScheduleError, check
+import msgspec
+
+from cronjob_controller import constants as names
+from cronjob_controller.crd import CronJob
+from cronjob_controller.schedule import ScheduleError
+from cronjob_controller.schedule import check as check_schedule
+from pyctrl.api import prepare
 
 __all__ = [
-    "CONCURRENCY_POLICIES", "MAX_HISTORY_LIMIT", "MAX_NAME_LENGTH", "MAX_SCHEDULE_LENGTH",
-    "MAX_STARTING_DEADLINE_SECONDS", "MAX_TIME_ZONE_LENGTH", "ConcurrencyPolicy", "ErrorType",
-    "FieldError", "InvalidCronJobError", "UnknownTimeZoneError", "load_zone", "type_errors",
-    "validate",
+    "ErrorType", "FieldError", "UnknownTimeZoneError", "check", "condition_reason",
+    "load_zone", "parse", "validate",
 ]
-
-MAX_NAME_LENGTH = 52  # 63 (DNS label) - 11: Job names append "-<unix minutes>"
-# Bounds on the spec (upstream has none). The same numbers are in the CRD schema (maxLength,
-# maximum), so the apiserver refuses first; the webhook and the controller check them again
-# before parsing anything (a CronJob may predate the schema, or the webhook be off).
-MAX_SCHEDULE_LENGTH = 1024
-"""Characters in spec.schedule. Spelling out every value of every field by number or name
-("0,1,...,59 0,...,23 1,...,31 jan,...,dec sun,...,sat") takes under 400, so any
-distinct schedule fits; real ones are under 100. Longer input is only cost (each status
-and event copy) and was a denial-of-service vector (a 1.5 MB list took 35 s per review)."""
-MAX_TIME_ZONE_LENGTH = 64
-"""Characters in spec.timeZone: the longest IANA name has 32 ("America/Argentina/
-ComodRivadavia"); twice that leaves room for future names and bounds the CEL rule's cost."""
-MAX_STARTING_DEADLINE_SECONDS = 366 * 24 * 3600
-"""spec.startingDeadlineSeconds: one leap year, so even ``@yearly`` can say "start a run up
-to a whole year late". Beyond that a deadline means nothing (the controller starts at most
-the most recent missed time anyway, and counts missed times only inside (now - D, now]),
-while int64 values made datetime arithmetic overflow."""
-MAX_HISTORY_LIMIT = 1000
-"""successful/failedJobsHistoryLimit: every kept Job stays in the controller's cache and is
-sorted on every sync of its CronJob, so keep history bounded; use logs or a Job TTL
-controller for longer audit trails."""
-
-ConcurrencyPolicy = Literal["Allow", "Forbid", "Replace"]
-CONCURRENCY_POLICIES: tuple[ConcurrencyPolicy, ...] = ("Allow", "Forbid", "Replace")
 
 
 class ErrorType(StrEnum):
@@ -117,14 +103,6 @@ def _go_value(value: object) -> str:
     return str(value)
 
 
-class InvalidCronJobError(ValueError):
-    """A CronJob whose fields have the wrong types; ``errors`` says which."""
-
-    def __init__(self, errors: Sequence[FieldError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors))
-        self.errors = tuple(errors)
-
-
 class UnknownTimeZoneError(ValueError):
     """``spec.timeZone`` is not a usable IANA time zone name; ``str()`` says why."""
 
@@ -154,8 +132,8 @@ def load_zone(name: str | None) -> tzinfo:
         return UTC
     if not name:
         raise UnknownTimeZoneError("must be unset or a non-empty IANA time zone name")
-    if len(name) > MAX_TIME_ZONE_LENGTH:
-        raise UnknownTimeZoneError(f"must be no more than {MAX_TIME_ZONE_LENGTH} characters")
+    if len(name) > names.MAX_TIME_ZONE_LENGTH:
+        raise UnknownTimeZoneError(f"must be no more than {names.MAX_TIME_ZONE_LENGTH} characters")
     if name.startswith(("TZ=", "CRON_TZ=")):
         raise UnknownTimeZoneError(
             'must be a bare IANA time zone name such as "Europe/Berlin", without TZ= or CRON_TZ=')
@@ -175,62 +153,40 @@ def load_zone(name: str | None) -> tzinfo:
         return ZoneInfo.from_file(data, key=name)
 
 
-_MUST_BE_INT = "must be an integer"
-_TYPE_DETAILS = frozenset({"must be a string", _MUST_BE_INT, "must be a boolean",
-                           "must be an object", "must be a map of strings to strings"})
+def condition_reason(errors: Sequence[FieldError]) -> str:
+    """The Ready=False reason (and Warning event reason) for a non-empty error list."""
+    fields = {e.field for e in errors}
+    if "spec.schedule" in fields:
+        return names.REASON_INVALID_SCHEDULE
+    if "spec.timeZone" in fields:
+        return names.REASON_UNKNOWN_TIME_ZONE
+    return names.REASON_INVALID_SPEC
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _string_map(value: object) -> bool:
-    return isinstance(value, Mapping) and all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items())
-
-
-def validate(obj: Mapping[str, object]) -> list[FieldError]:
-    """Every problem with a CronJob object (defaults assumed for absent fields)."""
+def validate(cronjob: CronJob) -> list[FieldError]:
+    """Every problem with a typed CronJob (module docstring)."""
     errors: list[FieldError] = []
-    metadata = obj.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, Mapping) else None
-    if isinstance(name, str) and len(name) > MAX_NAME_LENGTH:
+    name = cronjob.metadata.name
+    if len(name) > names.MAX_NAME_LENGTH:
         errors.append(FieldError("metadata.name", ErrorType.INVALID,
-                                 f"must be no more than {MAX_NAME_LENGTH} characters", name))
-    spec = obj.get("spec")
-    if spec is None:
-        return [*errors, FieldError("spec", ErrorType.REQUIRED, "")]
-    if not isinstance(spec, Mapping):
-        return [*errors, FieldError("spec", ErrorType.INVALID, "must be an object", spec)]
-    errors.extend(_validate_schedule(spec))
-    errors.extend(_validate_time_zone(spec.get("timeZone")))
-    for key, maximum in _INT_MAXIMA.items():
-        value = spec.get(key)
-        if value is not None and not _is_int(value):
-            errors.append(FieldError(f"spec.{key}", ErrorType.INVALID, _MUST_BE_INT, value))
-        elif value is not None and cast(int, value) < 0:
+                                 f"must be no more than {names.MAX_NAME_LENGTH} characters", name))
+    spec = cronjob.spec
+    errors.extend(_validate_schedule(spec.schedule))
+    errors.extend(_validate_time_zone(spec.time_zone))
+    for key, value, maximum in (
+            ("startingDeadlineSeconds", spec.starting_deadline_seconds,
+             names.MAX_STARTING_DEADLINE_SECONDS),
+            ("successfulJobsHistoryLimit", spec.successful_jobs_history_limit,
+             names.MAX_HISTORY_LIMIT),
+            ("failedJobsHistoryLimit", spec.failed_jobs_history_limit, names.MAX_HISTORY_LIMIT)):
+        if value is not None and value < 0:
             errors.append(FieldError(f"spec.{key}", ErrorType.INVALID,
                                      "must be greater than or equal to 0", value))
-        elif value is not None and cast(int, value) > maximum:
+        elif value is not None and value > maximum:
             errors.append(FieldError(f"spec.{key}", ErrorType.INVALID,
                                      f"must be less than or equal to {maximum}", value))
-    policy = spec.get("concurrencyPolicy")
-    if policy is not None and policy not in CONCURRENCY_POLICIES:
-        supported = ", ".join(f'"{p}"' for p in CONCURRENCY_POLICIES)
-        errors.append(FieldError("spec.concurrencyPolicy", ErrorType.NOT_SUPPORTED,
-                                 f"supported values: {supported}", policy))
-    suspend = spec.get("suspend")
-    if suspend is not None and not isinstance(suspend, bool):
-        errors.append(FieldError("spec.suspend", ErrorType.INVALID, "must be a boolean", suspend))
-    errors.extend(_validate_job_template(spec.get("jobTemplate")))
+    errors.extend(_validate_job_template(spec.job_template))
     return errors
-
-
-_INT_MAXIMA: Mapping[str, int] = MappingProxyType({
-    "startingDeadlineSeconds": MAX_STARTING_DEADLINE_SECONDS,
-    "successfulJobsHistoryLimit": MAX_HISTORY_LIMIT,
-    "failedJobsHistoryLimit": MAX_HISTORY_LIMIT,
-})
 
 
 def _too_long(path: str, limit: int) -> FieldError:
@@ -238,28 +194,23 @@ def _too_long(path: str, limit: int) -> FieldError:
     return FieldError(path, ErrorType.TOO_LONG, f"may not be more than {limit} characters")
 
 
-def _validate_schedule(spec: Mapping[str, object]) -> list[FieldError]:
-    schedule = spec.get("schedule")
-    if schedule is None or schedule == "":
+def _validate_schedule(schedule: str) -> list[FieldError]:
+    if schedule == "":
         return [FieldError("spec.schedule", ErrorType.REQUIRED, "")]
-    if not isinstance(schedule, str):
-        return [FieldError("spec.schedule", ErrorType.INVALID, "must be a string", schedule)]
-    if len(schedule) > MAX_SCHEDULE_LENGTH:  # before parsing: refusing costs O(1)
-        return [_too_long("spec.schedule", MAX_SCHEDULE_LENGTH)]
+    if len(schedule) > names.MAX_SCHEDULE_LENGTH:  # before parsing: refusing costs O(1)
+        return [_too_long("spec.schedule", names.MAX_SCHEDULE_LENGTH)]
     try:
-        check(schedule)
+        check_schedule(schedule)
     except ScheduleError as err:
         return [FieldError("spec.schedule", ErrorType.INVALID, str(err), schedule)]
     return []
 
 
-def _validate_time_zone(zone: object) -> list[FieldError]:
+def _validate_time_zone(zone: str | None) -> list[FieldError]:
     if zone is None:
         return []
-    if not isinstance(zone, str):
-        return [FieldError("spec.timeZone", ErrorType.INVALID, "must be a string", zone)]
-    if len(zone) > MAX_TIME_ZONE_LENGTH:
-        return [_too_long("spec.timeZone", MAX_TIME_ZONE_LENGTH)]
+    if len(zone) > names.MAX_TIME_ZONE_LENGTH:
+        return [_too_long("spec.timeZone", names.MAX_TIME_ZONE_LENGTH)]
     try:
         load_zone(zone)
     except UnknownTimeZoneError as err:
@@ -267,12 +218,14 @@ def _validate_time_zone(zone: object) -> list[FieldError]:
     return []
 
 
-def _validate_job_template(template: object) -> list[FieldError]:
+def _string_map(value: object) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _validate_job_template(template: Mapping[str, Any]) -> list[FieldError]:
+    """The embedded JobTemplateSpec stays a dict (crd.py): its metadata and spec checked here."""
     path = "spec.jobTemplate"
-    if template is None:
-        return [FieldError(path, ErrorType.REQUIRED, "")]
-    if not isinstance(template, Mapping):
-        return [FieldError(path, ErrorType.INVALID, "must be an object", template)]
     errors: list[FieldError] = []
     metadata = template.get("metadata")
     if metadata is not None:
@@ -294,8 +247,140 @@ def _validate_job_template(template: object) -> list[FieldError]:
     return errors
 
 
-def type_errors(obj: Mapping[str, object]) -> list[FieldError]:
-    """The errors of :func:`validate` that leave ``obj`` unreadable: missing required fields
-    and fields of the wrong type (values that are merely invalid are not among them)."""
-    return [e for e in validate(obj)
-            if e.type is ErrorType.REQUIRED or e.detail in _TYPE_DETAILS]
+# -- reading a raw CronJob -----------------------------------------------------------------
+
+# At most this many wrongly typed fields are reported (each costs one more decode attempt).
+_MAX_TYPE_ERRORS = 16
+_ERROR = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_EXPECTED = re.compile(r"^Expected `(?P<want>[^`]*)`, got `(?P<got>[^`]*)`$")
+_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]*)`$")
+_TYPE_DETAILS = {"str": "must be a string", "int": "must be an integer",
+                 "bool": "must be a boolean", "object": "must be an object",
+                 "array": "must be an array", "datetime": "must be an RFC 3339 date-time"}
+# The order check() lists errors in (validate()'s own order); other fields go last.
+_FIELD_ORDER = ("metadata.name", "metadata", "spec.schedule", "spec.timeZone",
+                "spec.startingDeadlineSeconds", "spec.successfulJobsHistoryLimit",
+                "spec.failedJobsHistoryLimit", "spec.concurrencyPolicy", "spec.suspend",
+                "spec.jobTemplate", "spec", "status")
+
+
+def parse(raw: Mapping[str, Any]) -> tuple[CronJob | None, list[FieldError]]:
+    """``raw`` as a typed CronJob and the wrongly typed fields (module docstring); ``raw`` is
+    only read."""
+    errors: list[FieldError] = []
+    current: Mapping[str, Any] = raw
+    prepare(CronJob)  # msgspec's first use of a type is not thread-safe (webhook workers)
+    for _ in range(_MAX_TYPE_ERRORS):
+        try:
+            return msgspec.convert(current, CronJob, strict=True), errors
+        except msgspec.ValidationError as err:
+            error, parts = _field_error(str(err), current)
+        errors.append(error)
+        tp, required = _field_type(parts)
+        if required or tp is None or error.type is ErrorType.REQUIRED:
+            break
+        current = _without(current, parts)
+    return None, errors
+
+
+def check(raw: Mapping[str, Any]) -> list[FieldError]:
+    """Every problem with a raw CronJob: :func:`parse`'s, then :func:`validate`'s."""
+    cronjob, errors = parse(raw)
+    if cronjob is not None:
+        errors = [*errors, *validate(cronjob)]
+    return sorted(errors, key=_order)
+
+
+def _order(error: FieldError) -> int:
+    for i, prefix in enumerate(_FIELD_ORDER):
+        if error.field == prefix or error.field.startswith((prefix + ".", prefix + "[")):
+            return i
+    return len(_FIELD_ORDER)
+
+
+def _field_error(message: str, raw: Mapping[str, Any]) -> tuple[FieldError, list[str]]:
+    """The FieldError of one msgspec ValidationError message, and the path of its field."""
+    found = _ERROR.match(message)
+    what = found.group("what") if found else message
+    path = (found.group("path") or "") if found else ""
+    # "$.metadata.labels[...]" (a map's value) and "[0]" (a list's item) end the field path.
+    parts = [p for p in path.split("[", 1)[0].split(".") if p]
+    field = ".".join(parts)
+    missing = _MISSING.match(what)
+    if missing:
+        parts.append(missing.group("field"))
+        return FieldError(".".join(parts), ErrorType.REQUIRED, ""), parts
+    value = _value_at(raw, parts)
+    expected = _EXPECTED.match(what)
+    if expected:
+        if expected.group("got") == "null":
+            return FieldError(field, ErrorType.REQUIRED, ""), parts
+        want = expected.group("want").removesuffix(" | null")
+        detail = _TYPE_DETAILS.get(want, f"must be {want}")
+        if "[...]" in path and want == "str":
+            detail = "must be a map of strings to strings"
+        return FieldError(field, ErrorType.INVALID, detail, value), parts
+    if what.startswith("Invalid enum value"):
+        supported = ", ".join(f'"{v}"' for v in _literal_values(_field_type(parts)[0]))
+        return FieldError(field, ErrorType.NOT_SUPPORTED, f"supported values: {supported}",
+                          value), parts
+    if what.startswith("Invalid RFC3339"):
+        return FieldError(field, ErrorType.INVALID, _TYPE_DETAILS["datetime"], value), parts
+    return FieldError(field, ErrorType.INVALID, what, value), parts
+
+
+def _value_at(raw: Mapping[str, Any], parts: Sequence[str]) -> object:
+    node: object = raw
+    for part in parts:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _without(raw: Mapping[str, Any], parts: Sequence[str]) -> dict[str, Any]:
+    """A copy of ``raw`` without the field at ``parts`` (only the path is copied)."""
+    out = dict(raw)
+    node = out
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, Mapping):
+            return out
+        node[part] = node = dict(child)
+    node.pop(parts[-1], None)
+    return out
+
+
+def _unwrap(tp: Any) -> Any:
+    """``tp`` without Annotated and ``| None``."""
+    while True:
+        if get_origin(tp) is Annotated:
+            tp = get_args(tp)[0]
+        elif get_origin(tp) is Union or type(tp).__name__ == "UnionType":
+            rest = [a for a in get_args(tp) if a is not type(None)]
+            if len(rest) != 1:
+                return tp
+            tp = rest[0]
+        else:
+            return tp
+
+
+def _field_type(parts: Sequence[str]) -> tuple[Any, bool]:
+    """The declared type of the CronJob field at ``parts`` and whether it is required
+    (``(None, True)`` for a path that is not a declared field)."""
+    tp: Any = CronJob
+    required = True
+    for part in parts:
+        struct = _unwrap(tp)
+        if not (isinstance(struct, type) and issubclass(struct, msgspec.Struct)):
+            return None, True
+        info = next((f for f in msgspec.structs.fields(struct) if f.encode_name == part), None)
+        if info is None:
+            return None, True
+        tp, required = info.type, info.required
+    return tp, required
+
+
+def _literal_values(tp: Any) -> tuple[object, ...]:
+    tp = _unwrap(tp)
+    return get_args(tp) if get_origin(tp) is Literal else ()

@@ -5,8 +5,10 @@ Contract:
 * :func:`validate` / :func:`mutate` are pure :data:`pyctrl.webhook.Handler` functions from an
   ``admission.k8s.io/v1`` AdmissionReview *request* to an :class:`AdmissionResponse`; the
   server (:class:`pyctrl.webhook.WebhookServer`) serves them at :data:`VALIDATE_PATH` and
-  :data:`MUTATE_PATH` (see :data:`HANDLERS`). They use :func:`cronjob_controller.api.validate`
-  and :func:`cronjob_controller.api.default_patch`, so the webhook, the CRD defaults and the
+  :data:`MUTATE_PATH` (see :data:`HANDLERS`). The review's object is read as the typed
+  CronJob (:func:`cronjob_controller.api.check`: a field of the wrong type is a denial naming
+  it) and validated by :func:`cronjob_controller.api.validate`; the defaults are
+  :func:`cronjob_controller.api.default_patch`'s, so the webhook, the CRD defaults and the
   controller agree. A denial carries HTTP-like code 422, reason ``Invalid`` and a message
   naming each field and problem. On UPDATE, errors in fields the update did not change are
   tolerated (ratcheting), so an object stored before the webhook existed can still be
@@ -37,8 +39,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
-from cronjob_controller.api import CRONJOBS, KIND, FieldError, default_patch
-from cronjob_controller.api import validate as validate_object
+from cronjob_controller.api import CRONJOBS, KIND, FieldError, check, default_patch, parse
 from cronjob_controller.templatecheck import DRY_RUN_TIMEOUT_SECONDS, Verdict, dry_run_job
 from pyctrl import Clock, Manager, RealClock
 from pyctrl import webhook as serving
@@ -109,7 +110,7 @@ def validate(request: Mapping[str, object]) -> AdmissionResponse:
         return allowed()
     if _value_at(obj, "metadata.deletionTimestamp"):
         return allowed()
-    errors = validate_object(obj)
+    errors = check(obj)
     old = _object(request, "oldObject")
     if request.get("operation") == "UPDATE" and old is not None:
         errors = [e for e in errors if _value_at(obj, e.field) != _value_at(old, e.field)]
@@ -195,8 +196,11 @@ def validate_with_dry_run(client: Client, clock: Clock | None = None) -> Handler
         if (request.get("operation") == "UPDATE" and old is not None
                 and _value_at(obj, "spec.jobTemplate") == _value_at(old, "spec.jobTemplate")):
             return response
-        namespace = str(request.get("namespace") or _value_at(obj, "metadata.namespace") or "")
-        verdict = runs.run(lambda: dry_run_job(client, obj, namespace, now()))
+        cronjob, _ = parse(obj)
+        if cronjob is None:  # a type error tolerated on UPDATE (ratcheting): nothing to run
+            return response
+        namespace = str(request.get("namespace") or cronjob.metadata.namespace)
+        verdict = runs.run(lambda: dry_run_job(client, cronjob, namespace, now()))
         if verdict.valid is False:
             name = str(_value_at(obj, "metadata.name")
                        or _value_at(obj, "metadata.generateName") or "")

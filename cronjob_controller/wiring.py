@@ -1,7 +1,8 @@
 """Wiring: build the CronJob controller on a pyctrl Manager.
 
 Contract: :func:`build` registers, on the given manager and through its Builder
-(``manager.controller("cronjob").for_(CRONJOBS).owns(JOBS, on_delete=...)``), one CronJob
+(``manager.controller("cronjob").for_(CronJob).owns(Job, on_delete=...)``, the kind classes:
+:class:`cronjob_controller.crd.CronJob` and ``pyctrl.models.batch_v1.Job``), one CronJob
 informer and one Job informer per watched namespace (or one cluster-wide pair), the Jobs
 indexed by controller owner UID, event handlers that only enqueue Requests, and a
 :class:`pyctrl.Controller` running :class:`CronJobReconciler` with ``workers`` threads on a
@@ -10,7 +11,8 @@ indexed by controller owner UID, event handlers that only enqueue Requests, and 
 the plain FIFO RateLimitingQueue). A Job's delete notification first hands
 its final state to :meth:`CronJobReconciler.observe_deleted_job` (so a run whose Job vanished
 before the status recorded it is never created twice), then enqueues the owner. The
-reconciler reads the Builder's listers (one per kind, merged over the namespaces) and writes
+reconciler reads the Builder's typed listers (``builder.lister_for(CronJob)``, one per kind,
+merged over the namespaces) and writes
 through ``manager.client_for_leader()``; the event broadcaster defers events while the
 queue holds work. With ``watch_clock`` (the default) a
 :class:`cronjob_controller.clockwatch.ClockJumpWatch` runnable on the manager re-enqueues every
@@ -33,20 +35,26 @@ every Job and Job events of other shards' CronJobs cost one cache miss each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from cronjob_controller.api import CRONJOBS
 from cronjob_controller.clockwatch import ClockJumpWatch
-from cronjob_controller.controller import CronJobReconciler
+from cronjob_controller.controller import CronJobReconciler, ObjectSource
+from cronjob_controller.crd import CronJob
 from pyctrl import Controller, Manager, Request
-from pyctrl.cache import DeletedFinalStateUnknown, MultiNamespaceLister, SharedIndexInformer
-from pyctrl.kube import JOBS, Object
+from pyctrl.cache import DeletedFinalStateUnknown, SharedIndexInformer
+from pyctrl.kube import JOBS
+from pyctrl.models.batch_v1 import Job
 from pyctrl.rbac import PolicyRule
 
 __all__ = ["CONTROLLER_NAME", "CronJobController", "build", "setup"]
 
 CONTROLLER_NAME = "cronjob"
+
+
+class _Listing(ObjectSource[CronJob], Protocol):
+    def list(self) -> Sequence[CronJob]: ...
 
 
 @dataclass
@@ -57,7 +65,7 @@ class CronJobController:
     reconciler: CronJobReconciler
     cronjob_informers: list[SharedIndexInformer]
     job_informers: list[SharedIndexInformer]
-    cronjobs: MultiNamespaceLister
+    cronjobs: _Listing
 
     def resync_all(self) -> None:
         """Enqueue every known CronJob (after a wall-clock jump)."""
@@ -71,21 +79,21 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
     """Register the CronJob controller on ``manager`` (see module docstring)."""
     # A PriorityQueue: objects from the initial lists and resyncs wait behind creates and
     # real changes (a CronJob created during a start is synced first), aging bounds their wait.
-    def observe_deleted_job(job: Object | DeletedFinalStateUnknown) -> None:
+    def observe_deleted_job(job: Job | Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         reconciler.observe_deleted_job(job)  # made below, once the listers are handed out
 
     # Every watch is declared before a lister is handed out: an extension may filter the
-    # owned Jobs too (sharding with owned=(JOBS,)), and a lister follows its watch.
+    # owned Jobs too (sharding with owned=(Job,)), and a lister follows its watch.
     # The reconciler creates Jobs and deletes old ones (history); it never updates them.
     builder = (manager.controller(CONTROLLER_NAME, workers=workers)
                .with_options(namespaces=namespaces or None, priority_queue=priority_queue)
-               .for_(CRONJOBS)
-               .owns(JOBS, on_delete=observe_deleted_job, writes=("create", "delete")))
-    cronjobs = builder.lister_for(CRONJOBS)  # this shard's CronJobs when sharded
+               .for_(CronJob)
+               .owns(Job, on_delete=observe_deleted_job, writes=("create", "delete")))
+    cronjobs = builder.lister_for(CronJob)  # this shard's CronJobs when sharded
     # Writes (Jobs, status, and the events of the manager's recorder) go through the
     # leader-scoped client: a deposed leader's reconciles stop at their next write.
     reconciler = CronJobReconciler(
-        manager.client_for_leader(), cronjobs, builder.lister_for(JOBS),
+        manager.client_for_leader(), cronjobs, builder.lister_for(Job),
         manager.event_recorder("cronjob-controller"),
         clock=manager.clock, registry=manager.registry,
         defer_status_after_create=defer_status_after_create,
@@ -98,8 +106,8 @@ def build(manager: Manager, *, namespaces: Sequence[str] = (), workers: int = 16
     # its max_defer.
     queue = controller.queue
     manager.event_broadcaster().set_defer_while(lambda: len(queue) > 0)
-    wired = CronJobController(controller, reconciler, builder.informers_for(CRONJOBS),
-                              builder.informers_for(JOBS), cronjobs)
+    wired = CronJobController(controller, reconciler, builder.informers_for(CronJob),
+                              builder.informers_for(Job), cronjobs)
     if watch_clock:
         # Not leader-gated: with sharding every replica's workers run, each needs the watch.
         manager.add(ClockJumpWatch(manager.clock, wired.resync_all))

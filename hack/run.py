@@ -52,16 +52,17 @@ def next_runs(client: RESTClient, now: datetime) -> list[tuple[datetime, str]]:
     """(next scheduled time, "ns/name") of every valid, unsuspended CronJob in NAMESPACE."""
     out = []
     for obj in client.list(api.CRONJOBS, NAMESPACE).get("items") or []:
-        if api.validate(obj):
+        cronjob, errors = api.parse(obj)
+        if cronjob is None or errors or api.validate(cronjob):
             continue
-        cronjob = api.CronJob.from_dict(obj)
         if cronjob.spec.suspend:
             continue
         zone = api.load_zone(cronjob.spec.time_zone)
-        anchor = cronjob.status.last_schedule_time or cronjob.creation_timestamp or now
+        anchor = (cronjob.status.last_schedule_time or cronjob.metadata.creation_timestamp
+                  or now)
         nxt = schedule.parse(cronjob.spec.schedule, zone).next_after(now, anchor=anchor)
         if nxt is not None:
-            out.append((nxt, f"{NAMESPACE}/{cronjob.name}"))
+            out.append((nxt, f"{NAMESPACE}/{cronjob.metadata.name}"))
     return sorted(out)
 
 

@@ -32,8 +32,10 @@ from bench.cronjob_skew.controllers import PhaseError
 from bench.cronjob_skew.probe import CpuTrace, JobWatch, burst_fields, plane_pids
 from bench.cronjob_skew.report import skew_fields
 from bench.gobuild import build_anchor
+from cronjob_controller import api
 from cronjob_controller.api import SCHEDULED_TIMESTAMP_ANNOTATION
 from cronjob_controller.jobs import build_job
+from pyctrl.api import convert
 from pyctrl.errors import AlreadyExists
 from pyctrl.kube import NAMESPACES, RESTClient
 from pyctrl.testing.envtest import ControlPlane
@@ -49,7 +51,7 @@ def limit_job(namespace: str, tick: float, job_template: dict[str, object]) -> d
     cronjob = {"metadata": {"name": "cj-00000", "namespace": namespace,
                             "uid": "00000000-0000-4000-8000-000000000000"},
                "spec": {"schedule": "* * * * *", "jobTemplate": job_template}}
-    return build_job(cronjob, datetime.fromtimestamp(tick, UTC), UTC)
+    return build_job(convert(api.CronJob, cronjob), datetime.fromtimestamp(tick, UTC), UTC)
 
 
 def run_limit_phase(cp: ControlPlane, client: RESTClient, args: argparse.Namespace,

@@ -51,7 +51,7 @@ from typing import Any, Generic, TypeVar, Unpack, overload
 
 import msgspec
 
-from pyctrl.api.typed import Equal, decode, encode, resource_for, status_changes
+from pyctrl.api.typed import Equal, decode, encode, json_decoder, resource_for, status_changes
 from pyctrl.api.typed import unset_equals_empty as _unset_equals_empty
 from pyctrl.api.types import Object, Struct
 from pyctrl.errors import AlreadyOwned, ApiError, Invalid
@@ -71,7 +71,7 @@ class _Items(msgspec.Struct, Generic[T]):
 
 @functools.cache
 def _list_decoder(cls: type[Object]) -> msgspec.json.Decoder[_Items[Any]]:
-    return msgspec.json.Decoder(_Items[cls])  # type: ignore[valid-type]
+    return json_decoder(_Items[cls])  # type: ignore[valid-type]
 
 
 def _where(obj: Object) -> tuple[Resource, str, str | None]:

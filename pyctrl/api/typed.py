@@ -11,7 +11,10 @@ Contract:
   builtin value (a list of conditions: ``convert(list[Condition], raw)``). Unknown fields
   are ignored by the typed view and remain in the raw dict; nothing the view does reaches the
   cache. It raises :class:`DecodeError` when a known field has the wrong type (the CRD's
-  schema normally makes that impossible). Cost: a few microseconds for a CronJob-sized object
+  schema normally makes that impossible). Both are safe from many threads at once: msgspec
+  builds a type's decoding info on its first use, and two threads doing that at once for the
+  same (or a nested, shared) type crash the interpreter, so the first use of each type is made
+  once, under a lock (:func:`prepare`). Cost: a few microseconds for a CronJob-sized object
   (``python -m bench typed-read``); hot loops that read one field keep using the dict.
 * :func:`encode` is the inverse for the declared fields: camelCase keys, fields equal to
   their defaults omitted, ``apiVersion``/``kind`` filled from the class.
@@ -47,6 +50,7 @@ import msgspec
 from pyctrl.api.crd import kind_info
 from pyctrl.api.types import Object, Struct
 from pyctrl.cache.lister import Lister, MultiNamespaceLister
+from pyctrl.kube.body import json_decoder, prepare
 from pyctrl.kube.resource import Resource
 
 __all__ = [
@@ -56,7 +60,9 @@ __all__ = [
     "convert",
     "decode",
     "encode",
+    "json_decoder",
     "merge_patch",
+    "prepare",
     "resource_for",
     "status_changes",
     "status_patch",
@@ -85,6 +91,7 @@ def resource_for(cls: type[Object]) -> Resource:
 
 def decode(cls: type[S], raw: Raw | bytes) -> S:
     """A fresh typed ``cls`` from ``raw`` (module docstring); ``raw`` is only read."""
+    prepare(cls)
     try:
         if isinstance(raw, bytes | bytearray | memoryview):
             decoder: msgspec.json.Decoder[S] = _json_decoder(cls)
@@ -101,6 +108,7 @@ def decode(cls: type[S], raw: Raw | bytes) -> S:
 def convert(cls: type[V], raw: object) -> V:
     """``raw`` (builtin values: dicts, lists, strings) as ``cls``, any type msgspec knows
     (``list[Condition]``, a Struct); raises :class:`DecodeError`."""
+    prepare(cls)
     try:
         return msgspec.convert(raw, cls, strict=False)
     except msgspec.ValidationError as err:
@@ -109,7 +117,7 @@ def convert(cls: type[V], raw: object) -> V:
 
 @functools.cache
 def _json_decoder(cls: type[S]) -> msgspec.json.Decoder[S]:
-    return msgspec.json.Decoder(cls)
+    return json_decoder(cls)
 
 
 def encode(obj: Struct) -> dict[str, Any]:

@@ -50,7 +50,7 @@ import orjson
 
 from pyctrl.cache.listwatch import ListerWatcher, ListWatch, Pages, sequential_pages
 from pyctrl.errors import ApiError
-from pyctrl.kube.body import BULK_BYTES, gc_paused
+from pyctrl.kube.body import BULK_BYTES, gc_paused, json_decoder
 from pyctrl.kube.interface import Object, WatchEvent, WatchStream
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.watch import HTTPWatchStream
@@ -89,10 +89,12 @@ class TypedDecoder(Generic[T]):
 
     def __init__(self, cls: type[T]) -> None:
         self.cls = cls
-        self._page = msgspec.json.Decoder(_Page[cls])  # type: ignore[valid-type]
-        self._event = msgspec.json.Decoder(_Event[cls])  # type: ignore[valid-type]
-        self._envelope = msgspec.json.Decoder(_Envelope)
-        self._object = msgspec.json.Decoder(cls)
+        # Built under one lock (pyctrl.api.json_decoder): msgspec's first use of a type is
+        # not thread-safe, and informers start their reflectors at once.
+        self._page = json_decoder(_Page[cls])  # type: ignore[valid-type]
+        self._event = json_decoder(_Event[cls])  # type: ignore[valid-type]
+        self._envelope = json_decoder(_Envelope)
+        self._object = json_decoder(cls)
 
     def page(self, body: bytes) -> Object:
         """One LIST page: its typed items and its list metadata."""

@@ -20,7 +20,7 @@ from pyctrl.kube.interface import (
     WatchEvent,
     WatchStream,
 )
-from pyctrl.kube.meta import format_micro_time, format_time, parse_micro_time
+from pyctrl.kube.meta import format_micro_time, format_rfc3339, format_time, parse_micro_time
 from pyctrl.kube.options import ListOptions
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import *  # noqa: F403
@@ -51,6 +51,7 @@ __all__ = [
     "WatchEvent",
     "WatchStream",
     "format_micro_time",
+    "format_rfc3339",
     "format_time",
     "in_cluster",
     "load_config",

@@ -10,6 +10,10 @@ Contract:
   transforms a listed page and fills its store: CPU-bound steps, never a network wait).
   Freshly decoded JSON holds no reference cycles; reference counting still frees everything
   as usual.
+* :func:`prepare` and :func:`json_decoder` are the one way pyctrl builds a msgspec decoder
+  (typed informers, the typed client, :func:`pyctrl.api.decode`): a type's first use, which
+  builds its decoding info, is made under one lock, since two threads making it at once
+  crash the interpreter.
 * :func:`gc_paused` restores what it found: if the collector was off when the pause began,
   it stays off. The collector is process-wide, so another thread that turns it off *during*
   a pause sees it turned back on when the pause ends (only programs that manage the
@@ -19,16 +23,18 @@ Contract:
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import msgspec
 import orjson
 
 from pyctrl.errors import ApiError
 from pyctrl.kube.interface import Object
 
-__all__ = ["BULK_BYTES", "decode_object", "gc_paused"]
+__all__ = ["BULK_BYTES", "decode_object", "gc_paused", "json_decoder", "prepare"]
 
 # Bodies at least this long are decoded with the collector paused; smaller ones (single
 # objects, Status errors) are too quick for a collection to matter.
@@ -64,3 +70,31 @@ def decode_object(data: bytes) -> Object:
     if not isinstance(body, dict):
         raise ApiError("response body is not a JSON object", reason="DecodeError")
     return body
+
+
+_PREPARE_LOCK = threading.Lock()
+_PREPARED: set[object] = set()
+
+
+def prepare(tp: object) -> None:
+    """Build msgspec's decoding info for ``tp`` (and every type it nests) once, under a lock:
+    that first use is not thread-safe (msgspec 0.22 crashes when two threads make it at once).
+    Cheap after the first call."""
+    try:
+        if tp in _PREPARED:
+            return
+    except TypeError:  # an unhashable type form: prepared every time, still under the lock
+        with _PREPARE_LOCK:
+            msgspec.json.Decoder(tp)
+        return
+    with _PREPARE_LOCK:
+        if tp not in _PREPARED:
+            msgspec.json.Decoder(tp)
+            _PREPARED.add(tp)
+
+
+def json_decoder(tp: Any) -> msgspec.json.Decoder[Any]:
+    """A new ``msgspec.json.Decoder`` of ``tp`` (any type form: a Struct, ``Page[Job]``),
+    built under the lock of :func:`prepare`: every decoder pyctrl builds comes from here."""
+    with _PREPARE_LOCK:
+        return msgspec.json.Decoder(tp)

@@ -61,6 +61,7 @@ __all__ = [
     "deletion_timestamp",
     "finalizers",
     "format_micro_time",
+    "format_rfc3339",
     "format_time",
     "generate_name",
     "generation",
@@ -252,6 +253,20 @@ def deletion_timestamp(obj: AnyObject) -> str | datetime | None:
 def format_time(when: datetime) -> str:
     """A ``metav1.Time`` string: RFC 3339 in UTC, whole seconds (``2024-01-02T03:04:05Z``)."""
     return when.astimezone(UTC).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
+
+
+def format_rfc3339(when: datetime) -> str:
+    """Go's ``time.RFC3339`` in ``when``'s own zone (for messages that name a local time):
+    whole seconds, ``Z`` for offset 0, else ``+hh:mm``; ValueError for a naive datetime."""
+    offset = when.utcoffset()
+    if offset is None:
+        raise ValueError(f"naive datetime {when!r}")
+    text = when.replace(microsecond=0, tzinfo=None).isoformat()
+    if not offset:
+        return text + "Z"
+    minutes = int(offset.total_seconds()) // 60
+    sign = "+" if minutes >= 0 else "-"
+    return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def format_micro_time(when: datetime) -> str:

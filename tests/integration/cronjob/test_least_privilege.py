@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cronjob_controller.api import CRONJOBS
+from cronjob_controller.api import CRONJOBS, CronJob
 from cronjob_controller.jobs import job_name
 from cronjob_controller.templatecheck import dry_run_job
 from pyctrl import (
@@ -24,6 +24,7 @@ from pyctrl import (
     LeaseLock,
     RESTClient,
 )
+from pyctrl.api import decode
 from pyctrl.errors import Forbidden
 from pyctrl.kube import JOBS, LEASES, SECRETS
 from pyctrl.testing.envtest import ControlPlane
@@ -66,7 +67,8 @@ def test_controller_runs_with_manifest_rbac(sa_client: RESTClient, env: Env) -> 
     wait_for(lambda: made[0] not in env.job_names("lp"), what="history cleanup")
     wait_for(lambda: env.events("SuccessfulCreate", "lp"), what="SuccessfulCreate event")
     # The template check (controller and webhook): a dry-run create, allowed by jobs create.
-    verdict = dry_run_job(sa_client, env.cronjob("lp"), env.namespace, env.clock.now())
+    verdict = dry_run_job(sa_client, decode(CronJob, env.cronjob("lp")), env.namespace,
+                          env.clock.now())
     assert verdict.valid is True, verdict
 
 

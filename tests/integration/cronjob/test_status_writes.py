@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from cronjob_controller.api import CRONJOBS
+from cronjob_controller.api import CRONJOBS, CronJob
 from cronjob_controller.controller import CronJobReconciler
 from cronjob_controller.jobs import job_name
 from cronjob_controller.statuswrite import CACHE_WAIT_SECONDS
 from pyctrl import Request, RESTClient
+from pyctrl.api import TypedLister
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
@@ -29,6 +30,7 @@ from pyctrl.cache import (
     meta_namespace_index_func,
 )
 from pyctrl.kube import JOBS, format_time
+from pyctrl.models.batch_v1 import Job
 from pyctrl.testing import FakeClock, FakeRecorder
 from tests.integration.cronjob.env import cronjob_body, minute_floor
 
@@ -41,8 +43,9 @@ def test_concurrent_status_write_between_create_and_deferred_write_is_kept(
     cronjobs = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
     jobs = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func,
                              CONTROLLER_UID_INDEX: controller_uid_index_func})
-    reconciler = CronJobReconciler(client, Lister(cronjobs, CRONJOBS), Lister(jobs, JOBS),
-                                   FakeRecorder(), clock=clock)
+    reconciler = CronJobReconciler(client, TypedLister(Lister(cronjobs, CRONJOBS), CronJob),
+                                   TypedLister(Lister(jobs, JOBS), Job), FakeRecorder(),
+                                   clock=clock)
     due = minute_floor(clock.now())
     seeded = format_time(due + timedelta(hours=1))
     kept = conflicts = 0

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +17,8 @@ from pyctrl.cache import Indexer, Lister
 from pyctrl.errors import NotFound
 from pyctrl.testing import FakeClient
 from tests.unit.api.sample_kinds import Cluster, Website
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def raw() -> dict[str, Any]:
@@ -127,3 +133,53 @@ def test_typed_lister_decodes_fresh_objects() -> None:
     assert [s.metadata.name for s in typed.list("ns")] == ["a"]
     with pytest.raises(NotFound):
         typed.get("ns", "missing")
+
+
+_RACE = '''
+import sys, threading
+from typing import Any
+from pyctrl import api
+sys.setswitchinterval(1e-6)
+
+class Ref(api.Struct):
+    name: str = ""
+    uid: str = ""
+
+class Status(api.Struct):
+    refs: list[Ref] = api.field(default_factory=list)
+    conditions: list[api.Condition] = api.field(default_factory=list)
+
+@api.kind("race.example.com/v1", "Racer")
+class Racer(api.Object):
+    spec: dict[str, Any] = api.field(default_factory=dict)
+    status: Status = api.field(default_factory=Status)
+
+raw = {"metadata": {"name": "a", "ownerReferences": [
+           {"apiVersion": "v1", "kind": "X", "name": "x", "uid": "u", "controller": True}]},
+       "status": {"refs": [{"name": "r"}], "conditions": [
+           {"type": "Ready", "status": "True", "reason": "R", "message": "",
+            "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
+barrier = threading.Barrier(8)
+
+def work() -> None:
+    barrier.wait()
+    for _ in range(20):
+        api.decode(Racer, raw)
+        api.convert(list[api.Condition], raw["status"]["conditions"])
+
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+'''
+
+
+def test_first_decodes_from_many_threads_at_once_do_not_crash() -> None:
+    # msgspec builds a type's decoding info on first use; eight threads doing that at once
+    # crashed the interpreter (a controller's workers on their first reconciles). A fresh
+    # interpreter and fresh classes, so the first use really is concurrent.
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", _RACE], capture_output=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]

@@ -4,8 +4,12 @@ path over a RESTClient (a stub HTTP server) and the dict fakes' path through the
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -23,6 +27,8 @@ from pyctrl.testing import FakeClient, FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch
 from tests.unit.kube.http_stub import Reply, Request, StubServer
 from tests.waiting import eventually
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class GadgetSpec(api.Struct):
@@ -249,3 +255,36 @@ def test_typed_objects_encode_without_the_fields_they_do_not_declare() -> None:
     obj = TypedDecoder(Gadget).event(orjson.dumps({"type": "ADDED", "object": gadget("a")}))
     encoded = msgspec.to_builtins(obj["object"])
     assert "futureField" not in encoded["spec"]
+
+
+_DECODER_RACE = '''
+import sys, threading
+from pyctrl.cache.typed import TypedDecoder
+from pyctrl.models.batch_v1 import Job
+from pyctrl.models.core_v1 import Pod
+sys.setswitchinterval(1e-6)
+page = (b'{"metadata": {"resourceVersion": "5"}, "items": [{"metadata": {"name": "a", '
+        b'"namespace": "n"}, "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}]}')
+barrier = threading.Barrier(8)
+
+def start(cls):
+    barrier.wait()
+    TypedDecoder(cls).page(page)
+
+threads = [threading.Thread(target=start, args=(Job if i % 2 else Pod,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+'''
+
+
+def test_informers_starting_at_once_build_their_decoders_safely() -> None:
+    """Typed informers build their decoders on their reflector threads, all at start: that
+    is msgspec's first use of each kind (and of ObjectMeta, which every kind nests), which
+    crashed the interpreter when two threads made it at once; a fresh interpreter each run."""
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", _DECODER_RACE], capture_output=True,
+                              timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              check=False)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]

@@ -25,9 +25,15 @@ from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry
 
-from cronjob_controller.api import CRONJOBS, SCHEDULED_TIMESTAMP_ANNOTATION, format_rfc3339
+from cronjob_controller.api import (
+    CRONJOBS,
+    SCHEDULED_TIMESTAMP_ANNOTATION,
+    CronJob,
+    format_rfc3339,
+)
 from cronjob_controller.controller import CronJobReconciler
 from pyctrl import Request, Result
+from pyctrl.api import TypedLister
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
@@ -37,6 +43,7 @@ from pyctrl.cache import (
     meta_namespace_index_func,
 )
 from pyctrl.kube import JOBS, Object, Resource
+from pyctrl.models.batch_v1 import Job
 from pyctrl.testing import FakeClient, FakeClock, FakeRecorder
 
 __all__ = [
@@ -160,8 +167,15 @@ class Fixture:
             NAMESPACE_INDEX: meta_namespace_index_func,
             CONTROLLER_UID_INDEX: controller_uid_index_func,
         })
-        self.reconciler = CronJobReconciler(
-            self.client, Lister(self.cronjob_indexer, CRONJOBS), Lister(self.job_indexer, JOBS),
+        self.reconciler = self.new_reconciler(
+            registry=registry, defer_status_after_create=defer_status_after_create)
+
+    def new_reconciler(self, *, registry: CollectorRegistry | None = None,
+                       defer_status_after_create: bool = True) -> CronJobReconciler:
+        """A reconciler over this fixture's caches with nothing in memory (a new process)."""
+        return CronJobReconciler(
+            self.client, TypedLister(Lister(self.cronjob_indexer, CRONJOBS), CronJob),
+            TypedLister(Lister(self.job_indexer, JOBS), Job),
             self.recorder, clock=self.clock, registry=registry,
             defer_status_after_create=defer_status_after_create,
         )

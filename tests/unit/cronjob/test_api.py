@@ -1,10 +1,11 @@
-"""api.py: validation table, defaulting, the typed view, time formatting, the CRD's agreement."""
+"""api.py: validation table (raw objects through api.check: parse, then validate), defaulting,
+reading a raw CronJob, time formatting, the CRD's agreement."""
 
 from __future__ import annotations
 
 import copy
 import zoneinfo
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 
 from cronjob_controller import api, validation
 from cronjob_controller.api import ErrorType, FieldError
+from pyctrl.api import decode
 from pyctrl.kube import format_time
 
 CRD = Path(__file__).resolve().parents[3] / "crds" / "cronjobs.batch.pyctrl.io.yaml"
@@ -40,8 +42,8 @@ def without(obj: dict[str, Any], *path: str) -> dict[str, Any]:
 
 
 def test_valid_cronjob_has_no_errors() -> None:
-    assert api.validate(cronjob()) == []
-    assert api.validate(cronjob(timeZone="Europe/Berlin", startingDeadlineSeconds=0,
+    assert api.check(cronjob()) == []
+    assert api.check(cronjob(timeZone="Europe/Berlin", startingDeadlineSeconds=0,
                                 concurrencyPolicy="Replace", suspend=True,
                                 successfulJobsHistoryLimit=0, failedJobsHistoryLimit=0)) == []
 
@@ -120,7 +122,7 @@ def test_valid_cronjob_has_no_errors() -> None:
 def test_validation_reports_field_type_and_detail(
     obj: dict[str, Any], field: str, etype: ErrorType, detail: str
 ) -> None:
-    errors = api.validate(obj)
+    errors = api.check(obj)
     assert [(e.field, e.type) for e in errors] == [(field, etype)]
     assert detail in errors[0].detail
 
@@ -128,18 +130,18 @@ def test_validation_reports_field_type_and_detail(
 @pytest.mark.parametrize("zone", ["UTC", "Etc/GMT+5", "America/New_York", "Asia/Kolkata",
                                   "Australia/Lord_Howe"])
 def test_valid_iana_zones(zone: str) -> None:
-    assert api.validate(cronjob(timeZone=zone)) == []
+    assert api.check(cronjob(timeZone=zone)) == []
 
 
 def test_name_of_exactly_52_characters_is_valid() -> None:
-    assert api.validate({**cronjob(), "metadata": {"name": "x" * 52}}) == []
+    assert api.check({**cronjob(), "metadata": {"name": "x" * 52}}) == []
 
 
 def test_every_limit_is_inclusive() -> None:
     longest = ",".join(str(m % 60) for m in range(1024))[:1016].rstrip(",") + " * * * *"
     longest = longest.rjust(api.MAX_SCHEDULE_LENGTH)  # leading blanks are allowed
     assert len(longest) == api.MAX_SCHEDULE_LENGTH
-    assert api.validate(cronjob(
+    assert api.check(cronjob(
         schedule=longest, startingDeadlineSeconds=api.MAX_STARTING_DEADLINE_SECONDS,
         successfulJobsHistoryLimit=api.MAX_HISTORY_LIMIT,
         failedJobsHistoryLimit=api.MAX_HISTORY_LIMIT,
@@ -151,39 +153,47 @@ def test_every_limit_is_inclusive() -> None:
                                       "@every 1m", "@every 90s", "@every 1m0.9s"])
 def test_satisfiable_schedules_and_minute_intervals_are_valid(schedule: str) -> None:
     # dom OR dow when both are restricted: Feb 30 never comes, but Mondays in February do.
-    assert api.validate(cronjob(schedule=schedule)) == []
+    assert api.check(cronjob(schedule=schedule)) == []
 
 
 def test_overlong_input_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     def parse_nothing(spec: str) -> object:
         raise AssertionError("parsed an overlong schedule")
 
-    monkeypatch.setattr(validation, "check", parse_nothing)
+    monkeypatch.setattr(validation, "check_schedule", parse_nothing)
     huge = ",".join(str(m % 60) for m in range(500_000)) + " * * * *"  # ~1.4 MB, valid
-    errors = api.validate(cronjob(schedule=huge, timeZone="x" * 1_000_000))
+    errors = api.check(cronjob(schedule=huge, timeZone="x" * 1_000_000))
     assert [str(e) for e in errors] == [
         "spec.schedule: Too long: may not be more than 1024 characters",
         "spec.timeZone: Too long: may not be more than 64 characters"]
     assert api.condition_reason(errors) == api.REASON_INVALID_SCHEDULE
 
 
+def test_validate_takes_the_typed_cronjob() -> None:
+    cronjob_, errors = api.parse(cronjob(schedule="61 * * * *"))
+    assert cronjob_ is not None and errors == []
+    [err] = api.validate(cronjob_)
+    assert err.field == "spec.schedule"
+    assert api.validate(decode(api.CronJob, cronjob())) == []
+
+
 def test_validate_never_raises_on_huge_numbers_in_a_schedule() -> None:
     # int() refuses > 4300 digits with a plain ValueError; validate must still answer.
-    [err] = api.validate(cronjob(schedule="1" * 1000 + " * * * *"))
+    [err] = api.check(cronjob(schedule="1" * 1000 + " * * * *"))
     assert "out of range" in err.detail
-    [err] = api.validate(cronjob(schedule="@every " + "9" * 1000 + "s"))
+    [err] = api.check(cronjob(schedule="@every " + "9" * 1000 + "s"))
     assert "too large" in err.detail
-    assert api.validate(cronjob(schedule="0" * 1000 + "5 * * * *")) == []  # Go's Atoi: 5
+    assert api.check(cronjob(schedule="0" * 1000 + "5 * * * *")) == []  # Go's Atoi: 5
 
 
 def test_errors_accumulate() -> None:
-    errors = api.validate(cronjob(schedule="L", timeZone="Local", concurrencyPolicy="No"))
+    errors = api.check(cronjob(schedule="L", timeZone="Local", concurrencyPolicy="No"))
     assert [e.field for e in errors] == ["spec.schedule", "spec.timeZone",
                                          "spec.concurrencyPolicy"]
 
 
 def test_error_strings_read_like_the_apiserver() -> None:
-    [err] = api.validate(cronjob(schedule="61 * * * *"))
+    [err] = api.check(cronjob(schedule="61 * * * *"))
     assert str(err) == ('spec.schedule: Invalid value: "61 * * * *": '
                         'minute field "61": 61 is above the maximum 59')
     assert err.body.startswith('Invalid value: "61 * * * *"')
@@ -233,10 +243,10 @@ def test_with_defaults_copies() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# Typed view
+# Reading a raw CronJob
 
 
-def test_from_dict_applies_defaults_and_parses_times() -> None:
+def test_parse_applies_defaults_and_reads_times() -> None:
     obj = cronjob(timeZone="Europe/Berlin", startingDeadlineSeconds=30)
     obj["metadata"].update(generation=4, resourceVersion="77",
                            creationTimestamp="2024-01-01T00:00:00Z")
@@ -249,62 +259,53 @@ def test_from_dict_applies_defaults_and_parses_times() -> None:
                         "lastTransitionTime": "2024-01-01T00:00:00Z"}],
     }
     before = copy.deepcopy(obj)
-    cj = api.CronJob.from_dict(obj)
-    assert obj == before
-    assert (cj.name, cj.namespace, cj.uid, cj.generation, cj.resource_version) == (
+    cj, errors = api.parse(obj)
+    assert obj == before and errors == []
+    assert cj is not None
+    md = cj.metadata
+    assert (md.name, md.namespace, md.uid, md.generation, md.resource_version) == (
         "hello", "ns", "u-1", 4, "77")
-    assert cj.creation_timestamp == datetime(2024, 1, 1, tzinfo=UTC)
-    assert cj.deletion_timestamp is None
+    assert md.creation_timestamp == datetime(2024, 1, 1, tzinfo=UTC)
+    assert md.deletion_timestamp is None
     assert cj.spec.schedule == "*/5 * * * *"
     assert cj.spec.time_zone == "Europe/Berlin"
     assert cj.spec.starting_deadline_seconds == 30
     assert cj.spec.concurrency_policy == "Allow"
     assert cj.spec.suspend is False
     assert (cj.spec.successful_jobs_history_limit, cj.spec.failed_jobs_history_limit) == (3, 1)
-    assert dict(cj.spec.job_template.labels) == {"a": "b"}
-    assert dict(cj.spec.job_template.annotations) == {"c": "d"}
-    assert cj.status.active == (api.ObjectReference("hello-1", "ns", "j1"),)
+    assert cj.spec.job_template["metadata"] == {"labels": {"a": "b"}, "annotations": {"c": "d"}}
+    assert cj.status.active == [api.JobReference(api_version="batch/v1", kind="Job",
+                                                 name="hello-1", namespace="ns", uid="j1")]
     assert cj.status.last_schedule_time == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
     assert cj.status.observed_generation == 3
     assert cj.status.conditions[0].reason == "Scheduled"
 
 
-def test_from_dict_tolerates_bad_values_but_not_bad_types() -> None:
-    cj = api.CronJob.from_dict(cronjob(schedule="not a schedule", successfulJobsHistoryLimit=-1))
+def test_parse_tolerates_bad_values_but_not_bad_types() -> None:
+    cj, errors = api.parse(cronjob(schedule="not a schedule", successfulJobsHistoryLimit=-1))
+    assert cj is not None and errors == []
     assert cj.spec.schedule == "not a schedule"
     assert cj.spec.successful_jobs_history_limit == -1
-    with pytest.raises(api.InvalidCronJobError) as err:
-        api.CronJob.from_dict(cronjob(suspend="yes"))
-    assert [e.field for e in err.value.errors] == ["spec.suspend"]
-    with pytest.raises(api.InvalidCronJobError):
-        api.CronJob.from_dict(without(cronjob(), "spec", "jobTemplate"))
+    cj, errors = api.parse(cronjob(suspend="yes", failedJobsHistoryLimit="1"))
+    assert {str(e) for e in errors} == {
+        'spec.failedJobsHistoryLimit: Invalid value: "1": must be an integer',
+        'spec.suspend: Invalid value: "yes": must be a boolean'}
+    assert cj is not None and cj.spec.suspend is False  # optional: dropped, read on
+    cj, errors = api.parse(without(cronjob(), "spec", "jobTemplate"))
+    assert cj is None
+    assert [str(e) for e in errors] == ["spec.jobTemplate: Required value"]
+    cj, errors = api.parse(cronjob(schedule=5, suspend="yes"))
+    assert cj is None  # a required field of the wrong type ends the reading
+    assert [e.field for e in errors] == ["spec.schedule"]
 
 
-def test_status_to_dict_counts_active_and_formats_times() -> None:
-    t = datetime(2024, 1, 1, 12, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
-    status = api.CronJobStatus(
-        active=(api.ObjectReference("a", "ns", "u", resource_version="5"),),
-        last_schedule_time=t, observed_generation=2,
-        conditions=(api.Condition("Ready", "True", "Scheduled", "ok", t, 2),),
-    )
-    assert status.to_dict() == {
-        "active": [{"apiVersion": "batch/v1", "kind": "Job", "name": "a", "namespace": "ns",
-                    "uid": "u", "resourceVersion": "5"}],
-        "activeCount": 1,
-        "lastScheduleTime": "2024-01-01T10:00:00Z",
-        "observedGeneration": 2,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "Scheduled",
-                        "message": "ok", "lastTransitionTime": "2024-01-01T10:00:00Z",
-                        "observedGeneration": 2}],
-    }
-    assert api.CronJobStatus().to_dict() == {"active": [], "activeCount": 0}
-
-
-def test_object_reference_for_job() -> None:
-    job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u", "resourceVersion": "9"}}
-    assert api.ObjectReference.for_job(job).to_dict() == {
-        "apiVersion": "batch/v1", "kind": "Job", "name": "j", "namespace": "ns", "uid": "u",
-        "resourceVersion": "9"}
+def test_parse_reads_wrong_types_everywhere() -> None:
+    obj = cronjob()
+    obj["metadata"]["labels"] = {"a": 1}
+    obj["status"] = {"lastScheduleTime": "yesterday"}
+    assert [str(e) for e in api.check(obj)] == [
+        'metadata.labels: Invalid value: {\'a\': 1}: must be a map of strings to strings',
+        'status.lastScheduleTime: Invalid value: "yesterday": must be an RFC 3339 date-time']
 
 
 # ---------------------------------------------------------------------------------------
@@ -321,16 +322,6 @@ def test_object_reference_for_job() -> None:
 ])
 def test_format_rfc3339_like_go(t: datetime, text: str) -> None:
     assert api.format_rfc3339(t) == text
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("2024-01-01T00:00:00Z", datetime(2024, 1, 1, tzinfo=UTC)),
-    ("2024-01-01T00:00:00-05:00", datetime(2024, 1, 1, 5, tzinfo=UTC)),
-    ("2024-01-01T00:00:00", None),  # naive: not RFC 3339
-    ("yesterday", None), ("", None), (None, None), (5, None),
-])
-def test_parse_time(text: object, expected: datetime | None) -> None:
-    assert api.parse_time(text) == expected
 
 
 def test_format_time_is_utc() -> None:
@@ -421,6 +412,3 @@ def test_crd_defaults_and_enum_match_api() -> None:
     assert set(schema["properties"]["status"]["properties"]) >= {
         "active", "activeCount", "lastScheduleTime", "lastSuccessfulTime", "nextScheduleTime",
         "observedGeneration", "conditions", "observedSchedule"}
-    assert set(api.CronJobStatus(active=(api.ObjectReference("a", "b", "c"),),
-                                 last_schedule_time=datetime.now(UTC)).to_dict()) <= set(
-        schema["properties"]["status"]["properties"])

@@ -23,9 +23,11 @@ from cronjob_controller.controller import (
 from cronjob_controller.expectations import RunRecord
 from cronjob_controller.status import schedule_digest
 from pyctrl import Manager, ManagerOptions, MetricsOptions, Request, Result
+from pyctrl.api import decode
 from pyctrl.cache import DeletedFinalStateUnknown
 from pyctrl.errors import ApiError, Forbidden, Invalid
 from pyctrl.kube import JOBS
+from pyctrl.models.batch_v1 import Job
 from pyctrl.testing import Action, FakeClient, FakeClock
 from tests.threads import running
 from tests.unit.cronjob.sync_fixture import (
@@ -119,6 +121,34 @@ def test_deleted_job_final_state_counts_as_a_run() -> None:
 
     assert f.created_jobs() == []
     assert f.status()["lastScheduleTime"] == fmt(NOON)
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda job: decode(Job, job),  # a typed informer's delete notification
+    lambda job: DeletedFinalStateUnknown(f"{NAMESPACE}/{NOON_JOB}", decode(Job, job)),
+])
+def test_a_typed_deleted_job_counts_as_a_run(wrap: Any) -> None:
+    f = Fixture()
+    cj = f.add_cronjob(new_cronjob(status={"lastScheduleTime": fmt(at("11:55"))}))
+    job = f.add_job(new_job(cj, NOON), cache=False)
+    f.client.delete(JOBS, NOON_JOB, NAMESPACE)
+    f.reconciler.observe_deleted_job(wrap(job))
+
+    f.sync()
+
+    assert f.created_jobs() == []
+    assert f.status()["lastScheduleTime"] == fmt(NOON)
+
+
+def test_an_undecodable_deleted_job_is_ignored() -> None:
+    f = Fixture()
+    cj = f.add_cronjob(new_cronjob())
+    job = new_job(cj, NOON)
+    job["status"]["startTime"] = "not a time"
+
+    f.reconciler.observe_deleted_job(job)
+
+    assert len(f.reconciler.runs) == 0
 
 
 def test_deleted_job_of_another_kind_of_owner_is_ignored() -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cronjob_controller.api import CRONJOBS
-from cronjob_controller.controller import REASON_INVALID_JOB_TEMPLATE, CronJobReconciler
+from cronjob_controller.api import CRONJOBS, CronJob
+from cronjob_controller.controller import REASON_INVALID_JOB_TEMPLATE
 from cronjob_controller.templatecheck import Verdict, dry_run_job
-from pyctrl.cache import Lister
+from pyctrl.api import decode
 from pyctrl.errors import ApiError, Forbidden, Invalid, Timeout
 from pyctrl.kube import JOBS
 from pyctrl.testing import Action, FakeClient
@@ -104,9 +104,7 @@ def test_a_restarted_controller_does_not_ask_again_about_an_observed_generation(
     f.settle()
     assert f.status()["observedGeneration"] == 1
     f.clear()
-    f.reconciler = CronJobReconciler(  # a new process: nothing in memory
-        f.client, Lister(f.cronjob_indexer, CRONJOBS), Lister(f.job_indexer, JOBS),
-        f.recorder, clock=f.clock)
+    f.reconciler = f.new_reconciler()  # a new process: nothing in memory
 
     f.sync()
 
@@ -118,9 +116,7 @@ def test_a_restarted_controller_asks_again_about_a_refused_template() -> None:
     _not_due_yet(f)
     f.client.prepend_reactor("create", JOBS, refusing(Invalid(REFUSAL, 422, "Invalid")))
     f.settle()
-    f.reconciler = CronJobReconciler(
-        f.client, Lister(f.cronjob_indexer, CRONJOBS), Lister(f.job_indexer, JOBS),
-        f.recorder, clock=f.clock)
+    f.reconciler = f.new_reconciler()
 
     f.sync()
 
@@ -142,7 +138,7 @@ def test_a_dry_run_that_cannot_be_made_blocks_nothing() -> None:
 
 def test_dry_run_job_answers() -> None:
     client = FakeClient()
-    cj = new_cronjob()
+    cj = decode(CronJob, new_cronjob())
     assert dry_run_job(client, cj, NAMESPACE, at("12:00")) == Verdict(True)
     client.prepend_reactor("create", JOBS, refusing(Invalid(REFUSAL, 422, "Invalid")))
     assert dry_run_job(client, cj, NAMESPACE, at("12:00")) == Verdict(False, REFUSAL)

@@ -10,13 +10,16 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from cronjob_controller import jobs
-from cronjob_controller.api import SCHEDULED_TIMESTAMP_ANNOTATION
+from cronjob_controller.api import SCHEDULED_TIMESTAMP_ANNOTATION, CronJob
 from pyctrl import is_controlled_by
+from pyctrl.api import decode
+from pyctrl.kube import meta
+from pyctrl.models.batch_v1 import Job
 
 NY = ZoneInfo("America/New_York")
 
 
-def cronjob() -> dict[str, Any]:
+def raw_cronjob() -> dict[str, Any]:
     return {
         "apiVersion": "batch.pyctrl.io/v1", "kind": "CronJob",
         "metadata": {"name": "hello", "namespace": "team-a", "uid": "cj-uid",
@@ -36,6 +39,14 @@ def cronjob() -> dict[str, Any]:
     }
 
 
+def cronjob(raw: dict[str, Any] | None = None) -> CronJob:
+    return decode(CronJob, raw or raw_cronjob())
+
+
+def job(raw: dict[str, Any]) -> Job:
+    return decode(Job, raw)
+
+
 def test_job_name_is_name_dash_unix_minutes() -> None:
     t = datetime(2024, 1, 1, tzinfo=UTC)  # 1704067200 s
     assert jobs.job_name("hello", t) == "hello-28401120"
@@ -46,12 +57,14 @@ def test_job_name_is_name_dash_unix_minutes() -> None:
 
 
 def test_build_job_from_template() -> None:
-    cj = cronjob()
-    before = copy.deepcopy(cj)
+    raw = raw_cronjob()
+    before = copy.deepcopy(raw)
+    cj = cronjob(raw)
     scheduled = datetime(2024, 1, 1, 5, 0, tzinfo=UTC)
-    job = jobs.build_job(cj, scheduled, NY)
-    assert cj == before
-    assert job == {
+    built = jobs.build_job(cj, scheduled, NY)
+    assert raw == before
+    assert cj.spec.job_template == before["spec"]["jobTemplate"]
+    assert built == {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
@@ -70,42 +83,49 @@ def test_build_job_from_template() -> None:
 
 def test_build_job_shares_nothing_with_the_template() -> None:
     cj = cronjob()
-    job: dict[str, Any] = jobs.build_job(cj, datetime(2024, 1, 1, tzinfo=UTC), UTC)
-    job["spec"]["template"]["spec"]["containers"][0]["image"] = "changed"
-    job["metadata"]["labels"]["app"] = "changed"
-    assert cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"] == (
-        "busybox")
-    assert cj["spec"]["jobTemplate"]["metadata"]["labels"]["app"] == "hello"
+    built: dict[str, Any] = jobs.build_job(cj, datetime(2024, 1, 1, tzinfo=UTC), UTC)
+    built["spec"]["template"]["spec"]["containers"][0]["image"] = "changed"
+    built["metadata"]["labels"]["app"] = "changed"
+    template = cj.spec.job_template
+    assert template["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox"
+    assert template["metadata"]["labels"]["app"] == "hello"
 
 
 def test_build_job_without_template_metadata() -> None:
-    cj = cronjob()
-    del cj["spec"]["jobTemplate"]["metadata"]
-    job: dict[str, Any] = jobs.build_job(cj, datetime(2024, 1, 1, tzinfo=UTC), UTC)
-    assert job["metadata"]["labels"] == {}
-    assert job["metadata"]["annotations"] == {
+    raw = raw_cronjob()
+    del raw["spec"]["jobTemplate"]["metadata"]
+    built: dict[str, Any] = jobs.build_job(cronjob(raw), datetime(2024, 1, 1, tzinfo=UTC), UTC)
+    assert built["metadata"]["labels"] == {}
+    assert built["metadata"]["annotations"] == {
         SCHEDULED_TIMESTAMP_ANNOTATION: "2024-01-01T00:00:00Z"}
 
 
 def test_scheduled_time_round_trips_through_the_annotation() -> None:
     scheduled = datetime(2024, 3, 10, 7, 0, tzinfo=UTC)
-    job = jobs.build_job(cronjob(), scheduled, NY)
-    got = jobs.scheduled_time_of(job)
+    got = jobs.scheduled_time_of(job(jobs.build_job(cronjob(), scheduled, NY)))
     assert got == scheduled
     assert got is not None and got.tzinfo is UTC
 
 
 @pytest.mark.parametrize("annotations", [None, {}, {SCHEDULED_TIMESTAMP_ANNOTATION: "x"},
-                                         {SCHEDULED_TIMESTAMP_ANNOTATION: "2024-01-01T00:00"}])
+                                         {SCHEDULED_TIMESTAMP_ANNOTATION: "2024-01-01T"}])
 def test_scheduled_time_missing_or_bad(annotations: dict[str, str] | None) -> None:
-    assert jobs.scheduled_time_of({"metadata": {"annotations": annotations}}) is None
+    assert jobs.scheduled_time_of(job({"metadata": {"annotations": annotations or {}}})) is None
+
+
+def test_scheduled_time_without_an_offset_reads_as_utc() -> None:
+    # pyctrl.kube.parse_micro_time, the one metav1 time parser, reads a time without an
+    # offset as UTC (the annotation this controller writes always has one).
+    annotated = job({"metadata": {"annotations": {
+        SCHEDULED_TIMESTAMP_ANNOTATION: "2024-01-01T00:00"}}})
+    assert jobs.scheduled_time_of(annotated) == datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def _job(*conditions: tuple[str, str]) -> dict[str, Any]:
     return {"status": {"conditions": [{"type": t, "status": s} for t, s in conditions]}}
 
 
-@pytest.mark.parametrize(("job", "expected"), [
+@pytest.mark.parametrize(("raw", "expected"), [
     ({}, (False, None)),
     (_job(), (False, None)),
     (_job(("Complete", "True")), (True, "Complete")),
@@ -118,14 +138,14 @@ def _job(*conditions: tuple[str, str]) -> dict[str, Any]:
     (_job(("SuccessCriteriaMet", "True"), ("Complete", "True")), (True, "Complete")),
     (_job(("FailureTarget", "True"), ("Failed", "True")), (True, "Failed")),
 ])
-def test_is_job_finished(job: dict[str, Any], expected: tuple[bool, str | None]) -> None:
-    assert jobs.is_job_finished(job) == expected
+def test_is_job_finished(raw: dict[str, Any], expected: tuple[bool, str | None]) -> None:
+    assert jobs.is_job_finished(job(raw)) == expected
 
 
 def test_completion_time_of() -> None:
-    assert jobs.completion_time_of({"status": {"completionTime": "2024-01-01T00:01:02Z"}}) == (
-        datetime(2024, 1, 1, 0, 1, 2, tzinfo=UTC))
-    assert jobs.completion_time_of({}) is None
+    assert jobs.completion_time_of(job({"status": {"completionTime": "2024-01-01T00:01:02Z"}})
+                                   ) == datetime(2024, 1, 1, 0, 1, 2, tzinfo=UTC)
+    assert jobs.completion_time_of(job({})) is None
 
 
 def _owned(*refs: dict[str, Any]) -> dict[str, Any]:
@@ -151,9 +171,10 @@ def test_empty_uid_controls_nothing() -> None:
 
 
 def test_built_job_is_controlled_by_its_cronjob() -> None:
-    job = jobs.build_job(cronjob(), datetime(2024, 1, 1, tzinfo=UTC), UTC)
-    assert is_controlled_by(job, "cj-uid")
-    assert jobs.controller_uid_of(job) == "cj-uid"
+    built = job(jobs.build_job(cronjob(), datetime(2024, 1, 1, tzinfo=UTC), UTC))
+    assert is_controlled_by(built, "cj-uid")
+    ref = meta.controller_ref(built)
+    assert ref is not None and ref.uid == "cj-uid"
 
 
 # -- the scheduled time from the name (no annotation) --------------------------------------
@@ -176,12 +197,12 @@ def test_time_from_name(name: str, expected: datetime | None) -> None:
 
 
 def test_scheduled_time_prefers_the_annotation_over_the_name() -> None:
-    job = {"metadata": {"name": "hello-29552400", "annotations": {
-        SCHEDULED_TIMESTAMP_ANNOTATION: "2026-03-10T13:00:00+01:00"}}}
-    assert jobs.scheduled_time_of(job, "hello") == datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+    annotated = job({"metadata": {"name": "hello-29552400", "annotations": {
+        SCHEDULED_TIMESTAMP_ANNOTATION: "2026-03-10T13:00:00+01:00"}}})
+    assert jobs.scheduled_time_of(annotated, "hello") == datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 
 
 def test_scheduled_time_from_the_name_only_when_the_cronjob_name_is_given() -> None:
-    job = {"metadata": {"name": "hello-29552400"}}
-    assert jobs.scheduled_time_of(job) is None
-    assert jobs.scheduled_time_of(job, "hello") == datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+    named = job({"metadata": {"name": "hello-29552400"}})
+    assert jobs.scheduled_time_of(named) is None
+    assert jobs.scheduled_time_of(named, "hello") == datetime(2026, 3, 10, 12, 0, tzinfo=UTC)

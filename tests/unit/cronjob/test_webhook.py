@@ -70,6 +70,21 @@ def test_several_errors_are_listed() -> None:
     assert len(resp["status"]["details"]["causes"]) == 2
 
 
+def test_a_field_of_the_wrong_type_is_denied_naming_it() -> None:
+    resp = response(validate_review(review(cronjob(suspend="yes", timeZone="Local"))))
+    assert resp["allowed"] is False
+    assert resp["status"]["message"] == (
+        'CronJob.batch.pyctrl.io "hello" is invalid: [spec.timeZone: Invalid value: "Local": '
+        "must be an explicit IANA time zone name; Local (the controller's zone) is not allowed, "
+        'spec.suspend: Invalid value: "yes": must be a boolean]')
+    assert resp["status"]["details"]["causes"][1] == {
+        "reason": "FieldValueInvalid", "field": "spec.suspend",
+        "message": 'Invalid value: "yes": must be a boolean'}
+    resp = response(validate_review(review({**cronjob(), "spec": {"jobTemplate": {}}})))
+    assert resp["status"]["details"]["causes"] == [{
+        "reason": "FieldValueRequired", "field": "spec.schedule", "message": "Required value"}]
+
+
 def test_name_too_long_is_denied() -> None:
     obj = cronjob()
     obj["metadata"]["name"] = "x" * 53

@@ -22,9 +22,10 @@ def test_sharded_build_filters_cronjobs_and_jobs_by_the_shard_label() -> None:
     wired = build(manager, watch_clock=False)
     try:
         selector = "shard.sharding.pyctrl.io/cronjob=pod-a"
+        # One typed informer per kind, each listing only this shard's objects.
         assert sorted(i.name for i in manager.informers.informers()) == [
-            f"cronjobs[{selector}]", f"jobs[{selector}]"]
-        assert [i.name for i in wired.job_informers] == [f"jobs[{selector}]"]
+            f"cronjobs[{selector}]:typed", f"jobs[{selector}]:typed"]
+        assert [i.name for i in wired.job_informers] == [f"jobs[{selector}]:typed"]
         assert isinstance(wired.controller.reconciler, ShardReconciler)
         assert isinstance(wired.reconciler.client, StampingClient)
     finally:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from cronjob_controller import jobs
 from pyctrl import Request, api, ownerrefs
 from pyctrl.cache import controller_uid_index_func, meta_namespace_index_func, meta_namespace_key
 from pyctrl.handlers import (
@@ -63,7 +62,8 @@ def test_every_user_walks_the_same_way() -> None:
     for obj, uid in [(_with([OTHER, OWNER]), "u1"), (_with([OTHER]), None),
                      (_with(["bad", {**OWNER, "uid": None}]), None)]:
         assert controller_uid_index_func(obj) == ([uid] if uid else [])
-        assert jobs.controller_uid_of(obj) == uid
+        ref = meta.controller_ref(obj)  # what the CronJob controller reads
+        assert ((ref.uid or None) if ref is not None else None) == uid
 
 
 class _Keys:
