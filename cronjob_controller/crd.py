@@ -52,6 +52,7 @@ from pyctrl.api import (
     Minimum,
     MinLength,
     PrinterColumn,
+    Required,
     Rule,
 )
 
@@ -70,19 +71,23 @@ _ZONE_RULE = Rule(
 
 
 class CronJobSpec(api.Struct):
+    # Required (the API server refuses a CronJob without them) yet defaulted when decoded: a
+    # stored object that lacks one (written past a laxer schema) reaches validate, which
+    # reports it, instead of failing the whole typed cache.
     schedule: Annotated[
-        str, MinLength(1), MaxLength(MAX_SCHEDULE_LENGTH),
+        str, Required, MinLength(1), MaxLength(MAX_SCHEDULE_LENGTH),
         "Cron schedule in the Kubernetes dialect: 5 fields (minute hour day-of-month month "
         'day-of-week), descriptors such as @daily, or "@every <duration>". Put a time zone in '
-        "timeZone, not here."]
+        "timeZone, not here."] = ""
     job_template: Annotated[
-        dict[str, Any],
+        dict[str, Any], Required,
         Embedded("io.k8s.api.batch.v1.JobTemplateSpec", metadata_fields=("annotations",
                                                                            "labels"),
                  metadata_description="Labels and annotations, copied to each Job (nothing "
                                       "else is).",
                  required=("spec",)),
-        "The batch/v1 JobTemplateSpec of the Jobs to create."]
+        "The batch/v1 JobTemplateSpec of the Jobs to create."] = api.field(
+        default_factory=dict)
     time_zone: Annotated[
         str, MinLength(1), MaxLength(MAX_TIME_ZONE_LENGTH), _ZONE_RULE,
         "IANA time zone name (e.g. Europe/Berlin); unset means UTC."] | None = None

@@ -41,10 +41,10 @@ from zoneinfo import ZoneInfo
 import msgspec
 
 from cronjob_controller import constants as names
-from cronjob_controller.crd import CronJob
+from cronjob_controller.crd import CronJob, CronJobSpec
 from cronjob_controller.schedule import ScheduleError
 from cronjob_controller.schedule import check as check_schedule
-from pyctrl.api import prepare
+from pyctrl.api import Required, prepare
 
 __all__ = [
     "ErrorType", "FieldError", "UnknownTimeZoneError", "check", "condition_reason",
@@ -270,6 +270,12 @@ def parse(raw: Mapping[str, Any]) -> tuple[CronJob | None, list[FieldError]]:
     errors: list[FieldError] = []
     current: Mapping[str, Any] = raw
     prepare(CronJob)  # msgspec's first use of a type is not thread-safe (webhook workers)
+    spec = raw.get("spec")
+    if isinstance(spec, Mapping):
+        # Required by the schema but defaulted when decoded (crd.py): absent is an error here.
+        for info in msgspec.structs.fields(CronJobSpec):
+            if _schema_required(info.type) and spec.get(info.encode_name) is None:
+                return None, [FieldError(f"spec.{info.encode_name}", ErrorType.REQUIRED, "")]
     for _ in range(_MAX_TYPE_ERRORS):
         try:
             return msgspec.convert(current, CronJob, strict=True), errors
@@ -377,8 +383,14 @@ def _field_type(parts: Sequence[str]) -> tuple[Any, bool]:
         info = next((f for f in msgspec.structs.fields(struct) if f.encode_name == part), None)
         if info is None:
             return None, True
-        tp, required = info.type, info.required
+        tp, required = info.type, info.required or _schema_required(info.type)
     return tp, required
+
+
+def _schema_required(tp: Any) -> bool:
+    """Whether a field's type carries :data:`pyctrl.api.Required` (required by the schema,
+    defaulted when decoded)."""
+    return get_origin(tp) is Annotated and any(m is Required for m in get_args(tp)[1:])
 
 
 def _literal_values(tp: Any) -> tuple[object, ...]:

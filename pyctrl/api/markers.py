@@ -46,6 +46,7 @@ __all__ = [
     "Pattern",
     "PreserveUnknownFields",
     "PrinterColumn",
+    "Required",
     "Rule",
     "Scale",
     "ServiceReference",
@@ -151,6 +152,11 @@ Nullable = _Flag("nullable")
 """``nullable: true``: the field may be sent as JSON null (kept, not dropped)."""
 PreserveUnknownFields = _Flag("x-kubernetes-preserve-unknown-fields")
 """``x-kubernetes-preserve-unknown-fields: true`` on an object or free-form value."""
+Required = _Flag("required")
+"""Listed in the parent's ``required`` although the field has a Python default (which is then
+not published): the API server refuses an object without it, while a stored object that
+lacks it (written before the field was required, or through a laxer schema) still decodes,
+with the default, for the controller to report instead of failing its whole cache."""
 
 
 @dataclass(frozen=True, slots=True)

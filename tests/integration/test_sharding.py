@@ -52,7 +52,7 @@ from pyctrl import (
     RESTClient,
 )
 from pyctrl.errors import ServerError
-from pyctrl.kube import JOBS, LEASES, Resource, parse_micro_time
+from pyctrl.kube import JOBS, LEASES, Resource, meta, parse_micro_time
 from pyctrl.sharding import HashRing, Sharding, ShardingOptions
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.cronjob.env import cronjob_body
@@ -373,7 +373,7 @@ def test_a_forbid_cronjob_moved_at_its_tick_with_an_active_job_starts_no_second_
     assert {k: v for k, v in names.items() if v != 1} == {}, "Forbid started a second run"
     for name, shard in c.shards.items():
         cached = [j for i in shard.wired.job_informers for j in i.get_store().list()]
-        assert all(j["metadata"]["labels"].get(SHARD_LABEL) == name for j in cached), name
+        assert all(meta.labels(j).get(SHARD_LABEL) == name for j in cached), name
         assert len(cached) == sum(v == name for v in c.labels().values()), name
     assert c.audit.overlaps() == [], "a key was reconciled by two shards at once"
     assert not any(s.errors for s in c.shards.values())
@@ -401,7 +401,7 @@ def test_a_manual_run_is_adopted_by_its_cronjobs_shard(cluster: Cluster) -> None
     def adopted() -> bool:
         job = c.cp_client.get(JOBS, made.job, c.namespace)
         owner = c.cp_client.get(CRONJOBS, "manual", c.namespace)
-        cached = {j["metadata"]["name"] for i in c.shards[str(shard)].wired.job_informers
+        cached = {meta.name(j) for i in c.shards[str(shard)].wired.job_informers
                   for j in i.get_store().list()}
         return ((job["metadata"].get("labels") or {}).get(SHARD_LABEL) == shard
                 and HANDOVER not in (owner["metadata"].get("annotations") or {})

@@ -34,7 +34,7 @@ import pytest
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.jobs import job_name
 from cronjob_controller.wiring import CronJobController
-from pyctrl.kube import CONFIGMAPS, JOBS, RESTClient
+from pyctrl.kube import CONFIGMAPS, JOBS, RESTClient, meta
 from pyctrl.testing import FakeClock
 from pyctrl.testing.envtest import ControlPlane
 from tests.integration.chaos.helpers import assert_exactly_once, list_jobs
@@ -74,8 +74,8 @@ def _settle(env: Env, predicate: Callable[[], Any], what: str, timeout: float = 
 
 
 def _cache_matches_list(env: Env, wired: CronJobController) -> bool:
-    def versions(items: list[dict[str, Any]]) -> dict[str, str]:
-        return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in items}
+    def versions(items: list[Any]) -> dict[str, str]:  # typed cached objects, or dicts
+        return {meta.name(o): meta.resource_version(o) for o in items}
 
     for informers, resource in ((wired.job_informers, JOBS),
                                 (wired.cronjob_informers, CRONJOBS)):

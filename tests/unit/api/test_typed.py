@@ -8,7 +8,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -137,7 +137,7 @@ def test_typed_lister_decodes_fresh_objects() -> None:
 
 _RACE = '''
 import sys, threading
-from typing import Any
+from typing import Annotated, Any
 from pyctrl import api
 sys.setswitchinterval(1e-6)
 
@@ -183,3 +183,18 @@ def test_first_decodes_from_many_threads_at_once_do_not_crash() -> None:
         done = subprocess.run([sys.executable, "-c", _RACE], capture_output=True, timeout=60,
                               env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
         assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+
+
+def test_a_required_marked_field_is_required_by_the_schema_yet_decodes_when_absent() -> None:
+    """``api.Required``: the CRD refuses an object without the field, but one already stored
+    without it (a laxer schema) decodes with the default instead of failing a typed cache."""
+
+    class Spec(api.Struct):
+        name: Annotated[str, api.Required, api.MinLength(1)] = ""
+        size: int = 1
+
+    schema = api.type_schema(Spec)
+    assert schema["required"] == ["name"]
+    assert "default" not in schema["properties"]["name"]
+    assert schema["properties"]["size"]["default"] == 1
+    assert api.decode(Spec, {"size": 2}) == Spec(name="", size=2)
