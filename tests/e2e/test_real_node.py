@@ -86,6 +86,28 @@ def _leader(kubectl: Kubectl) -> str:
     return holder.split("_", maxsplit=1)[0]
 
 
+def test_the_webhook_rejects_an_invalid_schedule_with_a_cert_manager_certificate(
+        kubectl: Kubectl, namespace: str) -> None:
+    """With an overlay that has the webhook (manifests/default, after
+    hack/cluster/cert_manager.sh): cert-manager issued the serving certificate, its CA
+    injector put the CA into the webhook configuration, and the apiserver reaches the
+    deployed webhook, which refuses a schedule the CRD schema admits."""
+    hooks = kubectl.json("get", "validatingwebhookconfigurations")["items"]
+    hook = next((h for h in hooks if h["metadata"]["name"] == "pyctrl-cronjob-controller"), None)
+    if hook is None:
+        pytest.skip("the deployed overlay has no webhook (make deploy OVERLAY=manifests/default)")
+    cert = kubectl.json("-n", SYSTEM_NS, "get", "certificates.cert-manager.io",
+                        "cronjob-controller-webhook")
+    assert _condition(cert, "Ready"), f"no cert-manager issued it: {cert.get('status')}"
+    assert all(w["clientConfig"].get("caBundle") for w in hook["webhooks"])
+    bad = _cronjob("bad", "true")
+    bad["spec"]["schedule"] = "61 * * * *"
+    done = subprocess.run([kubectl.binary, f"--kubeconfig={kubectl.kubeconfig}", "-n",
+                           namespace, "apply", "-f", "-"], input=json.dumps(bad),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0 and "61 is above the maximum 59" in done.stderr, done.stderr
+
+
 def test_a_failing_container_is_retried_per_backoff_limit(kubectl: Kubectl,
                                                          namespace: str) -> None:
     kubectl.apply(namespace, _cronjob("fails", "echo failing; exit 1", backoff_limit=2))
