@@ -383,7 +383,7 @@ def test_the_leader_oom_killed_loses_and_doubles_no_run(kubectl: Kubectl, namesp
                               "limits": {**resources["limits"], "memory": OOM_LIMIT}})
     try:
         # Ballast goes in 10 CronJobs (2.4 MB) at a time until the leader's container is within
-        # ~20 MiB of its limit, then from 12 s before a tick 2 at a time until it is killed: the
+        # ~12 MiB of its limit, then from 12 s before a tick 2 at a time until it is killed: the
         # kill lands just before the tick, which falls in the lease hand-over.
         added, killed = 0, None
 
@@ -398,7 +398,7 @@ def test_the_leader_oom_killed_loses_and_doubles_no_run(kubectl: Kubectl, namesp
 
         limit = _memory_limit(kubectl, leader)
         assert limit == int(OOM_LIMIT.removesuffix("Mi")) * 2**20, "the resize is not in effect"
-        while killed is None and _memory_usage(kubectl, leader) < limit - 20 * 2**20:
+        while killed is None and _memory_usage(kubectl, leader) < limit - 12 * 2**20:
             killed = add(10)
         near = added
         if killed is None:
