@@ -32,15 +32,20 @@ cache="${node_cache}/cert-manager-${version}"
 export KUBECONFIG="${KUBECONFIG:-${state}/kubeconfig}"
 kubectl="${KUBECTL:-$(bash "${repo_root}/hack/controlplane/build.sh")/kubectl}"
 names=(controller webhook cainjector)
+work=""
+cleanup() {
+  [[ -z "${work}" ]] || rm -rf "${work}"
+  buildah_unguard_host
+}
+buildah_guard_host
+trap cleanup EXIT
 
 build_binaries() {
   [[ -x "${cache}/bin/cainjector" && -x "${cache}/bin/helm" && -f "${cache}/chart/Chart.yaml" ]] \
     && return
   command -v go >/dev/null || die "cert-manager: go is needed to build it (make prereqs)"
-  local work dir start=$SECONDS
+  local dir start=$SECONDS
   work="$(mktemp -d)"
-  # shellcheck disable=SC2064
-  trap "rm -rf '${work}'" RETURN
   dir="$(cd "${work}" && go mod download -json "github.com/cert-manager/cert-manager@${version}" \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')"
   cp -r "${dir}" "${work}/src"
@@ -68,7 +73,6 @@ build_binaries() {
 }
 
 build_images() {
-  buildah_guard_host
   local name ctr archive
   for name in "${names[@]}"; do
     archive="${cache}/${name}.tar"
@@ -83,7 +87,6 @@ build_images() {
     mv -f "${archive}.tmp" "${archive}"
     log "cert-manager: image localhost/cert-manager-${name}:${version} ($(du -h "${archive}" | cut -f1))"
   done
-  buildah_unguard_host
 }
 
 install() {
