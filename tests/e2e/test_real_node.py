@@ -398,7 +398,7 @@ def test_the_leader_oom_killed_loses_and_doubles_no_run(kubectl: Kubectl, namesp
             killed = add(10)
         near = added
         if killed is None:
-            time.sleep((60 - time.time() % 60 - 12) % 60)
+            pause((60 - time.time() % 60 - 12) % 60)
         while killed is None and added < near + 100:
             killed = add(2)
         if killed is None:
@@ -418,7 +418,7 @@ def test_the_leader_oom_killed_loses_and_doubles_no_run(kubectl: Kubectl, namesp
         lease = _until("the lease taken by a new holder", 120, moved)
         kill = datetime.fromisoformat(finished).astimezone(UTC)
         # Two more ticks after the kill.
-        time.sleep(60 - time.time() % 60 + 60 + 15)
+        pause(60 - time.time() % 60 + 60 + 15)
         last_tick = _minute(time.time())
         next_tick = datetime.fromtimestamp(kill.timestamp() - kill.timestamp() % 60 + 60, UTC)
         jobs = _jobs(kubectl, namespace)
