@@ -23,8 +23,9 @@ from cronjob_controller.wiring import build
 from pyctrl import Manager, ManagerOptions
 from pyctrl.kube import JOBS
 from pyctrl.testing import Action, FakeClient, FakeClock
+from tests.threads import running_manager
 from tests.unit.cronjob.sync_fixture import fmt, new_cronjob, run_name
-from tests.unit.runtime.helpers import eventually
+from tests.waiting import eventually
 
 COUNT = 2000
 NAMESPACE = "default"
@@ -83,10 +84,7 @@ def world() -> Iterator[tuple[World, Manager]]:
     w.clock.set_time(TEN - timedelta(seconds=10))
     manager = Manager(w.client, ManagerOptions(graceful_shutdown_timeout=10), clock=w.clock)
     wired = build(manager, namespaces=[NAMESPACE], workers=4)
-    stop = threading.Event()
-    thread = threading.Thread(target=manager.run, args=(stop,), name="manager")
-    thread.start()
-    try:
+    with running_manager(manager, name="manager", join_timeout=60):
         informers = [*wired.cronjob_informers, *wired.job_informers]
         eventually(lambda: all(i.has_synced() for i in informers), 30, "informers synced")
         # Every CronJob synced once (nothing due yet) and waits for 10:00 in the delaying
@@ -94,10 +92,6 @@ def world() -> Iterator[tuple[World, Manager]]:
         eventually(lambda: all(w.next_schedule(f"cj-{i:04d}") == fmt(TEN)
                                for i in range(COUNT)), 60, "initial syncs")
         yield w, manager
-    finally:
-        stop.set()
-        thread.join(60)
-        assert not thread.is_alive()
 
 
 def _tick(w: World, when: datetime) -> None:
