@@ -12,19 +12,18 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Annotated, get_args, get_origin
 
 import msgspec
 
 from cronjob_controller.crd import CronJobSpec
-from pyctrl.api import Required
+from pyctrl.api import is_required
 
 __all__ = ["DEFAULTS", "default_patch", "with_defaults"]
 
 DEFAULTS: Mapping[str, object] = MappingProxyType({
     f.encode_name: f.default for f in msgspec.structs.fields(CronJobSpec)
     if f.default is not msgspec.NODEFAULT and f.default is not None
-    and not (get_origin(f.type) is Annotated and Required in get_args(f.type)[1:])})
+    and not is_required(f.type)})
 
 
 def default_patch(obj: Mapping[str, object]) -> list[dict[str, object]]:

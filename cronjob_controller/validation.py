@@ -44,7 +44,7 @@ from cronjob_controller import constants as names
 from cronjob_controller.crd import CronJob, CronJobSpec
 from cronjob_controller.schedule import ScheduleError
 from cronjob_controller.schedule import check as check_schedule
-from pyctrl.api import Required, prepare
+from pyctrl.api import is_required, prepare
 
 __all__ = [
     "ErrorType", "FieldError", "UnknownTimeZoneError", "check", "condition_reason",
@@ -274,7 +274,7 @@ def parse(raw: Mapping[str, Any]) -> tuple[CronJob | None, list[FieldError]]:
     if isinstance(spec, Mapping):
         # Required by the schema but defaulted when decoded (crd.py): absent is an error here.
         for info in msgspec.structs.fields(CronJobSpec):
-            if _schema_required(info.type) and spec.get(info.encode_name) is None:
+            if is_required(info.type) and spec.get(info.encode_name) is None:
                 return None, [FieldError(f"spec.{info.encode_name}", ErrorType.REQUIRED, "")]
     for _ in range(_MAX_TYPE_ERRORS):
         try:
@@ -383,14 +383,9 @@ def _field_type(parts: Sequence[str]) -> tuple[Any, bool]:
         info = next((f for f in msgspec.structs.fields(struct) if f.encode_name == part), None)
         if info is None:
             return None, True
-        tp, required = info.type, info.required or _schema_required(info.type)
+        tp, required = info.type, info.required or is_required(info.type)
     return tp, required
 
-
-def _schema_required(tp: Any) -> bool:
-    """Whether a field's type carries :data:`pyctrl.api.Required` (required by the schema,
-    defaulted when decoded)."""
-    return get_origin(tp) is Annotated and any(m is Required for m in get_args(tp)[1:])
 
 
 def _literal_values(tp: Any) -> tuple[object, ...]:

@@ -40,6 +40,7 @@ from pyctrl.api.markers import (
     Scale,
     ServiceReference,
     WebhookConversion,
+    is_required,
     kind,
 )
 from pyctrl.api.schema import SchemaError, object_schema, type_schema
@@ -119,6 +120,7 @@ __all__ = [
     "decode",
     "encode",
     "field",
+    "is_required",
     "json_decoder",
     "kind",
     "kind_info",

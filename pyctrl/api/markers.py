@@ -21,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
@@ -51,6 +52,7 @@ __all__ = [
     "Scale",
     "ServiceReference",
     "WebhookConversion",
+    "is_required",
     "kind",
 ]
 
@@ -157,6 +159,12 @@ Required = _Flag("required")
 not published): the API server refuses an object without it, while a stored object that
 lacks it (written before the field was required, or through a laxer schema) still decodes,
 with the default, for the controller to report instead of failing its whole cache."""
+
+
+def is_required(tp: object) -> bool:
+    """Whether a field's type is ``Annotated[..., Required, ...]`` (:data:`Required`)."""
+    return typing.get_origin(tp) is typing.Annotated and any(
+        marker is Required for marker in typing.get_args(tp)[1:])
 
 
 @dataclass(frozen=True, slots=True)

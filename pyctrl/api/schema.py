@@ -48,12 +48,6 @@ _FIXED_SIZE_FORMATS = ("date-time", "date", "duration", "int32", "int64", "uuid"
 _MACROS = ("all", "exists", "exists_one", "map", "filter")
 
 
-def _marked_required(tp: Any) -> bool:
-    """Whether ``tp`` is ``Annotated[..., Required, ...]`` (:data:`pyctrl.api.Required`)."""
-    return typing.get_origin(tp) is typing.Annotated and any(
-        marker is m.Required for marker in typing.get_args(tp)[1:])
-
-
 class SchemaError(ValueError):
     """A type or marker ``gen crd`` cannot turn into a valid structural schema."""
 
@@ -171,7 +165,7 @@ class _Builder:
                 node = self.type_schema(hints[info.name], path)
                 has_default = (info.default is not msgspec.NODEFAULT
                                or info.default_factory is not msgspec.NODEFAULT)
-                if not has_default or _marked_required(hints[info.name]):
+                if not has_default or m.is_required(hints[info.name]):
                     required.append(info.encode_name)
                 elif "default" not in node and info.default is not msgspec.NODEFAULT:
                     value = _scalar_default(info.default)

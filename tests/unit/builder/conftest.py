@@ -1,4 +1,5 @@
-"""The ``start`` fixture of the Builder tests: run the test module's ``manager`` fixture."""
+"""The Builder tests' fixtures: a FakeClient, a Manager on it (a module may declare its own
+``client``/``manager`` instead), and ``start``, which runs the module's ``manager``."""
 
 from __future__ import annotations
 
@@ -6,8 +7,21 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pyctrl import Manager
+from pyctrl import Manager, ManagerOptions, MetricsOptions
+from pyctrl.testing import FakeClient, FakeClock
 from tests.threads import Runner, start_manager
+
+NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
+
+
+@pytest.fixture
+def client() -> FakeClient:
+    return FakeClient(FakeClock())
+
+
+@pytest.fixture
+def manager(client: FakeClient) -> Manager:
+    return Manager(client, NO_RUNTIME_METRICS, clock=FakeClock())
 
 
 @pytest.fixture

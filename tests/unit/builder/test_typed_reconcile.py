@@ -13,7 +13,7 @@ import pyctrl
 from pyctrl import Manager, ManagerOptions, MetricsOptions, api
 from pyctrl.controller import Controller
 from pyctrl.handlers import Predicate
-from pyctrl.testing import FakeClient, FakeClock
+from pyctrl.testing import FakeClient
 from tests.threads import running
 from tests.unit.runtime.helpers import eventually
 
@@ -35,16 +35,6 @@ class ConfigMap(api.Object):
 
 
 GADGETS = api.resource_for(Gadget)
-
-
-@pytest.fixture
-def client() -> FakeClient:
-    return FakeClient(FakeClock())
-
-
-@pytest.fixture
-def manager(client: FakeClient) -> Manager:
-    return Manager(client, NO_RUNTIME_METRICS, clock=FakeClock())
 
 
 class Sizes:

@@ -18,7 +18,7 @@ from pyctrl.handlers import Predicate
 from pyctrl.kube import CONFIGMAPS, JOBS
 from pyctrl.models.batch_v1 import Job
 from pyctrl.models.core_v1 import ConfigMap
-from pyctrl.testing import FakeClient, FakeClock
+from pyctrl.testing import FakeClient
 from tests.unit.runtime.helpers import eventually
 
 NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False))
@@ -35,16 +35,6 @@ class Gadget(api.Object):
 
 
 GADGETS = api.resource_for(Gadget)
-
-
-@pytest.fixture
-def client() -> FakeClient:
-    return FakeClient(FakeClock())
-
-
-@pytest.fixture
-def manager(client: FakeClient) -> Manager:
-    return Manager(client, NO_RUNTIME_METRICS, clock=FakeClock())
 
 
 class Record:
