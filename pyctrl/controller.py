@@ -77,9 +77,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from pyctrl._errorlog import ErrorLog
 from pyctrl.availability import OutageGate
 from pyctrl.clock import Clock, RealClock
+from pyctrl.collectors import per_registry
 from pyctrl.errors import NotLeader, TerminalError
 from pyctrl.reconcile import _STOP, Result, TypedReconciler, refuse_coroutine
-from pyctrl.serving.metrics import per_registry
 from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
 
 __all__ = ["Controller", "HasSynced"]

@@ -51,10 +51,10 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
+from pyctrl.collectors import per_registry
 from pyctrl.errors import ApiError, NotFound
 from pyctrl.leaderelection.lock import LeaderElectionRecord, ResourceLock
 from pyctrl.leaderelection.options import LeaderCallbacks, LeaderElectionOptions
-from pyctrl.serving.metrics import per_registry
 
 __all__ = ["LeaderElector"]
 
