@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 
 import structlog
@@ -101,14 +102,7 @@ class LockAttempts:
         try:
             old = self._lock.get()
         except NotFound:
-            try:
-                self._lock.create(desired)
-            except ApiError as err:
-                self._errors.failure("failed to create leader lock", err, level="info",
-                                     lock=self._lock.describe())
-                return False
-            self._set_observed(desired, sent, renewed=True)
-            return True
+            return self._written(self._lock.create, desired, sent, "create")
         except ApiError as err:
             self._errors.failure("failed to read leader lock", err, level="info",
                                  lock=self._lock.describe())
@@ -133,13 +127,18 @@ class LockAttempts:
             )
         else:
             desired = replace(desired, leader_transitions=old.leader_transitions + 1)
+        return self._written(self._lock.update, desired, sent, "update")
+
+    def _written(self, write: Callable[[LeaderElectionRecord], object],
+                 record: LeaderElectionRecord, sent: float, verb: str) -> bool:
+        """``write(record)``; observed at ``sent`` as a renewal when it succeeded."""
         try:
-            self._lock.update(desired)
+            write(record)
         except ApiError as err:
-            self._errors.failure("failed to update leader lock", err, level="info",
+            self._errors.failure(f"failed to {verb} leader lock", err, level="info",
                                  lock=self._lock.describe())
             return False
-        self._set_observed(desired, sent, renewed=True)
+        self._set_observed(record, sent, renewed=True)
         return True
 
     def _release(self) -> None:
