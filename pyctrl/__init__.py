@@ -10,7 +10,6 @@ Subpackages (``pyctrl.cache``, ``pyctrl.workqueue``, ``pyctrl.kube``, ``pyctrl.r
 
 from pyctrl._version import __version__ as __version__
 from pyctrl.api.client import TypedClient
-from pyctrl.app import Manager
 from pyctrl.apply import OperationResult, apply, create_or_update
 from pyctrl.builder import Builder
 from pyctrl.cache import (
@@ -82,6 +81,7 @@ from pyctrl.manager import (
     HealthOptions,
     LeaderElectionLost,
     LeaderElectionOptions,
+    Manager,
     ManagerOptions,
     MetricsOptions,
     Runnable,

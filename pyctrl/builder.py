@@ -53,6 +53,7 @@ from pyctrl.cache import (
     controller_uid_index_func,
 )
 from pyctrl.controller import Controller
+from pyctrl.extension import ControllerHost
 from pyctrl.handlers import (
     MapFunc,
     Predicate,
@@ -63,7 +64,6 @@ from pyctrl.handlers import (
 )
 from pyctrl.kube.interface import Object as Raw
 from pyctrl.kube.resource import Resource
-from pyctrl.manager import Manager
 from pyctrl.rbac import DEFAULT_OWNED_WRITES, Declared, PolicyRule
 from pyctrl.reconcile import ReconcileFunc, Reconciler, Request, as_reconciler
 from pyctrl.record import EventRecorder
@@ -126,7 +126,7 @@ class _Watch:
 class Builder:
     """Collects what a controller watches, then builds it (see module docstring)."""
 
-    def __init__(self, manager: Manager, name: str, *, workers: int = 1) -> None:
+    def __init__(self, manager: ControllerHost, name: str, *, workers: int = 1) -> None:
         if not name:
             raise ValueError("a controller needs a name")
         if workers < 1:

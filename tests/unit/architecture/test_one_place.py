@@ -463,3 +463,16 @@ def test_the_api_server_restart_is_defined_once() -> None:
                                            "is_unavailable"))
     assert "0.25" not in source and "_STARTUP_WINDOW" not in source
     assert availability.is_refused(ConnectionRefusedError())
+
+
+def test_one_manager_class() -> None:
+    """Issue 41 item 6: ``pyctrl.Manager`` is one class (it was ``pyctrl.app.Manager``, a
+    subclass of ``pyctrl.manager.Manager`` with the Builder, under one name)."""
+    import pyctrl.manager
+
+    assert pyctrl.Manager is pyctrl.manager.Manager
+    assert pyctrl.Manager.__mro__ == (pyctrl.Manager, object)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("pyctrl.app")
+    manager = pyctrl.Manager(FakeClient(FakeClock()))
+    assert isinstance(manager.controller("x"), pyctrl.Builder)
