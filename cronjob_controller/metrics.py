@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Histogram
 
-from pyctrl.serving import per_registry
+from pyctrl.collectors import per_registry
 
 __all__ = ["skew_histogram"]
 

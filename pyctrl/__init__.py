@@ -10,7 +10,6 @@ Subpackages (``pyctrl.cache``, ``pyctrl.workqueue``, ``pyctrl.kube``, ``pyctrl.r
 
 from pyctrl._version import __version__ as __version__
 from pyctrl.api.client import TypedClient
-from pyctrl.app import Manager
 from pyctrl.apply import OperationResult, apply, create_or_update
 from pyctrl.builder import Builder
 from pyctrl.cache import (
@@ -33,10 +32,12 @@ from pyctrl.conditions import (
     find_status_condition,
     is_status_condition_true,
     remove_status_condition,
+    set_already_owned,
     set_status_condition,
 )
 from pyctrl.controller import Controller
 from pyctrl.errors import (
+    AdoptionRefused,
     AlreadyExists,
     ApiError,
     Conflict,
@@ -80,6 +81,7 @@ from pyctrl.manager import (
     HealthOptions,
     LeaderElectionLost,
     LeaderElectionOptions,
+    Manager,
     ManagerOptions,
     MetricsOptions,
     Runnable,
@@ -123,6 +125,7 @@ __all__ = [
     "LOW_PRIORITY",
     "NAMESPACE_INDEX",
     "NORMAL_PRIORITY",
+    "AdoptionRefused",
     "AlreadyExists",
     "AlreadyOwned",
     "ApiError",
@@ -212,6 +215,7 @@ __all__ = [
     "remove_status_condition",
     "resource_version_changed",
     "retry_on_conflict",
+    "set_already_owned",
     "set_controller_reference",
     "set_status_condition",
     "split_meta_namespace_key",

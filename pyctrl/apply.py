@@ -7,11 +7,14 @@ the facade binds ``pyctrl.apply`` to the function, which hides this module's doc
 from __future__ import annotations
 
 import copy
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Literal
 
 from pyctrl.errors import NotFound
 from pyctrl.kube import meta
+from pyctrl.kube.adoption import Claims, apply_owned
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.resource import Resource
 
@@ -64,8 +67,25 @@ def create_or_update(client: Client, resource: Resource, obj: Object,
     return "updated"
 
 
+_claims: weakref.WeakKeyDictionary[Client, Claims] = weakref.WeakKeyDictionary()
+_claims_mu = threading.Lock()
+
+
+def _claims_of(client: Client) -> Claims:
+    """The owned objects ``apply`` found ours through ``client`` (a fresh memory for a
+    client that can not be weakly referenced)."""
+    with _claims_mu:
+        try:
+            found = _claims.get(client)
+            if found is None:
+                found = _claims[client] = Claims()
+        except TypeError:
+            return Claims()
+        return found
+
+
 def apply(client: Client, resource: Resource, obj: Object, field_manager: str, *,
-          force: bool = False, subresource: str | None = None) -> Object:
+          force: bool = False, subresource: str | None = None, adopt: bool = False) -> Object:
     """Server-side apply ``obj`` as ``field_manager``; returns the stored object.
 
     ``obj`` is sent as an ``application/apply-patch+yaml`` patch owned by ``field_manager``:
@@ -75,6 +95,13 @@ def apply(client: Client, resource: Resource, obj: Object, field_manager: str, *
     ``kind`` are filled from ``resource`` when missing; ``managedFields`` and
     ``resourceVersion`` are not sent (an apply is not a read-modify-write). ``subresource``
     (e.g. ``"status"``) applies to that subresource. ``obj`` is not modified.
+
+    An ``obj`` with a controller reference (:func:`pyctrl.set_controller_reference`) never
+    adopts an existing object its owner did not create: one with no controller raises
+    :class:`pyctrl.errors.AdoptionRefused`, one with another :class:`pyctrl.errors.AlreadyOwned`
+    (both terminal, nothing written) unless ``adopt=True``. The first apply of an object
+    through ``client`` reads it once; later ones send its uid as a precondition instead (the
+    contract is :mod:`pyctrl.kube.adoption`'s).
     """
     if not field_manager:
         raise ValueError("server-side apply needs a field_manager")
@@ -84,5 +111,6 @@ def apply(client: Client, resource: Resource, obj: Object, field_manager: str, *
     md = body["metadata"]
     md.pop("managedFields", None)
     md.pop("resourceVersion", None)
-    return client.patch(resource, name, body, namespace, patch_type="apply",
-                        field_manager=field_manager, force=force, subresource=subresource)
+    return apply_owned(client, resource, name, namespace, body, field_manager=field_manager,
+                       force=force, subresource=subresource, adopt=adopt,
+                       claims=_claims_of(client))

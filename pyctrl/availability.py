@@ -37,6 +37,12 @@ Contract:
   only once ``stop`` is set (:meth:`release` wakes waiters).
 * Time comes from the injected Clock (monotonic); thread-safe. Memory: one entry per key
   whose last failure was the server's (bounded by the number of keys).
+
+"The API server is restarting" is defined here once, for the gate and for the cache's
+Reflector: :data:`RESTART_BACKOFF` (the retry delays while a restarting server refuses
+connections: 0.25 s doubling to 2 s), :func:`is_refused` (the connection was refused or
+reset) and :class:`StartupWindow` (for :data:`STARTUP_WINDOW` seconds after that, a 401/403
+is the restarted server's, whose authorization caches are not filled yet, not the caller's).
 """
 
 from __future__ import annotations
@@ -62,13 +68,50 @@ from pyctrl.errors import (
 )
 from pyctrl.kube.answers import count as answer_count
 
-__all__ = ["OutageGate", "is_unavailable"]
+__all__ = ["RESTART_BACKOFF", "STARTUP_WINDOW", "OutageGate", "StartupWindow", "is_refused",
+           "is_startup_refusal", "is_unavailable"]
 
 log = structlog.get_logger(__name__)
 
 _SERVER_SIDE: tuple[type[BaseException], ...] = (
     Unreachable, Timeout, ServerTimeout, TooManyRequests, ConnectionError, TimeoutError,
 )
+
+
+#: (initial, maximum) seconds between retries while a restarting server refuses connections:
+#: retrying a refused connection costs the server nothing.
+RESTART_BACKOFF = (0.25, 2.0)
+#: Seconds after a restart (a refused connection, or the gate reopening) during which a
+#: 401/403 is the server's: its authorization caches are still being filled.
+STARTUP_WINDOW = 30.0
+
+
+def is_refused(err: BaseException) -> bool:
+    """Whether the connection was refused or reset (the server is down or restarting)."""
+    return isinstance(err, Unreachable | ConnectionError)
+
+
+def is_startup_refusal(err: BaseException) -> bool:
+    """Whether ``err`` is what a just-restarted server answers before it can authorize."""
+    return isinstance(err, Forbidden | Unauthorized)
+
+
+class StartupWindow:
+    """The :data:`STARTUP_WINDOW` after the last :meth:`start` (module docstring)."""
+
+    def __init__(self, clock: Clock, seconds: float = STARTUP_WINDOW) -> None:
+        self._clock = clock
+        self._seconds = seconds
+        self._started: float | None = None
+
+    def start(self) -> None:
+        """The server was seen restarting (or answering again) now."""
+        self._started = self._clock.monotonic()
+
+    def covers(self, err: BaseException) -> bool:
+        """Whether ``err`` is a startup refusal within the window of the last start."""
+        return (is_startup_refusal(err) and self._started is not None
+                and self._clock.monotonic() - self._started < self._seconds)
 
 
 def is_unavailable(err: BaseException) -> bool:
@@ -83,8 +126,9 @@ def is_unavailable(err: BaseException) -> bool:
 class OutageGate:
     """Holds a controller's workers while the API server is unavailable (module docstring)."""
 
-    def __init__(self, name: str = "", clock: Clock | None = None, *, initial: float = 0.25,
-                 maximum: float = 2.0, startup_window: float = 30.0,
+    def __init__(self, name: str = "", clock: Clock | None = None, *,
+                 initial: float = RESTART_BACKOFF[0], maximum: float = RESTART_BACKOFF[1],
+                 startup_window: float = STARTUP_WINDOW,
                  answers: Callable[[], int] = answer_count) -> None:
         if not 0 < initial <= maximum or startup_window < 0:
             raise ValueError("need 0 < initial <= maximum and startup_window >= 0")
@@ -92,7 +136,7 @@ class OutageGate:
         self._clock: Clock = clock or RealClock()
         self._initial = initial
         self._max = maximum
-        self._window = startup_window
+        self._startup = StartupWindow(self._clock, startup_window)
         self._answers = answers
         self._cond = threading.Condition()
         self._closed = False  # read without the lock on the fast path
@@ -101,7 +145,6 @@ class OutageGate:
         self._next_probe = 0.0
         self._closed_at = 0.0
         self._answers_at_close = 0
-        self._opened_at: float | None = None  # monotonic time of the last reopening
         self._failed_at: dict[Hashable, int] = {}  # key -> answers() at its last failure
         self._requeued = 0  # keys requeued through the gate during this outage
 
@@ -116,12 +159,7 @@ class OutageGate:
         return self._next_probe
 
     def _startup_refusal(self, err: BaseException) -> bool:
-        if not isinstance(err, Forbidden | Unauthorized):
-            return False
-        if self._closed:
-            return True
-        return (self._opened_at is not None
-                and self._clock.monotonic() - self._opened_at < self._window)
+        return (is_startup_refusal(err) and self._closed) or self._startup.covers(err)
 
     def failed(self, err: BaseException, key: Hashable) -> bool:
         """Record a failed reconcile of ``key``; True when it was the server's failure and
@@ -172,7 +210,8 @@ class OutageGate:
         if not self._closed:
             return
         now = self._clock.monotonic()
-        self._closed, self._opened_at = False, now
+        self._closed = False
+        self._startup.start()
         log.info("the API server answers again; resuming workers", controller=self.name,
                  paused_seconds=round(now - self._closed_at, 3), requeued=self._requeued)
 

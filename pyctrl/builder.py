@@ -53,6 +53,7 @@ from pyctrl.cache import (
     controller_uid_index_func,
 )
 from pyctrl.controller import Controller
+from pyctrl.extension import ControllerHost
 from pyctrl.handlers import (
     MapFunc,
     Predicate,
@@ -63,9 +64,9 @@ from pyctrl.handlers import (
 )
 from pyctrl.kube.interface import Object as Raw
 from pyctrl.kube.resource import Resource
-from pyctrl.manager import Manager
 from pyctrl.rbac import DEFAULT_OWNED_WRITES, Declared, PolicyRule
 from pyctrl.reconcile import ReconcileFunc, Reconciler, Request, as_reconciler
+from pyctrl.record import EventRecorder
 from pyctrl.workqueue import PriorityQueue, RateLimiter
 
 __all__ = ["Builder", "DeleteObserver", "MapFunc"]
@@ -125,7 +126,7 @@ class _Watch:
 class Builder:
     """Collects what a controller watches, then builds it (see module docstring)."""
 
-    def __init__(self, manager: Manager, name: str, *, workers: int = 1) -> None:
+    def __init__(self, manager: ControllerHost, name: str, *, workers: int = 1) -> None:
         if not name:
             raise ValueError("a controller needs a name")
         if workers < 1:
@@ -140,6 +141,7 @@ class Builder:
         self._filters: list[Predicate] = []
         self._rate_limiter: RateLimiter | None = None
         self._priority_queue = False
+        self._recorder: EventRecorder | None = None
         self._namespaces: tuple[str, ...] | None = None
         # resource -> its kind class (typed informers) or None (raw-dict informers)
         self._forms: dict[Resource, type[Kind] | None] = {}
@@ -266,9 +268,11 @@ class Builder:
 
     def with_options(self, *, rate_limiter: RateLimiter | None = None,
                      namespaces: Iterable[str] | None = None,
-                     priority_queue: bool | None = None) -> Builder:
+                     priority_queue: bool | None = None,
+                     recorder: EventRecorder | None = None) -> Builder:
         """The queue's rate limiter; the namespaces to watch (default: the manager's);
-        whether the queue is a PriorityQueue."""
+        whether the queue is a PriorityQueue; the recorder of the controller's own Warning
+        Events (AlreadyOwned: :class:`pyctrl.Controller`)."""
         if namespaces is not None:
             ns = tuple(dict.fromkeys(namespaces))
             if not ns or any(not n for n in ns):
@@ -281,6 +285,8 @@ class Builder:
             self._rate_limiter = rate_limiter
         if priority_queue is not None:
             self._priority_queue = priority_queue
+        if recorder is not None:
+            self._recorder = recorder
         return self
 
     @overload
@@ -439,7 +445,7 @@ class Builder:
         controller = Controller[Request](
             self._name, run, workers=self._workers, queue=queue,
             rate_limiter=None if queue is not None else self._rate_limiter, clock=m.clock,
-            registry=m.registry)
+            registry=m.registry, recorder=self._recorder)
         try:
             for watch in self._watches:
                 for informer in self._informers(watch):

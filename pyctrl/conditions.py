@@ -16,6 +16,9 @@ new list, so the result goes into a new status with :func:`pyctrl.api.replace`.
 * :func:`find_status_condition` returns the condition of a type or None;
   :func:`is_status_condition_true` tells whether it exists with status "True".
 * :func:`remove_status_condition` returns the list without the condition of a type.
+* :func:`set_already_owned` is :func:`set_status_condition` for a refused ownership: the
+  condition of ``type`` (default ``Ready``) ``False``, reason ``AlreadyOwned``, the error's
+  message (which names the object and who controls it, or that nobody does).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Literal
 
 from pyctrl.api.types import Condition, replace
 from pyctrl.clock import Clock, RealClock
+from pyctrl.errors import AlreadyOwned
 
 __all__ = [
     "Condition",
@@ -33,6 +37,7 @@ __all__ = [
     "find_status_condition",
     "is_status_condition_true",
     "remove_status_condition",
+    "set_already_owned",
     "set_status_condition",
 ]
 
@@ -83,6 +88,14 @@ def remove_status_condition(conditions: Sequence[Condition] | None,
                             type: str) -> list[Condition]:
     """``conditions`` without the condition of ``type``."""
     return [cond for cond in conditions or () if cond.type != type]
+
+
+def set_already_owned(conditions: Sequence[Condition] | None, err: AlreadyOwned, *,
+                      type: str = "Ready", observed_generation: int | None = None,
+                      clock: Clock | None = None) -> list[Condition]:
+    """``conditions`` with ``type`` False for ``err``, reason AlreadyOwned (module docstring)."""
+    return set_status_condition(conditions, type, "False", "AlreadyOwned", str(err),
+                                observed_generation=observed_generation, clock=clock)
 
 
 def _now(clock: Clock | None) -> datetime:

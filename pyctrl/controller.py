@@ -20,7 +20,11 @@ Contract:
   - returns None or ``Result()``      -> ``forget(key)``                     result=success
   - ``Result(requeue_after=d)``, d > 0 -> ``forget(key)`` + ``add_after(key, d)`` requeue_after
   - ``Result(requeue=True)``           -> ``add_rate_limited(key)``           result=requeue
-  - raises :class:`TerminalError`      -> logged, counted, ``forget(key)``, not retried
+  - raises :class:`TerminalError`      -> logged, counted, ``forget(key)``, not retried;
+    an :class:`~pyctrl.errors.AlreadyOwned` (an owned object another controller, or nobody,
+    controls) also records a Warning Event ``AlreadyOwned`` on the object that claimed it
+    when the controller has a ``recorder`` (settable attribute; the Builder's
+    ``with_options(recorder=)``)
   - raises :class:`~pyctrl.errors.NotLeader` (a fenced write: this replica's lease could not
     be renewed in time, so every key fails alike) -> ``add(key)`` with no backoff, held by
     the outage gate until the lease is renewed or leadership ends; logged through the
@@ -77,9 +81,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from pyctrl._errorlog import ErrorLog
 from pyctrl.availability import OutageGate
 from pyctrl.clock import Clock, RealClock
-from pyctrl.errors import NotLeader, TerminalError
+from pyctrl.collectors import per_registry
+from pyctrl.errors import AlreadyOwned, NotLeader, TerminalError
+from pyctrl.ownerrefs import record_already_owned
 from pyctrl.reconcile import _STOP, Result, TypedReconciler, refuse_coroutine
-from pyctrl.serving.metrics import per_registry
+from pyctrl.record import EventRecorder
 from pyctrl.workqueue import RateLimiter, RateLimitingQueue, ShutDown
 
 __all__ = ["Controller", "HasSynced"]
@@ -168,6 +174,7 @@ class Controller(Generic[RequestT]):
         registry: CollectorRegistry | None = None,
         wait_for: Sequence[HasSynced] = (),
         gate: OutageGate | None = None,
+        recorder: EventRecorder | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
@@ -177,6 +184,7 @@ class Controller(Generic[RequestT]):
         self.name = name
         self.reconciler = reconciler
         self.workers = workers
+        self.recorder = recorder
         self._clock: Clock = clock or RealClock()
         self.queue: RateLimitingQueue[RequestT] = queue if queue is not None else RateLimitingQueue(
             name=name, clock=self._clock, registry=registry, rate_limiter=rate_limiter
@@ -305,6 +313,8 @@ class Controller(Generic[RequestT]):
                 self._gate.failed(err, key)
                 log.error("reconcile failed with a terminal error; not retrying",
                           error=str(err))
+                if isinstance(err, AlreadyOwned) and self.recorder is not None:
+                    record_already_owned(self.recorder, err)
                 self._terminal(key)
             except (SystemExit, KeyboardInterrupt) as err:
                 # The reconciler asks the process to end: keep the key for whoever runs

@@ -7,12 +7,13 @@ subclass chosen by HTTP status code and, where the code is ambiguous, the ``reas
 single mapping function; ``pyctrl.kube`` and the fakes in ``pyctrl.testing`` both use it, so a
 fake can never disagree with the real client about which error a Status means.
 
-:class:`AlreadyOwned` is not an API answer either: :func:`pyctrl.set_controller_reference`
-refused to take an object another controller owns (it carries that controller's reference).
-
-Two more errors are not API answers: :class:`TerminalError` (a reconciler says retrying will not
-help) and its subclass :class:`NotLeader` (a leader-scoped client refused a write locally
-because the leader lease can no longer be trusted; the request was never sent).
+:class:`TerminalError` is not an API answer: a reconciler says retrying will not help. Its
+subclasses: :class:`NotLeader` (a leader-scoped client refused a write locally because the
+leader lease can no longer be trusted; the request was never sent), :class:`AlreadyOwned`
+(:func:`pyctrl.set_controller_reference` or an apply refused to take an object another
+controller owns; it carries that controller's reference) and its subclass
+:class:`AdoptionRefused` (an apply refused to take over an existing object no controller
+owns).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "AdoptionRefused",
     "AlreadyExists",
     "AlreadyOwned",
     "ApiError",
@@ -144,23 +146,55 @@ class Unreachable(ApiError):
     """The server could not be reached at all (connection refused or reset, DNS)."""
 
 
-class AlreadyOwned(ValueError):
-    """The object already has another controller (controller-runtime's AlreadyOwnedError):
-    ``owner`` is that controller's owner reference (``apiVersion``, ``kind``, ``name``,
-    ``uid``), or None for an object that exists with no controller at all (a caller's own
-    refusal to adopt it); ``object_name`` is the object's name."""
-
-    def __init__(self, object_name: str, owner: dict[str, Any] | None = None) -> None:
-        super().__init__(
-            f"{object_name!r} is already controlled by {owner.get('kind')} "
-            f"{owner.get('name')!r}" if owner is not None
-            else f"{object_name!r} exists and is not controlled by this owner")
-        self.object_name = object_name
-        self.owner = owner
-
-
 class TerminalError(Exception):
     """Raised by a reconciler to say retrying will not help: logged and counted, not requeued."""
+
+
+class AlreadyOwned(TerminalError):
+    """The object already has another controller (controller-runtime's AlreadyOwnedError):
+    ``owner`` is that controller's owner reference (``apiVersion``, ``kind``, ``name``,
+    ``uid``), or None for an object that exists with no controller at all
+    (:class:`AdoptionRefused`); ``object_name`` is the object's name. ``claimant`` is the
+    controller reference that was refused (who asked), when known, and ``namespace`` the
+    object's namespace ("" for a cluster-scoped one).
+
+    It is a :class:`TerminalError`: uncaught, it ends the reconcile without a retry (the
+    Controller records a Warning Event on the claimant when it has a recorder); retrying
+    cannot help until a person settles who owns the object.
+    """
+
+    def __init__(self, object_name: str, owner: dict[str, Any] | None = None, *,
+                 claimant: dict[str, Any] | None = None, namespace: str = "",
+                 kind: str = "") -> None:
+        what = f"{kind} {object_name!r}" if kind else repr(object_name)
+        where = f" (namespace {namespace!r})" if namespace else ""
+        super().__init__(self._describe(what, owner, claimant) + where)
+        self.object_name = object_name
+        self.owner = owner
+        self.claimant = claimant
+        self.namespace = namespace
+        self.kind = kind
+
+    @staticmethod
+    def _describe(what: str, owner: dict[str, Any] | None,
+                  claimant: dict[str, Any] | None) -> str:
+        if owner is not None:
+            return f"{what} is already controlled by {owner.get('kind')} {owner.get('name')!r}"
+        return f"{what} exists and is not controlled by this owner"
+
+
+class AdoptionRefused(AlreadyOwned):
+    """An existing object that no controller controls (a user's own, say) was not taken over:
+    making a controller its owner would let the garbage collector delete it with that owner.
+    Pass ``adopt=True`` to the write to take it over on purpose. ``owner`` is None."""
+
+    @staticmethod
+    def _describe(what: str, owner: dict[str, Any] | None,
+                  claimant: dict[str, Any] | None) -> str:
+        by = (f" by {claimant.get('kind')} {claimant.get('name')!r}"
+              if claimant is not None else "")
+        return (f"{what} exists and has no controller: refusing to adopt it{by} (the garbage "
+                "collector would delete it with its owner; pass adopt=True to take it over)")
 
 
 class NotLeader(TerminalError):

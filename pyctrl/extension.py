@@ -34,15 +34,17 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from pyctrl._runnables import Runnable
-from pyctrl.cache import MultiNamespaceLister, SharedIndexInformer
+from pyctrl.cache import MultiNamespaceLister, SharedIndexInformer, SharedInformerFactory
 from pyctrl.clock import Clock
+from pyctrl.controller import Controller
 from pyctrl.kube.interface import Client
 from pyctrl.kube.resource import Resource
 from pyctrl.leaderelection import LeaderElectionOptions, LeaderElector
 from pyctrl.reconcile import Reconciler, Request
 from pyctrl.serving import Check
 
-__all__ = ["ControllerBuild", "ControllerHook", "Extension", "ExtensionHost", "NoHook"]
+__all__ = ["ControllerBuild", "ControllerHook", "ControllerHost", "Extension", "ExtensionHost",
+           "NoHook"]
 
 
 class ControllerBuild(Protocol):
@@ -122,6 +124,26 @@ class ExtensionHost(Protocol):
     def client_for_leader(self) -> Client: ...
 
     def add_controller_hook(self, hook: ControllerHook) -> None: ...
+
+
+class ControllerHost(Protocol):
+    """What a :class:`pyctrl.builder.Builder` uses of its Manager: time, metrics, the shared
+    informers, the hooks of the extensions installed, and where the built controller goes.
+    The Builder sees the Manager through it, so the Manager may build controllers itself."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def registry(self) -> CollectorRegistry: ...
+
+    @property
+    def informers(self) -> SharedInformerFactory: ...
+
+    @property
+    def controller_hooks(self) -> tuple[ControllerHook, ...]: ...
+
+    def add_controller(self, controller: Controller[Any]) -> None: ...
 
 
 class Extension(Protocol):

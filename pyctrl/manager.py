@@ -4,10 +4,17 @@ Contract (controller-runtime's manager, in threads):
 
 * ``Manager(client, ManagerOptions(...), registry=, clock=)``: options grouped, frozen and
   validated (:mod:`pyctrl._manager_options`); they are the only way to configure it.
-* Controllers are added built (:meth:`add_controller`; :class:`pyctrl.Manager`'s
-  ``controller(name)`` builds them with a :class:`pyctrl.builder.Builder`): this module knows
-  nothing of builders, RBAC or webhook generation (one-way imports: the builder depends on
-  the manager, never the reverse).
+* This class is ``pyctrl.Manager``. ``controller(name, workers=1)`` is a
+  :class:`pyctrl.builder.Builder` for a controller on this manager
+  (``.for_(...).owns(...).complete(reconciler)`` registers it through
+  :meth:`add_controller`, which also takes controllers built by hand). The Builder sees the
+  manager only as a :class:`pyctrl.extension.ControllerHost` and never imports this module.
+* ``rbac_rule(*rules)``: permissions the code needs that no declaration shows, for
+  ``python -m pyctrl gen rbac`` (:mod:`pyctrl.rbac`); nothing at run time. ``declarations=``
+  is the :class:`pyctrl.rbac.Declarations` each Builder and rule is recorded in (a generator
+  passes its own and reads it; default: one of the manager's own). ``run`` first logs a
+  warning naming each Builder that never completed (most likely a forgotten
+  ``.complete(...)``).
 * ``run(stop)``: starts the /metrics and probe servers (:mod:`pyctrl.serving.servers`), the
   ``needs_leader=False`` runnables (:mod:`pyctrl._runnables`) and the informers (they warm
   their caches whether or not we lead); once the informers synced, the controllers' workers
@@ -58,6 +65,7 @@ from pyctrl._leadership import Leadership
 from pyctrl._manager_options import GCOptions, HealthOptions, ManagerOptions, MetricsOptions
 from pyctrl._runnables import Runnable, RunnableEntry, RunnableGroup, run_controllers
 from pyctrl._signals import install_signal_handlers
+from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller, RequestT
@@ -66,6 +74,7 @@ from pyctrl.kube.client import RESTClient
 from pyctrl.kube.fenced import FencedClient
 from pyctrl.kube.interface import Client
 from pyctrl.leaderelection import LeaderElectionOptions, LeaderElector
+from pyctrl.rbac import Declarations, PolicyRule
 from pyctrl.record import EventBroadcaster, EventRecorder
 from pyctrl.serving import Check, Checks, MetricsAuth
 from pyctrl.serving.auth import KNOWN_BURST, KNOWN_QPS
@@ -89,8 +98,10 @@ class Manager:
     """Owns and runs everything a controller process needs (see module docstring)."""
 
     def __init__(self, client: Client, options: ManagerOptions | None = None, *,
-                 registry: CollectorRegistry | None = None, clock: Clock | None = None) -> None:
+                 registry: CollectorRegistry | None = None, clock: Clock | None = None,
+                 declarations: Declarations | None = None) -> None:
         self.options = opts = options if options is not None else ManagerOptions()
+        self._declarations = declarations if declarations is not None else Declarations()
         self.client = client
         self.registry = registry if registry is not None else CollectorRegistry()
         if opts.metrics.runtime_metrics:
@@ -121,6 +132,16 @@ class Manager:
             self.ensure_leader_election(opts.leader_election)
 
     # -- wiring -------------------------------------------------------------------------
+    def controller(self, name: str, *, workers: int = 1) -> Builder:
+        """A Builder for a controller named ``name`` on this manager (module docstring)."""
+        builder = Builder(self, name, workers=workers)
+        self._declarations.add_controller(builder)
+        return builder
+
+    def rbac_rule(self, *rules: PolicyRule) -> None:
+        """Record permissions no declaration shows, for ``gen rbac`` (module docstring)."""
+        self._declarations.add_rules(*rules)
+
     def add_controller(self, controller: Controller[RequestT]) -> None:
         """Run ``controller`` with the manager (its workers while leading, or gated)."""
         with self._mu:
@@ -300,6 +321,11 @@ class Manager:
             if self._ran:
                 raise RuntimeError("a Manager runs once")
             self._ran = True
+        for builder in self._declarations.controllers:
+            if not builder.completed:
+                log.warning("controller builder never completed: no controller was built "
+                            "(call .complete(reconciler) at the end of the chain)",
+                            controller=builder.name)
         work_stop = threading.Event()  # controllers (no election) or the electors
         informer_stop = threading.Event()
         threads: list[threading.Thread] = []

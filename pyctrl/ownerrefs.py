@@ -23,11 +23,17 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
   another object already controls ``obj``, and ValueError when the owner can not own it (a
   namespaced owner of a cluster-scoped object, or one in another namespace: the garbage
   collector would delete the object).
+* :func:`record_already_owned` records a refused ownership as a Warning Event, reason
+  ``AlreadyOwned``, on the claimant the error names (the owner that asked; nothing when the
+  error names none), with the error's message. Recording never raises (a recorder that
+  fails is logged). The Controller calls it for an uncaught AlreadyOwned.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar, overload
+
+import structlog
 
 from pyctrl.api.typed import encode
 from pyctrl.api.types import Object as Kind
@@ -36,14 +42,18 @@ from pyctrl.errors import AlreadyOwned
 from pyctrl.kube import meta
 from pyctrl.kube.interface import Object
 from pyctrl.kube.meta import AnyObject, controller_of
+from pyctrl.record import EventRecorder
 
 __all__ = [
     "AlreadyOwned",
     "controller_of",
     "is_controlled_by",
     "owner_reference",
+    "record_already_owned",
     "set_controller_reference",
 ]
+
+log = structlog.get_logger(__name__)
 
 
 K = TypeVar("K", bound=Kind)
@@ -105,7 +115,7 @@ def set_controller_reference(owner: AnyObject, obj: Object | K, *,
                               block_owner_deletion=block_owner_deletion)
                if _same_object(r, ref) else old
                for r, old in zip(refs, obj.metadata.owner_references, strict=True)]
-        _check_controller(meta.name(obj), refs, ref)
+        _check_controller(meta.name(obj), obj_ns, refs, ref)
         if not any(_same_object(r, ref) for r in refs):
             new.append(OwnerReference(api_version=ref["apiVersion"], kind=ref["kind"],
                                       name=ref["name"], uid=ref["uid"], controller=True,
@@ -113,7 +123,7 @@ def set_controller_reference(owner: AnyObject, obj: Object | K, *,
         return replace(obj, metadata=replace(obj.metadata, owner_references=new))
     md = obj.setdefault("metadata", {})
     current: list[dict[str, Any]] = list(md.get("ownerReferences") or [])
-    _check_controller(meta.name(obj), current, ref)
+    _check_controller(meta.name(obj), obj_ns, current, ref)
     for i, existing in enumerate(current):
         if _same_object(existing, ref):
             current[i] = ref
@@ -124,7 +134,22 @@ def set_controller_reference(owner: AnyObject, obj: Object | K, *,
     return None
 
 
-def _check_controller(name: str, refs: list[dict[str, Any]], ref: dict[str, Any]) -> None:
+def _check_controller(name: str, namespace: str, refs: list[dict[str, Any]],
+                      ref: dict[str, Any]) -> None:
     current = controller_of({"metadata": {"ownerReferences": refs}})
     if current is not None and not _same_object(current, ref):
-        raise AlreadyOwned(name, current)
+        raise AlreadyOwned(name, current, claimant=ref, namespace=namespace)
+
+
+def record_already_owned(recorder: EventRecorder, err: AlreadyOwned) -> None:
+    """A Warning Event ``AlreadyOwned`` on ``err``'s claimant (module docstring)."""
+    claimant = err.claimant
+    if claimant is None:
+        return
+    involved = {"apiVersion": claimant.get("apiVersion"), "kind": claimant.get("kind"),
+                "metadata": {"name": claimant.get("name"), "namespace": err.namespace,
+                             "uid": claimant.get("uid")}}
+    try:
+        recorder.event(involved, "Warning", "AlreadyOwned", str(err))
+    except Exception as failed:  # an event is a report: it never fails the caller
+        log.warning("could not record the AlreadyOwned event", error=repr(failed))

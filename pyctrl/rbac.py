@@ -43,8 +43,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pyctrl._manager_options import ManagerOptions
+from pyctrl.cache import SharedInformerFactory
 from pyctrl.kube.resource import Resource
-from pyctrl.manager import Manager
 
 __all__ = [
     "DEFAULT_OWNED_WRITES",
@@ -137,6 +138,19 @@ class DeclaringController(Protocol):
     def discard(self) -> None: ...
 
 
+class RoleSource(Protocol):
+    """What :func:`derive` reads of a Manager besides its declarations."""
+
+    @property
+    def informers(self) -> SharedInformerFactory: ...
+
+    @property
+    def has_event_broadcaster(self) -> bool: ...
+
+    @property
+    def options(self) -> ManagerOptions: ...
+
+
 class Declarations:
     """What a ``setup(manager)`` declared: each controller (in order) and the extra rules.
     A generator makes one, hands it to the Manager it calls ``setup`` on, and reads it."""
@@ -199,7 +213,7 @@ def _controller_rules(d: Declared) -> Iterable[PolicyRule]:
     yield from d.rules
 
 
-def derive(manager: Manager, declarations: Declarations) -> Roles:
+def derive(manager: RoleSource, declarations: Declarations) -> Roles:
     """The roles ``manager``'s controllers and options need (see module docstring)."""
     rules: list[PolicyRule] = []
     covered: set[Resource] = set()

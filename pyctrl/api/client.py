@@ -24,10 +24,11 @@ Contract (controller-runtime's client, on :class:`pyctrl.api.Object` subclasses)
   fields in apply configurations do. A field whose default is ``0`` or ``False`` itself
   (``replicas: int = 1`` set to 1) is indistinguishable from unset and is not sent.
   ``resourceVersion`` is never sent (an apply is not a read-modify-write), nor an empty
-  ``status``. An object whose controller reference names another owner than the one the
-  stored object has is refused by the server (two controllers); that answer is raised as
-  :class:`pyctrl.errors.AlreadyOwned` naming the stored controller (one GET, on that error
-  only), so an apply never takes over another controller's object.
+  ``status``. An object with a controller reference never adopts an existing object its
+  owner did not create: one with no controller raises :class:`pyctrl.errors.AdoptionRefused`,
+  one with another controller :class:`pyctrl.errors.AlreadyOwned` (both terminal, nothing
+  written), unless ``adopt=True``. The first apply of an object through this client reads it
+  once; later ones send its uid as a precondition instead (:mod:`pyctrl.kube.adoption`).
 * :meth:`patch_status` writes only what a reconciler changed in the status: the merge patch
   of ``old``'s encoded status to ``new``'s (:func:`pyctrl.api.status_changes`, with the
   ``equal`` hook, default "unset equals empty"), of the declared status fields only (fields
@@ -54,7 +55,7 @@ import msgspec
 from pyctrl.api.typed import Equal, decode, encode, json_decoder, resource_for, status_changes
 from pyctrl.api.typed import unset_equals_empty as _unset_equals_empty
 from pyctrl.api.types import Object, Struct
-from pyctrl.errors import AlreadyOwned, ApiError, Invalid
+from pyctrl.kube.adoption import Claims, apply_owned
 from pyctrl.kube.interface import Client, PatchBody, RawGetter, RawLister
 from pyctrl.kube.interface import Object as Raw
 from pyctrl.kube.resource import Resource
@@ -85,6 +86,7 @@ class TypedClient:
 
     def __init__(self, client: Client) -> None:
         self.raw = client
+        self._claims = Claims()
 
     # -- reads -------------------------------------------------------------------------
     def get(self, cls: type[T], name: str, namespace: str | None = None) -> T:
@@ -132,7 +134,8 @@ class TypedClient:
         ``name``; the patched object, as ``cls``."""
         return decode(cls, self.raw.patch(resource_for(cls), name, patch, namespace, **kwargs))
 
-    def apply(self, obj: T, field_manager: str, *, force: bool = False) -> T:
+    def apply(self, obj: T, field_manager: str, *, force: bool = False,
+              adopt: bool = False) -> T:
         """Server-side apply ``obj`` as ``field_manager`` (module docstring)."""
         if not field_manager:
             raise ValueError("server-side apply needs a field_manager")
@@ -141,27 +144,9 @@ class TypedClient:
         body["metadata"].pop("resourceVersion", None)
         if body.get("status") == {}:
             del body["status"]
-        try:
-            answer = self.raw.patch(resource, name, body, namespace, patch_type="apply",
-                                    field_manager=field_manager, force=force)
-        except Invalid as err:
-            if any(c.field == "metadata.ownerReferences" for c in err.causes):
-                self._refuse_stolen(obj, err)
-            raise
-        return self._decoded(obj, answer)
-
-    def _refuse_stolen(self, obj: T, err: Invalid) -> None:
-        """Raise AlreadyOwned when the stored ``obj`` has another controller than ``obj``."""
-        ours = next((r for r in obj.metadata.owner_references if r.controller), None)
-        if ours is None:
-            return
-        try:
-            stored = self.get(type(obj), obj.metadata.name, obj.metadata.namespace or None)
-        except ApiError:
-            return  # the Invalid answer stands
-        theirs = next((r for r in stored.metadata.owner_references if r.controller), None)
-        if theirs is not None and theirs.uid != ours.uid:
-            raise AlreadyOwned(obj.metadata.name, encode(theirs)) from err
+        return self._decoded(obj, apply_owned(
+            self.raw, resource, name, namespace, body, field_manager=field_manager,
+            force=force, adopt=adopt, claims=self._claims))
 
     def patch_status(self, old: T, new: T, *, equal: Equal = _unset_equals_empty) -> T:
         """Write what changed between ``old``'s status and ``new``'s (module docstring)."""

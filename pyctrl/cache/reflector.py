@@ -67,6 +67,7 @@ from typing import Protocol
 import structlog
 
 from pyctrl._errorlog import ErrorLog
+from pyctrl.availability import RESTART_BACKOFF, StartupWindow, is_refused, is_unavailable
 from pyctrl.cache.backoff import ExponentialBackoffManager
 from pyctrl.cache.keys import DeletedFinalStateUnknown
 from pyctrl.cache.listwatch import ListerWatcher
@@ -76,14 +77,9 @@ from pyctrl.cache.watchlist import initial_events, rejects_watch_list
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import (
     ApiError,
-    Forbidden,
     NotFound,
     ServerError,
-    ServerTimeout,
-    Timeout,
     TooManyRequests,
-    Unauthorized,
-    Unreachable,
     from_status,
 )
 from pyctrl.kube import meta
@@ -119,19 +115,16 @@ class _Relist(Exception):
 _Opened = tuple[WatchStream, Iterator[WatchEvent], float]
 
 
-# The backoff (initial, maximum, jitter) while the server refuses connections or, within
-# _STARTUP_WINDOW seconds of that, answers 401/403 (a restarted kube-apiserver before its
-# authorization caches are filled): retrying a refused connection costs the server nothing.
-_RESTART_BACKOFF = (0.25, 2.0, 0.5)
-_STARTUP_WINDOW = 30.0
+# The jitter of the restart backoff (pyctrl.availability.RESTART_BACKOFF): while the server
+# refuses connections or, within its startup window, answers 401/403.
+_RESTART_JITTER = 0.5
 
 
 def _retryable(err: BaseException) -> bool:
     # Worth re-watching from the same version after a backoff.
     # Unreachable (connection refused or reset: an apiserver restart) leaves our cache valid;
     # re-watch from where we were instead of paying for a relist.
-    if isinstance(err, TooManyRequests | ServerError | ServerTimeout | Timeout | Unreachable
-                  | OSError):
+    if is_unavailable(err) or isinstance(err, ServerError | OSError):
         return True
     return not isinstance(err, ApiError)  # other transport-level failures
 
@@ -166,10 +159,10 @@ class Reflector:
             self._clock, initial=backoff_initial, maximum=backoff_max, jitter=backoff_jitter,
             reset_after=backoff_reset, rand=self._rand.random)
         self._restart_backoff = ExponentialBackoffManager(
-            self._clock, initial=_RESTART_BACKOFF[0], maximum=_RESTART_BACKOFF[1],
-            jitter=min(_RESTART_BACKOFF[2], backoff_jitter), reset_after=backoff_reset,
+            self._clock, initial=RESTART_BACKOFF[0], maximum=RESTART_BACKOFF[1],
+            jitter=min(_RESTART_JITTER, backoff_jitter), reset_after=backoff_reset,
             rand=self._rand.random)
-        self._unreachable_at: float | None = None
+        self._startup = StartupWindow(self._clock)
         self._last_rv = ""
         self._initial_rv = initial_list_resource_version
         self._transform = transform
@@ -179,15 +172,11 @@ class Reflector:
     def _delay_after(self, err: Exception) -> float:
         """The wait before retrying after ``err``: the short backoff while the server is
         unreachable or starting (module docstring), else the ordinary one."""
-        now = self._clock.monotonic()
-        if isinstance(err, Unreachable | ConnectionError) or (
-                isinstance(err, Unauthorized | Forbidden)
-                and self._unreachable_at is not None
-                and now - self._unreachable_at < _STARTUP_WINDOW):
-            if isinstance(err, Unreachable | ConnectionError):
-                self._unreachable_at = now
-            return self._restart_backoff.next()
-        return self._backoff.next()
+        if is_refused(err):
+            self._startup.start()
+        elif not self._startup.covers(err):
+            return self._backoff.next()
+        return self._restart_backoff.next()
 
     # -- public ---------------------------------------------------------------------------
     def last_sync_resource_version(self) -> str:

@@ -16,7 +16,7 @@ Contract:
   lean transport, which keeps one connection per calling thread; both get their TLS
   settings from :mod:`pyctrl.kube.pool`). Both transports send the same headers and raise
   the same errors: one request/retry loop (``_exchange``: limiter, credentials, metrics,
-  error mapping, 429 retries) drives either sender. Watches always
+  error mapping, 429 retries) drives either sender (:mod:`pyctrl.kube.senders`). Watches always
   take the pool, the lean transport reading whole answers only; their body is de-chunked
   from the socket reader under urllib3's response (:mod:`pyctrl.kube.watch`), the one
   place that reads urllib3 internals (``make urllib3-range`` runs the unit suite on the
@@ -43,7 +43,6 @@ Contract:
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 import orjson
@@ -58,16 +57,15 @@ from pyctrl.kube import answers
 from pyctrl.kube._kubeconfig import ConnectionSettings
 from pyctrl.kube.body import decode_object
 from pyctrl.kube.config import KubeConfig, load_config
-from pyctrl.kube.guard import check_write
 from pyctrl.kube.httperrors import error_from_answer, error_from_pool_answer, transport_error
 from pyctrl.kube.interface import Object, PatchBody
 from pyctrl.kube.metrics import RequestMetrics, request_metrics
 from pyctrl.kube.options import JSON, ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.paths import request_scope, resource_path
-from pyctrl.kube.pool import build_pool, connection_kwargs, proxied
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import Resource
-from pyctrl.kube.transport import Response, TransportClosed, UnaryTransport
+from pyctrl.kube.senders import Call, Senders
+from pyctrl.kube.transport import Response, TransportClosed
 from pyctrl.kube.watch import HTTPWatchStream
 from pyctrl.kube.write_options import (
     PATCH_CONTENT_TYPES,
@@ -85,7 +83,6 @@ __all__ = ["PATCH_CONTENT_TYPES", "RESTClient"]
 log = structlog.get_logger(__name__)
 
 _DEFAULT_RETRY_AFTER = 1.0
-_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class RESTClient:
@@ -114,7 +111,6 @@ class RESTClient:
         self.config = config if isinstance(config, KubeConfig) else KubeConfig(config)
         self._clock: Clock = clock if clock is not None else RealClock()
         self._limiter = TokenBucketRateLimiter(qps, burst, self._clock)
-        self._timeout = urllib3.Timeout(connect=timeout, read=timeout)
         self._connect_timeout = timeout
         self._max_retries = max_retries
         self._user_agent = user_agent
@@ -123,21 +119,10 @@ class RESTClient:
         self._metrics: RequestMetrics | None = (
             request_metrics(registry) if registry is not None else None
         )
-        cfg = self.config.configuration
-        self._pool = build_pool(cfg, pool_maxsize)
-        # Non-watch requests: the lean transport unless asked otherwise or proxied.
-        self._lean: UnaryTransport | None = None
-        if transport == "lean" and not proxied(cfg):
-            self._lean = UnaryTransport(self._host, connection_kw=connection_kwargs(cfg),
-                                        connect_timeout=timeout, read_timeout=timeout)
-        # The lean transport sends request targets: the server URL's own path prefix (if
-        # any) then the resource path, exactly what urllib3 sends for self.url(...).
-        self._prefix = (urllib3.util.parse_url(self._host).path or "").rstrip("/")
-        self._fixed_headers = f"Accept: {JSON}\r\nUser-Agent: {user_agent}\r\n"
-        # Only connect errors are retried by urllib3: the request never reached the server.
-        self._retries = urllib3.Retry(
-            total=2, connect=2, read=0, redirect=0, status=0, other=0, raise_on_status=False
-        )
+        self._senders = Senders(self.config.configuration, self._host, user_agent=user_agent,
+                                timeout=timeout, pool_maxsize=pool_maxsize,
+                                lean=transport == "lean")
+        self._lean = self._senders.lean  # None: every request goes through the pool
         self._closed = threading.Event()
         self._watches: set[HTTPWatchStream] = set()
         self._watches_lock = threading.Lock()
@@ -160,14 +145,7 @@ class RESTClient:
             watches = list(self._watches)
         for w in watches:
             w.close()
-        if self._lean is not None:
-            self._lean.close()
-        # urllib3 2 no longer closes pools on clear(); close their idle sockets ourselves.
-        for key in list(self._pool.pools.keys()):
-            pool = self._pool.pools.get(key)
-            if pool is not None:
-                pool.close()
-        self._pool.clear()
+        self._senders.close()
 
     def __enter__(self) -> RESTClient:
         return self
@@ -205,23 +183,23 @@ class RESTClient:
     def _request(self, method: str, path: str, body: bytes | None = None,
                  content_type: str | None = None, accept: str = JSON) -> bytes:
         """One non-watch request (``path`` as from :meth:`_path`); the 2xx answer's body."""
-        reply = self._exchange(_Call(method, path, body, content_type, accept))
+        reply = self._exchange(Call(method, path, body, content_type, accept))
         return reply.data
 
     def _stream(self, method: str, path: str, timeout: urllib3.Timeout,
                 accept: str = JSON) -> urllib3.BaseHTTPResponse:
         """A request whose 2xx answer is returned unread (a watch), through urllib3."""
-        reply = self._exchange(_Call(method, path, None, None, accept, stream=True,
-                                     timeout=timeout))
+        reply = self._exchange(Call(method, path, None, None, accept, stream=True,
+                                    timeout=timeout))
         assert isinstance(reply, urllib3.BaseHTTPResponse)
         return reply
 
-    def _exchange(self, call: _Call) -> Response | urllib3.BaseHTTPResponse:
+    def _exchange(self, call: Call) -> Response | urllib3.BaseHTTPResponse:
         """The one request/retry loop: limiter token, credentials, the send (by the lean
         transport, else the urllib3 pool: streams, ``transport="urllib3"``, a proxy), request
         metrics, errors, 429 retries after Retry-After on the clock, and one retry after a 401
         when the configuration could renew its credential (an exec plugin's, run again)."""
-        send = self._send_pool if call.stream or self._lean is None else self._send_lean
+        send = self._senders.send
         attempt = 0
         renewed = False
         while True:
@@ -250,38 +228,6 @@ class RESTClient:
                 renewed = True  # the server refused the cached credential: ask for a new one
                 continue
             raise err
-
-    def _send_lean(self, call: _Call, auth: str | None) -> Response:
-        """One send on the calling thread's lean connection; the write guard runs inside,
-        right before the bytes are sent."""
-        assert self._lean is not None
-        fixed = self._fixed_headers
-        if call.accept != JSON:  # one of pyctrl.kube.options' constants
-            fixed = f"Accept: {call.accept}\r\nUser-Agent: {self._user_agent}\r\n"
-        if call.content_type is not None:
-            fixed = f"{fixed}Content-Type: {call.content_type}\r\n"
-        headers = fixed
-        if auth:
-            if "\r" in auth or "\n" in auth:
-                raise ValueError("invalid Authorization header value")
-            headers = f"{fixed}Authorization: {auth}\r\n"
-        guard = None if call.method in _READ_METHODS else check_write
-        return self._lean.request(call.method, self._prefix + call.path, headers, call.body,
-                                  guard)
-
-    def _send_pool(self, call: _Call, auth: str | None) -> urllib3.BaseHTTPResponse:
-        """One send through the urllib3 pool; the answer unread when ``call.stream``."""
-        headers = {"Accept": call.accept, "User-Agent": self._user_agent}
-        if call.content_type is not None:
-            headers["Content-Type"] = call.content_type
-        if auth:
-            headers["Authorization"] = auth
-        if call.method not in _READ_METHODS:
-            check_write()  # after the limiter's wait, right before the send
-        return self._pool.request(
-            call.method, self._host + call.path, body=call.body, headers=headers,
-            preload_content=not call.stream, timeout=call.timeout or self._timeout,
-            retries=self._retries, redirect=False)
 
     def _observe(self, method: str, code: str, start: float) -> None:
         if self._metrics is not None:
@@ -384,19 +330,6 @@ class RESTClient:
         body = self._call("DELETE", path, DeleteOptions.of(kwargs).body())
         # Most resources answer with the deleted object; a few with a success Status.
         return None if body.get("kind") == "Status" else body
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """One request as the loop sends (and resends) it."""
-
-    method: str
-    path: str  # the resource path and query, as from RESTClient._path
-    body: bytes | None
-    content_type: str | None
-    accept: str
-    stream: bool = False
-    timeout: urllib3.Timeout | None = None
 
 
 def _typed(resource: Resource, obj: Object) -> Object:

@@ -30,6 +30,7 @@ from typing import Protocol, TypeVar, Unpack
 
 from prometheus_client import CollectorRegistry, Counter
 
+from pyctrl.collectors import per_registry
 from pyctrl.errors import NotLeader
 from pyctrl.kube import meta
 from pyctrl.kube.forwarding import ForwardingClient
@@ -37,7 +38,6 @@ from pyctrl.kube.guard import guarded
 from pyctrl.kube.interface import Client, Object, PatchBody
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.write_options import DeleteArgs, PatchArgs
-from pyctrl.serving.metrics import per_registry
 
 __all__ = ["FencedClient", "LeaseHolder"]
 

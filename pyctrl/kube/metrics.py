@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from pyctrl.serving.metrics import per_registry
+from pyctrl.collectors import per_registry
 
 __all__ = ["RequestMetrics", "request_metrics"]
 

@@ -37,6 +37,8 @@ Contract and invariants:
   restart, an outage) thus takes up its work within a retry period of the server's return,
   where a restarted process would wait out the lease.
 * Metric ``leader_election_master_status{name}`` is 1 while leading, else 0.
+* One attempt on the lock (read, decide, write, observe) is the contract of
+  :mod:`pyctrl.leaderelection.attempt` (:class:`LockAttempts`, which this class extends).
 """
 
 from __future__ import annotations
@@ -44,17 +46,16 @@ from __future__ import annotations
 import math
 import random
 import threading
-from dataclasses import replace
 
 import structlog
 from prometheus_client import CollectorRegistry, Gauge
 
 from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
-from pyctrl.errors import ApiError, NotFound
+from pyctrl.collectors import per_registry
+from pyctrl.leaderelection.attempt import LockAttempts
 from pyctrl.leaderelection.lock import LeaderElectionRecord, ResourceLock
 from pyctrl.leaderelection.options import LeaderCallbacks, LeaderElectionOptions
-from pyctrl.serving.metrics import per_registry
 
 __all__ = ["LeaderElector"]
 
@@ -77,7 +78,7 @@ def _new_master_status(registry: CollectorRegistry | None) -> Gauge:
 _master_status = per_registry(_new_master_status)
 
 
-class LeaderElector:
+class LeaderElector(LockAttempts):
     """Runs one leader-election campaign over ``config.lock`` (see module docstring; a
     ``config`` without a lock is refused: :meth:`LeaderElectionOptions.with_lock` sets one)."""
 
@@ -344,120 +345,3 @@ class LeaderElector:
             leading_stop.set()
             self._gauge.set(0)
             self._call_stopped()
-
-    # -- one attempt --------------------------------------------------------------------
-    def _set_observed(self, record: LeaderElectionRecord, at: float, *, renewed: bool) -> None:
-        with self._cond:
-            self._observed = record
-            self._observed_at = at
-            if renewed and not self._fenced:
-                self._last_renew = at
-                self._cond.notify_all()
-
-    def _try_acquire_or_renew(self) -> bool:
-        sent = self._clock.monotonic()
-        now = self._clock.now()
-        desired = LeaderElectionRecord(
-            holder_identity=self._identity,
-            lease_duration_seconds=math.ceil(self.config.lease_duration),
-            acquire_time=now,
-            renew_time=now,
-        )
-        with self._cond:
-            observed, observed_at, leading = self._observed, self._observed_at, self._leading
-        # Fast path: we lead and our lease is valid; update straight from the cached copy.
-        if (
-            leading
-            and observed is not None
-            and observed.holder_identity == self._identity
-            and observed_at + observed.lease_duration_seconds > sent
-        ):
-            renewal = replace(
-                desired,
-                acquire_time=observed.acquire_time,
-                leader_transitions=observed.leader_transitions,
-            )
-            try:
-                self._lock.update(renewal)
-            except ApiError as err:
-                log.debug("fast-path renew failed; re-reading the lock", error=str(err))
-            else:
-                self._set_observed(renewal, sent, renewed=True)
-                return True
-        try:
-            old = self._lock.get()
-        except NotFound:
-            try:
-                self._lock.create(desired)
-            except ApiError as err:
-                self._errors.failure("failed to create leader lock", err, level="info",
-                                     lock=self._lock.describe())
-                return False
-            self._set_observed(desired, sent, renewed=True)
-            return True
-        except ApiError as err:
-            self._errors.failure("failed to read leader lock", err, level="info",
-                                 lock=self._lock.describe())
-            return False
-        seen = self._clock.monotonic()
-        with self._cond:
-            if old != self._observed:
-                self._observed = old
-                self._observed_at = seen
-            observed_at = self._observed_at
-        if (
-            old.holder_identity
-            and old.holder_identity != self._identity
-            and observed_at + old.lease_duration_seconds > seen
-        ):
-            return False  # held by someone else and not expired by our observation
-        if old.holder_identity == self._identity:
-            desired = replace(
-                desired,
-                acquire_time=old.acquire_time,
-                leader_transitions=old.leader_transitions,
-            )
-        else:
-            desired = replace(desired, leader_transitions=old.leader_transitions + 1)
-        try:
-            self._lock.update(desired)
-        except ApiError as err:
-            self._errors.failure("failed to update leader lock", err, level="info",
-                                 lock=self._lock.describe())
-            return False
-        self._set_observed(desired, sent, renewed=True)
-        return True
-
-    def _release(self) -> None:
-        with self._cond:
-            observed = self._observed
-        if observed is None or observed.holder_identity != self._identity:
-            return
-        now = self._clock.now()
-        released = LeaderElectionRecord(
-            holder_identity="",
-            lease_duration_seconds=1,
-            acquire_time=now,
-            renew_time=now,
-            leader_transitions=observed.leader_transitions,
-        )
-        try:
-            self._lock.update(released)
-        except ApiError as err:
-            log.warning("failed to release leader lease", lock=self._lock.describe(),
-                        error=str(err))
-            return
-        self._set_observed(released, self._clock.monotonic(), renewed=False)
-        log.info("released leader lease", lock=self._lock.describe())
-
-    def _maybe_report_transition(self) -> None:
-        with self._cond:
-            holder = self._observed.holder_identity if self._observed else ""
-            if not holder or holder == self._reported_leader:
-                return
-            self._reported_leader = holder
-        log.info("new leader observed", lock=self._lock.describe(), leader=holder)
-        try:
-            self._callbacks.on_new_leader(holder)
-        except Exception:
-            log.exception("on_new_leader failed", lock=self._lock.describe())

@@ -50,6 +50,7 @@ from prometheus_client import CollectorRegistry, Counter
 from pyctrl._errorlog import ErrorLog
 from pyctrl.api.types import Object as Kind
 from pyctrl.clock import Clock, RealClock
+from pyctrl.collectors import per_registry
 from pyctrl.errors import (
     AlreadyExists,
     ApiError,
@@ -65,7 +66,6 @@ from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.meta import format_time
 from pyctrl.kube.resource import EVENTS
 from pyctrl.record.correlator import CorrelateResult, EventCorrelator
-from pyctrl.serving.metrics import per_registry
 
 __all__ = ["EventBroadcaster", "EventRecorder", "EventType"]
 

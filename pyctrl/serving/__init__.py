@@ -4,18 +4,17 @@
   /metrics) on the event-loop front end of :mod:`pyctrl.frontend`, so idle clients cost no
   thread, and :func:`parse_bind_address`.
 * :mod:`~pyctrl.serving.healthz`: :class:`Checks`, the ``/healthz`` and ``/readyz`` endpoints.
-* :mod:`~pyctrl.serving.metrics`: :func:`per_registry` (metric families once per Prometheus
-  registry, used by every layer) and :func:`metrics_handler` (``/metrics``).
+* :mod:`~pyctrl.serving.metrics`: :func:`metrics_handler` (``/metrics``; metric families once
+  per registry are :func:`pyctrl.collectors.per_registry`'s, in the bottom layer).
 * :mod:`~pyctrl.serving.auth`: :class:`MetricsAuth`, TokenReview + SubjectAccessReview in
   front of /metrics.
 * :mod:`~pyctrl.serving.gcmetrics`: :func:`gc_pause_histogram`, the GC pause histogram.
 * :mod:`~pyctrl.serving.certs`: the one certificate helper (CA, leaf certificates, a
   self-signed serving certificate, :func:`serving_context` for TLS servers).
 
-Layering: ``healthz`` and ``metrics`` import no other pyctrl module and ``http`` only
-:mod:`pyctrl.frontend` (which imports only :mod:`pyctrl.clock`), so ``pyctrl.kube`` may use
-:func:`per_registry`; ``auth`` uses ``pyctrl.kube``'s client
-protocol. The webhook server (:mod:`pyctrl.webhook`) takes its certificates from here.
+Layering: above :mod:`pyctrl.kube` (``auth`` uses its client protocol) and
+:mod:`pyctrl.frontend`; nothing below imports it. The webhook server (:mod:`pyctrl.webhook`)
+takes its certificates from here.
 """
 
 from pyctrl.serving.auth import MetricsAuth
@@ -30,7 +29,7 @@ from pyctrl.serving.certs import (
 from pyctrl.serving.gcmetrics import GC_PAUSE_BUCKETS, gc_pause_histogram
 from pyctrl.serving.healthz import Check, Checks
 from pyctrl.serving.http import Authorizer, Handler, HTTPServerThread, Response, parse_bind_address
-from pyctrl.serving.metrics import PerRegistry, metrics_handler, per_registry
+from pyctrl.serving.metrics import metrics_handler
 
 __all__ = [
     "GC_PAUSE_BUCKETS",
@@ -41,7 +40,6 @@ __all__ = [
     "HTTPServerThread",
     "Handler",
     "MetricsAuth",
-    "PerRegistry",
     "Response",
     "gc_pause_histogram",
     "generate_certs",
@@ -49,7 +47,6 @@ __all__ = [
     "metrics_handler",
     "new_ca",
     "parse_bind_address",
-    "per_registry",
     "self_signed_cert",
     "serving_context",
 ]

@@ -40,7 +40,7 @@ from prometheus_client import (
 )
 
 from pyctrl.clock import RealClock
-from pyctrl.serving.metrics import per_registry
+from pyctrl.collectors import per_registry
 
 __all__ = ["GC_PAUSE_BUCKETS", "gc_pause_histogram", "live_sinks",
            "register_runtime_collectors"]

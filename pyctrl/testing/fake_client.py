@@ -21,7 +21,9 @@ Contract (what the API server does, and so does this):
   replaced, not merged by key) and ``apply`` as create-or-merge (no managedFields;
   ``metadata.ownerReferences`` merged by uid as the server does, and two controller
   references refused with 422 Invalid). A
-  ``metadata.resourceVersion`` inside a patch is an optimistic-lock precondition.
+  ``metadata.resourceVersion`` inside a patch is an optimistic-lock precondition; a
+  ``metadata.uid`` is one too (another uid: 422 Invalid, the uid is immutable; an apply with a
+  uid of an object that does not exist: 409 Conflict "uid mismatch"), as the server does.
 * delete honours preconditions (uid, resourceVersion -> Conflict) and finalizers (sets
   ``deletionTimestamp`` and keeps the object until an update empties ``finalizers``). There is
   no garbage collection; ``propagation_policy`` is only recorded.

@@ -4,7 +4,9 @@ Contract (what the API server does, and so does this; the FakeClient docstring h
 one cluster-global resourceVersion counter advanced by every write; create fills uid,
 creationTimestamp (from the Clock), generation, namespace, apiVersion/kind and honours
 generateName; update/patch keep the server-owned metadata, bump generation on spec changes,
-honour resourceVersion preconditions (Conflict) and the status subresource; a write that
+honour resourceVersion preconditions (Conflict) and the status subresource; a patch that sets
+another ``metadata.uid`` is Invalid (the uid is immutable) and an apply carrying a uid of an
+object that does not exist is a Conflict (the server's "uid mismatch"); a write that
 changes nothing is skipped; delete honours preconditions and finalizers; list filters, sorts
 and pages with continue tokens that expire with the watch history. Every write is handed to
 the :class:`~pyctrl.testing.fake_watch.WatchFanOut` under the same lock, at its
@@ -242,7 +244,12 @@ class ObjectTracker:
                                   f"{'array' if patch_type == 'json' else 'object'}")
         with self._lock:
             old = self._objects.get(resource_key(resource), {}).get((ns, name))
+            sent_uid = meta_of(patch).get("uid") if isinstance(patch, dict) else None
             if old is None:
+                if patch_type == "apply" and subresource is None and sent_uid:
+                    raise new_conflict(resource, name, (
+                        f"uid mismatch: the provided object specified uid {sent_uid}, and no "
+                        "existing object was found"))
                 if patch_type == "apply" and subresource is None:
                     body = copy_any(patch)
                     meta_of(body).update({"name": name})
@@ -253,6 +260,11 @@ class ObjectTracker:
                     json_patch(old, patch) if isinstance(patch, list) else merge_patch(old, patch))
             except PatchError as exc:
                 raise _invalid_patch(exc) from exc
+            new_uid = meta_of(patched).get("uid")
+            if new_uid and new_uid != meta_of(old).get("uid"):
+                raise new_invalid(resource, name, [FieldCause(
+                    "metadata.uid", "FieldValueInvalid",
+                    f"Invalid value: {new_uid!r}: field is immutable")])
             if patch_type == "apply" and subresource is None and isinstance(patch, dict):
                 _merge_owner_references(resource, name, old, patch, patched)
             return self._replace(resource, (ns, name), old, patched,

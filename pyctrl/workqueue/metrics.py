@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from pyctrl.serving.metrics import per_registry
+from pyctrl.collectors import per_registry
 
 __all__ = ["QueueMetrics", "queue_metrics"]
 

@@ -443,3 +443,36 @@ def test_no_class_repeats_another_ones_fields() -> None:
     found = [f"{path}:{line} {what}" for path, tree in _trees()
              for line, what in same_field_classes(tree)]
     assert found == []
+
+
+def test_the_api_server_restart_is_defined_once() -> None:
+    """Issue 41 item 6: the outage gate and the Reflector read one restart definition (the
+    backoff while connections are refused, the startup window of 401/403), not two copies of
+    the same numbers with their own exception lists."""
+    import inspect
+
+    from pyctrl import availability
+    from pyctrl.availability import RESTART_BACKOFF, STARTUP_WINDOW, OutageGate
+    from pyctrl.cache import reflector
+
+    defaults = {n: p.default for n, p in inspect.signature(OutageGate).parameters.items()}
+    assert (defaults["initial"], defaults["maximum"], defaults["startup_window"]) == (
+        *RESTART_BACKOFF, STARTUP_WINDOW)
+    source = inspect.getsource(reflector)
+    assert all(name in source for name in ("RESTART_BACKOFF", "StartupWindow", "is_refused",
+                                           "is_unavailable"))
+    assert "0.25" not in source and "_STARTUP_WINDOW" not in source
+    assert availability.is_refused(ConnectionRefusedError())
+
+
+def test_one_manager_class() -> None:
+    """Issue 41 item 6: ``pyctrl.Manager`` is one class (it was ``pyctrl.app.Manager``, a
+    subclass of ``pyctrl.manager.Manager`` with the Builder, under one name)."""
+    import pyctrl.manager
+
+    assert pyctrl.Manager is pyctrl.manager.Manager
+    assert pyctrl.Manager.__mro__ == (pyctrl.Manager, object)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("pyctrl.app")
+    manager = pyctrl.Manager(FakeClient(FakeClock()))
+    assert isinstance(manager.controller("x"), pyctrl.Builder)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pyctrl
 from pyctrl import api
 from pyctrl.conditions import (
     Condition,
@@ -82,3 +83,15 @@ def test_decode_and_convert_accept_any_struct() -> None:
                       b' "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}') == one
     many: list[Condition] = api.convert(list[Condition], [raw])
     assert many == [one]
+
+
+def test_set_already_owned_turns_ready_false_with_the_refusal() -> None:
+    err = pyctrl.AlreadyOwned("settings", {"kind": "Backup", "name": "other", "uid": "u"},
+                              namespace="ns", kind="ConfigMap")
+    conditions = pyctrl.set_status_condition([], "Ready", "True", "Available", clock=FakeClock())
+    out = pyctrl.set_already_owned(conditions, err, observed_generation=3, clock=FakeClock())
+    (ready,) = out
+    assert (ready.type, ready.status, ready.reason, ready.observed_generation) == (
+        "Ready", "False", "AlreadyOwned", 3)
+    assert ready.message == ("ConfigMap 'settings' is already controlled by Backup 'other' "
+                             "(namespace 'ns')")

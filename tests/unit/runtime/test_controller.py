@@ -16,8 +16,9 @@ from structlog.testing import capture_logs
 
 from pyctrl import HealthOptions, ManagerOptions
 from pyctrl.controller import Controller
-from pyctrl.errors import NotLeader, TerminalError
+from pyctrl.errors import AdoptionRefused, NotLeader, TerminalError
 from pyctrl.reconcile import Result, TypedReconciler
+from pyctrl.testing import FakeRecorder
 from pyctrl.testing.fake_clock import FakeClock
 from tests.threads import Runner, running_manager
 from tests.waiting import eventually
@@ -166,6 +167,27 @@ def test_terminal_error_is_counted_and_not_retried(make: Callable[..., Harness])
     eventually(lambda: h.metric("controller_runtime_terminal_reconcile_errors_total") == 2)
     assert h.reconciler.count("ns/other") == 1
     assert h.reconciler.count("ns/a") == 1
+
+
+def test_already_owned_ends_the_reconcile_with_a_warning_event(
+        make: Callable[..., Harness]) -> None:
+    claimant = {"apiVersion": "test.pyctrl.io/v1", "kind": "Backup", "name": "nightly",
+                "uid": "u-1", "controller": True}
+
+    def refused(key: str, n: int) -> Result | None:
+        raise AdoptionRefused("settings", None, claimant=claimant, namespace="ns",
+                              kind="ConfigMap")
+
+    h = make(refused)
+    h.controller.recorder = recorder = FakeRecorder()
+    h.controller.queue.add("ns/nightly")
+    eventually(lambda: h.metric("controller_runtime_terminal_reconcile_errors_total") == 1)
+    assert h.controller.queue.num_requeues("ns/nightly") == 0  # not retried with backoff
+    h.clock.step(3600)
+    assert h.reconciler.count("ns/nightly") == 1
+    (event,) = recorder.records
+    assert (event.key, event.type, event.reason) == ("ns/nightly", "Warning", "AlreadyOwned")
+    assert "ConfigMap 'settings' exists and has no controller" in event.message
 
 
 def test_fenced_reconciles_log_a_bounded_number_of_lines(make: Callable[..., Harness]) -> None:

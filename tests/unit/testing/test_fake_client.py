@@ -471,3 +471,22 @@ def test_fake_client_satisfies_the_client_protocol() -> None:
 
     c: Client = FakeClient()  # mypy checks the protocol
     assert c.list(CONFIGMAPS)["items"] == []
+
+
+def test_a_uid_in_a_patch_is_a_precondition_as_on_the_server(fake: FakeClient) -> None:
+    stored = fake.create(CONFIGMAPS, cm("a", x="1"))
+    uid = stored["metadata"]["uid"]
+    other = "00000000-0000-0000-0000-000000000000"
+    with pytest.raises(Invalid, match="field is immutable") as err:
+        fake.patch(CONFIGMAPS, "a", {"metadata": {"uid": other}}, "default",
+                   patch_type="merge")
+    assert [c.field for c in err.value.causes] == ["metadata.uid"]
+    applied = fake.patch(CONFIGMAPS, "a", {"metadata": {"name": "a", "uid": uid},
+                                           "data": {"x": "2"}}, "default",
+                         patch_type="apply", field_manager="m")
+    assert applied["metadata"]["uid"] == uid and applied["data"]["x"] == "2"
+    with pytest.raises(Conflict, match="uid mismatch"):
+        fake.patch(CONFIGMAPS, "gone", {"metadata": {"name": "gone", "uid": uid}}, "default",
+                   patch_type="apply", field_manager="m")
+    with pytest.raises(NotFound):
+        fake.get(CONFIGMAPS, "gone", "default")

@@ -1,4 +1,4 @@
-"""pyctrl.serving.per_registry: one set of collectors per registry, private ones for None."""
+"""pyctrl.collectors.per_registry: one set of collectors per registry, private ones for None."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import weakref
 
 from prometheus_client import CollectorRegistry, Counter
 
-from pyctrl.serving.metrics import PerRegistry, per_registry
+from pyctrl.collectors import PerRegistry, per_registry
 
 
 def _counting_factory() -> tuple[list[CollectorRegistry | None], PerRegistry[Counter]]:
