@@ -85,6 +85,7 @@ def _webhook(root: Path, project: Project, args: argparse.Namespace) -> tuple[Pl
     plan.insert(wiring, "imports", f"from {project.package}.webhooks.{res.lower} import "
                 f"register as register_{res.lower}")
     plan.insert(wiring, "webhooks", f"    register_{res.lower}(server)")
+    plan.insert("Makefile", "webhooks", f"WEBHOOKS += {res.lower}")
     return plan, project
 
 
