@@ -50,9 +50,17 @@ def build(tmp: Path) -> Dist:
     """The sdist from a copy of the tree (build writes egg-info beside the sources), the
     wheel from the unpacked sdist: what the sdist lacks, the wheel lacks."""
     src = tmp / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
-        ".git", ".venv*", "__pycache__", "*.egg-info", "build", "dist", "site", ".*_cache",
-        ".hypothesis", "bench", "tests", "docs", "manifests", "crds", "hack"))
+    anywhere = shutil.ignore_patterns(".git", ".venv*", "__pycache__", "*.egg-info",
+                                      ".*_cache", ".hypothesis")
+    # The checkout's own directories, not same-named ones inside the package (the
+    # scaffold's templates have tests/ and hack/).
+    top = {"build", "dist", "site", "bench", "tests", "docs", "manifests", "crds", "hack"}
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        skipped = set(anywhere(directory, names))
+        return skipped | (top & set(names)) if Path(directory) == ROOT else skipped
+
+    shutil.copytree(ROOT, src, ignore=ignore)
     out = tmp / "dist"
     run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(src)],
         cwd=tmp, clean=False)

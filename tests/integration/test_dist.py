@@ -34,9 +34,12 @@ def test_sdist_and_wheel_build_install_and_run(tmp_path: Path, built_dist: Dist)
     assert {"pyctrl/py.typed", "cronjob_controller/py.typed",
             "pyctrl/api/kubernetes-openapi.json",
             "pyctrl/cli/scaffold/templates/init/Makefile.tmpl",
+            "pyctrl/cli/scaffold/templates/init/tests/unit/test_main.py.tmpl",
             "pyctrl/cli/scaffold/templates/api/__package__/controllers/__lower__.py.tmpl",
             f"pyctrl_k8s-{version}.dist-info/licenses/LICENSE"} <= files
     assert not any(f.startswith(("tests/", "examples/", "bench/")) for f in files)
+    assert not any(f.startswith("pyctrl/cli/scaffold/templates/") and not f.endswith(".tmpl")
+                   for f in files), "only templates under templates/"
     assert "pyctrl = pyctrl.cli:main" in entry_points
 
     venv = tmp_path / "venv"

@@ -92,8 +92,11 @@ class Project:
         return next((r for r in self.resources if r.kind == kind), None)
 
     def with_resource(self, res: Resource) -> Project:
-        others = tuple(r for r in self.resources if r.kind != res.kind)
-        return replace(self, resources=(*others, res))
+        """This project with ``res`` (in the place of the kind's entry, else last)."""
+        if self.resource(res.kind) is None:
+            return replace(self, resources=(*self.resources, res))
+        return replace(self, resources=tuple(res if r.kind == res.kind else r
+                                             for r in self.resources))
 
     def dump(self) -> str:
         body = {"name": self.name, "package": self.package, "group": self.group,
