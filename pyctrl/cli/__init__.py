@@ -1,6 +1,6 @@
 """``python -m pyctrl`` (or the ``pyctrl`` console script): the command line (``gen crd``,
-``gen rbac``, ``gen webhook``, ``run``, ``init``, ``create``, ``--version``; more plug in the
-same way).
+``gen rbac``, ``gen webhook``, ``run``, ``envtest``, ``init``, ``create``, ``--version``;
+more plug in the same way).
 
 Contract: :func:`main` parses ``argv`` and returns the exit code. Each command is a
 :class:`Command`: a name, a one-line help, a function adding its arguments to an argparse
@@ -74,6 +74,8 @@ COMMANDS: tuple[Command, ...] = (
             "(create webhook) to a project", "pyctrl.cli.scaffold.create"),
     Command("run", "run setup(manager)'s controllers on a local control plane (or --context) "
             "with the CRDs installed, until Ctrl-C", "pyctrl.cli.devrun"),
+    Command("envtest", "the control-plane binaries for pyctrl.testing.envtest and `pyctrl "
+            "run`: install (builds them; needs Go on PATH), list, path", "pyctrl.cli.envtest"),
 )
 
 
