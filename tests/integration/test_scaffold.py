@@ -2,18 +2,31 @@
 project's own ``make test`` (its manifests checked against its code, ``mypy --strict``, its
 unit tests and its integration tests on a real control plane) passes in a clean venv that
 has only the wheel (tests/integration/dist.py), and the project installs there with its
-``pyctrl-k8s==<version>`` requirement met (``pip check``)."""
+``pyctrl-k8s==<version>`` requirement met (``pip check``). The docs' first commands
+(README.md, docs/TUTORIAL.md: ``pyctrl init`` ... ``make test``, then ``make run``) run as
+written."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 
 import pyctrl
-from tests.integration.dist import Dist, run, venv_with
+from pyctrl.clock import RealClock
+from pyctrl.errors import ApiError
+from pyctrl.kube import Resource, RESTClient
+from pyctrl.testing.envtest.process import spawn
+from tests.integration.dist import ROOT, Dist, run, venv_with
+from tests.tutorial import blocks
+from tests.waiting import poll
+
+_CLOCK = RealClock()
 
 pytestmark = pytest.mark.integration
 
@@ -50,3 +63,70 @@ def test_a_scaffolded_project_passes_its_own_make_test(tmp_path: Path,
     run([sys.executable, "-m", "pip", "--python", python, "check"], cwd=tmp_path)
     assert "--leader-elect" in run([str(venv / "bin" / "shop-operator"), "--help"],
                                    cwd=tmp_path)
+
+
+def _scaffold_blocks(text: str) -> tuple[str, str]:
+    """The ```sh scaffold block and the ```sh scaffold-run block of a document."""
+    shown = {info: body for info, body in blocks(text)
+             if info in ("sh scaffold", "sh scaffold-run")}
+    return shown["sh scaffold"], shown["sh scaffold-run"]
+
+
+def test_the_docs_scaffold_commands_run_as_written(tmp_path: Path, built_dist: Dist) -> None:
+    """README.md's and docs/TUTORIAL.md's first commands (the same two blocks in both), from
+    an empty directory: ``pip install pyctrl-k8s`` is the one line replaced (the wheel is
+    installed offline instead); ``make test`` uses that venv as the project's. Then ``make
+    run`` until its sample is Ready, and Ctrl-C. Prints each step's time."""
+    if shutil.which("make") is None:
+        pytest.skip("no make on PATH")
+    readme = _scaffold_blocks((ROOT / "README.md").read_text())
+    tutorial = _scaffold_blocks((ROOT / "docs" / "TUTORIAL.md").read_text())
+    assert readme == tutorial, "README.md and docs/TUTORIAL.md show the same commands"
+    script, run_block = readme
+    lines = script.strip().splitlines()
+    assert lines[0] == "pip install pyctrl-k8s", lines
+    venv = tmp_path / "venv"
+    venv_with(built_dist.wheel, venv)
+    (venv / ".installed").touch()  # make setup's mark: this venv stands for its pip install
+    env = {"PATH": os.pathsep.join([str(venv / "bin"), os.environ.get("PATH", "")]),
+           "VENV": str(venv)}
+    work = tmp_path / "empty"
+    work.mkdir()
+    took: dict[str, float] = {}
+    cwd = work
+    for line in lines[1:]:
+        start = _CLOCK.monotonic()
+        if line.startswith("cd "):
+            cwd = cwd / line.removeprefix("cd ").strip()
+            continue
+        run(["bash", "-euo", "pipefail", "-c", line], cwd=cwd, env=env, timeout=400)
+        took[line] = _CLOCK.monotonic() - start
+    assert run_block.strip() == "make run"
+    log = tmp_path / "run.log"
+    start = _CLOCK.monotonic()
+    proc = spawn("make-run", ["make", "-C", str(cwd), "run"], log, env=dict(os.environ, **env))
+    try:
+        kubeconfig = poll(lambda: re.search(r"run: kubeconfig (\S+)", log.read_text()), 150)
+        assert kubeconfig is not None, proc.log_tail(40)
+        client = RESTClient.from_kubeconfig(kubeconfig.group(1))
+        resource = Resource("demo.example.com", "v1", "backups", "Backup")
+
+        def ready() -> bool:
+            try:
+                status = client.get(resource, "backup-sample", "default").get("status") or {}
+            except ApiError:
+                return False
+            return any(c.get("type") == "Ready" and c.get("status") == "True"
+                       for c in status.get("conditions") or [])
+
+        assert poll(ready, 120), proc.log_tail(40)
+        took["make run (to the sample Ready)"] = _CLOCK.monotonic() - start
+        client.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        stopped = poll(lambda: not proc.running(), 30)
+        if not stopped:
+            proc.stop(timeout=10)
+    assert stopped, "make run did not stop on Ctrl-C"
+    for step, seconds in took.items():
+        print(f"\nscaffold docs: {step}: {seconds:.1f} s")
