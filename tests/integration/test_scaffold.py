@@ -31,37 +31,64 @@ _CLOCK = RealClock()
 pytestmark = pytest.mark.integration
 
 
-def test_a_scaffolded_project_passes_its_own_make_test(tmp_path: Path,
-                                                      built_dist: Dist) -> None:
+def _wheel_venv(tmp_path: Path, dist: Dist) -> tuple[Path, dict[str, str]]:
+    """The venv with only the wheel (and this interpreter's site-packages for the
+    dependencies), marked as the project's own (make setup's ``.installed``: it stands for
+    the project's ``pip install``), and the environment that puts it first."""
     if shutil.which("make") is None:
         pytest.skip("no make on PATH")
     venv = tmp_path / "venv"
-    purelib = venv_with(built_dist.wheel, venv)
-    pyctrl_cli = str(venv / "bin" / "pyctrl")
-    run([pyctrl_cli, "init", "shop-operator", "--group", "shop"], cwd=tmp_path)
-    project = tmp_path / "shop-operator"
-    run([pyctrl_cli, "create", "api", "--kind", "Order"], cwd=project)
-    run([pyctrl_cli, "create", "webhook", "--kind", "Order"], cwd=project)
-    assert (project / "config" / "crd" / "orders.shop.example.com.yaml").is_file()
+    venv_with(dist.wheel, venv)
+    (venv / ".installed").touch()
+    return venv, {"PATH": os.pathsep.join([str(venv / "bin"), os.environ.get("PATH", "")]),
+                  "VENV": str(venv)}
+
+
+def _run_lines(script: str, cwd: Path, env: dict[str, str]) -> tuple[Path, dict[str, float]]:
+    """Each line of a shown block (``cd DIR`` moves, ``# ...`` comments dropped) in bash;
+    the directory it ends in and each line's seconds."""
+    took: dict[str, float] = {}
+    for raw in script.strip().splitlines():
+        line = raw.split("  #", 1)[0].strip()
+        if line.startswith("cd "):
+            cwd = cwd / line.removeprefix("cd ").strip()
+            continue
+        start = _CLOCK.monotonic()
+        run(["bash", "-euo", "pipefail", "-c", line], cwd=cwd, env=env, timeout=400)
+        took[line] = _CLOCK.monotonic() - start
+    return cwd, took
+
+
+def test_a_scaffolded_project_passes_its_own_make_test(tmp_path: Path,
+                                                      built_dist: Dist) -> None:
+    """docs/SCAFFOLD.md's block: init, create api, create webhook, make test."""
+    venv, env = _wheel_venv(tmp_path, built_dist)
+    shown = [body for info, body in blocks((ROOT / "docs" / "SCAFFOLD.md").read_text())
+             if info == "sh scaffold-full"]
+    assert len(shown) == 1
+    assert shown[0].strip().splitlines()[-1] == "make test"
+    body = shown[0].strip().rsplit("\n", 1)[0]  # make test below, to see its output
+    work = tmp_path / "empty"
+    work.mkdir()
+    project, _ = _run_lines(body, work, env)
+    assert (project / "config" / "crd" / "backups.demo.example.com.yaml").is_file()
     assert (project / "config" / "webhook" / "manifests.yaml").is_file()
     assert f'"pyctrl-k8s=={pyctrl.__version__}"' in (project / "pyproject.toml").read_text()
 
-    # make test with this venv as the project's (its setup step stands for pip install).
-    (venv / ".installed").touch()
-    out = run(["make", "test", f"VENV={venv}"], cwd=project, timeout=400)
+    out = run(["make", "test"], cwd=project, env=env, timeout=400)
     assert "Success: no issues found" in out, out
     # Unit: the command line 2, the reconciler 3, the webhooks 2; integration: 1.
     assert "8 passed" in out and "failed" not in out and "skipped" not in out, out
     where = run([str(venv / "bin" / "python"), "-c", "import pyctrl; print(pyctrl.__file__)"],
                 cwd=project)
-    assert Path(where.strip()).is_relative_to(purelib), where
+    assert Path(where.strip()).is_relative_to(venv), where
 
     # The project is an ordinary distribution: it installs, its requirement is met.
     python = str(venv / "bin" / "python")
     run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
          "--no-index", "--no-build-isolation", str(project)], cwd=tmp_path)
     run([sys.executable, "-m", "pip", "--python", python, "check"], cwd=tmp_path)
-    assert "--leader-elect" in run([str(venv / "bin" / "shop-operator"), "--help"],
+    assert "--leader-elect" in run([str(venv / "bin" / "backup-operator"), "--help"],
                                    cwd=tmp_path)
 
 
@@ -77,30 +104,16 @@ def test_the_docs_scaffold_commands_run_as_written(tmp_path: Path, built_dist: D
     an empty directory: ``pip install pyctrl-k8s`` is the one line replaced (the wheel is
     installed offline instead); ``make test`` uses that venv as the project's. Then ``make
     run`` until its sample is Ready, and Ctrl-C. Prints each step's time."""
-    if shutil.which("make") is None:
-        pytest.skip("no make on PATH")
     readme = _scaffold_blocks((ROOT / "README.md").read_text())
     tutorial = _scaffold_blocks((ROOT / "docs" / "TUTORIAL.md").read_text())
     assert readme == tutorial, "README.md and docs/TUTORIAL.md show the same commands"
     script, run_block = readme
     lines = script.strip().splitlines()
     assert lines[0] == "pip install pyctrl-k8s", lines
-    venv = tmp_path / "venv"
-    venv_with(built_dist.wheel, venv)
-    (venv / ".installed").touch()  # make setup's mark: this venv stands for its pip install
-    env = {"PATH": os.pathsep.join([str(venv / "bin"), os.environ.get("PATH", "")]),
-           "VENV": str(venv)}
+    _, env = _wheel_venv(tmp_path, built_dist)
     work = tmp_path / "empty"
     work.mkdir()
-    took: dict[str, float] = {}
-    cwd = work
-    for line in lines[1:]:
-        start = _CLOCK.monotonic()
-        if line.startswith("cd "):
-            cwd = cwd / line.removeprefix("cd ").strip()
-            continue
-        run(["bash", "-euo", "pipefail", "-c", line], cwd=cwd, env=env, timeout=400)
-        took[line] = _CLOCK.monotonic() - start
+    cwd, took = _run_lines("\n".join(lines[1:]), work, env)
     assert run_block.strip() == "make run"
     log = tmp_path / "run.log"
     start = _CLOCK.monotonic()
