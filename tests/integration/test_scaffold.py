@@ -76,7 +76,8 @@ def test_a_scaffolded_project_passes_its_own_make_test(tmp_path: Path,
     assert f'"pyctrl-k8s=={pyctrl.__version__}"' in (project / "pyproject.toml").read_text()
 
     out = run(["make", "test"], cwd=project, env=env, timeout=400)
-    assert "Success: no issues found" in out, out
+    assert "All checks passed!" in out, out  # ruff
+    assert "Success: no issues found" in out, out  # mypy --strict
     # Unit: the command line 2, the reconciler 3, the webhooks 2; integration: 1.
     assert "8 passed" in out and "failed" not in out and "skipped" not in out, out
     where = run([str(venv / "bin" / "python"), "-c", "import pyctrl; print(pyctrl.__file__)"],

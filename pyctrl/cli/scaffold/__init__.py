@@ -17,7 +17,7 @@ Contract:
 
 Scaffolding again never overwrites a file the user has (:mod:`pyctrl.cli.scaffold.plan`):
 files are written once and kept when present; new entries go into the shared files (the
-wiring module, the Makefile) just before their ``# +pyctrl:scaffold:<region>`` marker; the
+wiring module, the Makefile) at their ``# +pyctrl:scaffold:<region>`` marker; the
 generated manifests (``config/crd``, ``config/rbac/role.yaml``) belong to ``pyctrl gen``;
 ``PROJECT`` belongs to the scaffold. ``--force`` rewrites the scaffold's files over the
 user's. A kind already in ``PROJECT`` is refused (``--force`` to scaffold it again); a
@@ -34,7 +34,7 @@ from pathlib import Path
 from pyctrl._version import __version__
 from pyctrl.cli.scaffold.project import Project, Resource
 
-__all__ = ["generate_manifests", "kind_values", "project_values"]
+__all__ = ["api_module", "generate_manifests", "kind_values", "project_values"]
 
 
 def project_values(project: Project) -> dict[str, str]:

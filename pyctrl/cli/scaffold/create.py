@@ -62,7 +62,7 @@ def _api(root: Path, project: Project, args: argparse.Namespace) -> tuple[Plan, 
         plan.once(path, text)
     wiring = WIRING.format(package=project.package)
     plan.insert(wiring, "imports", f"from {project.package}.controllers.{res.lower} import "
-                f"setup as setup_{res.lower}")
+                f"setup as setup_{res.lower}", below=True)
     plan.insert(wiring, "setup", f"    setup_{res.lower}(manager)")
     plan.insert("Makefile", "api-modules", f"API_MODULES += {api_module(project, res)}")
     return plan, project
@@ -83,7 +83,7 @@ def _webhook(root: Path, project: Project, args: argparse.Namespace) -> tuple[Pl
         plan.once(path, text)
     wiring = WIRING.format(package=project.package)
     plan.insert(wiring, "imports", f"from {project.package}.webhooks.{res.lower} import "
-                f"register as register_{res.lower}")
+                f"register as register_{res.lower}", below=True)
     plan.insert(wiring, "webhooks", f"    register_{res.lower}(server)")
     plan.insert("Makefile", "webhooks", f"WEBHOOKS += {res.lower}")
     return plan, project

@@ -9,8 +9,10 @@ Contract: a :class:`Plan` collects the command's files, each under one ownership
   list the kinds): rewritten from the project record each time; its first line says so.
 * :meth:`Plan.insert`: a line added to a shared file just before its marker line
   ``# +pyctrl:scaffold:<region>`` (the wiring module, the Makefile), once: a line already
-  there anywhere in the file is not added again. A missing file or marker is an error
-  naming both, raised before anything is written.
+  there anywhere in the file is not added again. With ``below=True`` (imports) it goes into
+  the block of lines just below the marker instead, which is kept sorted (as isort
+  would). A missing file or marker is an error naming both, raised before anything is
+  written.
 
 :meth:`Plan.apply` first checks every insertion, then writes, so a refused command writes
 nothing. It returns one ``created``/``updated``/``kept``/``unchanged`` line per file.
@@ -36,7 +38,7 @@ class Plan:
     force: bool = False
     _once: dict[str, str] = field(default_factory=dict)
     _always: dict[str, str] = field(default_factory=dict)
-    _inserts: list[tuple[str, str, str]] = field(default_factory=list)
+    _inserts: list[tuple[str, str, str, bool]] = field(default_factory=list)
 
     def once(self, path: str, text: str) -> None:
         self._once[path] = text
@@ -44,13 +46,13 @@ class Plan:
     def always(self, path: str, text: str) -> None:
         self._always[path] = text
 
-    def insert(self, path: str, region: str, line: str) -> None:
-        self._inserts.append((path, region, line))
+    def insert(self, path: str, region: str, line: str, *, below: bool = False) -> None:
+        self._inserts.append((path, region, line, below))
 
     def _inserted(self, texts: dict[str, str]) -> dict[str, str]:
         """The shared files with their new lines, or UsageError (nothing written yet)."""
         out: dict[str, str] = {}
-        for path, region, line in self._inserts:
+        for path, region, line, below in self._inserts:
             text = out.get(path)
             if text is None:
                 text = texts.get(path) or read_old(self.root / path)
@@ -65,7 +67,14 @@ class Plan:
                                  f"where new entries should go (this one is {line.strip()!r})")
             if not any(ln.rstrip("\n") == line for ln in lines):
                 indent = lines[at][:len(lines[at]) - len(lines[at].lstrip())]
-                lines.insert(at, f"{indent}{line.strip()}\n" if line.strip() else "\n")
+                new = f"{indent}{line.strip()}\n"
+                if below:
+                    end = at + 1
+                    while end < len(lines) and lines[end].strip():
+                        end += 1
+                    lines[at + 1:end] = sorted([*lines[at + 1:end], new])
+                else:
+                    lines.insert(at, new)
             out[path] = "".join(lines)
         return out
 
