@@ -125,6 +125,7 @@ def test_sdist_and_wheel_build_install_and_run(tmp_path: Path) -> None:
     except BinariesNotFound:
         pytest.skip("no control-plane binaries here to find (make controlplane)")
     pyctrl_cli = str(venv / "bin" / "pyctrl")
+    assert "pyctrl envtest install" in (ROOT / "README.md").read_text()  # the one run here
     assert _run([pyctrl_cli, "envtest", "path"], cwd=work).strip() == str(expected)
     if os.environ.get("KUBEBUILDER_ASSETS") or installed(install_dir()):
         no_go = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
