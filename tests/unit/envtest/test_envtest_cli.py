@@ -108,8 +108,8 @@ def test_with_the_cache_installed(home: Path) -> None:
     listed = pyctrl(home, "envtest", "list").stdout
     v = pinned_versions()
     assert f"k8s {v.kubernetes}  etcd {v.etcd}  kwok {v.kwok}  {directory}" in listed
-    assert "(complete, pinned by this pyctrl)" in listed
+    assert "(complete; pinned by this pyctrl)" in listed
     (directory / "kwok").unlink()
-    assert "incomplete: no kwok" in pyctrl(home, "envtest", "list").stdout
+    assert "(incomplete: no kwok; pinned by this pyctrl)" in pyctrl(home, "envtest", "list").stdout
     one_line_error(pyctrl(home, "run", SETUP, "--pods"), "--pods needs", "kwok",
                    "pyctrl envtest install")
