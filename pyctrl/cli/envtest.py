@@ -84,4 +84,6 @@ def run(args: argparse.Namespace) -> int:
             return _list()
     except BinariesNotFound as err:
         raise UsageError(str(err)) from None
+    except KeyboardInterrupt:  # Ctrl-C while building or waiting for a build
+        return 130
     return 0

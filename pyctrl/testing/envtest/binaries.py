@@ -181,10 +181,12 @@ def _build_lock(directory: Path, say: Callable[[str], None], *, create: bool) ->
     except FileNotFoundError:
         if create:
             raise BinariesNotFound(f"cannot create {path}") from None
-        yield
-        return
+        fd = -1
     except OSError as err:
         raise BinariesNotFound(f"cannot open {path}: {err.strerror or err}") from None
+    if fd < 0:
+        yield
+        return
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
