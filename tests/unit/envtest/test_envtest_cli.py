@@ -6,6 +6,7 @@ Each mistake is one line on stderr, exit status 2, never a traceback; nothing is
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,14 +24,19 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
-def pyctrl(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def user_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("KUBEBUILDER_ASSETS", "PYCTRL_CONTROLPLANE_DIR", "KUBECONFIG")}
     # No Go: a regression that starts a build fails fast instead of compiling for minutes.
     path = [d for d in env.get("PATH", "").split(os.pathsep) if not (Path(d) / "go").exists()]
     env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), PATH=os.pathsep.join(path))
-    return subprocess.run([sys.executable, "-m", "pyctrl", *argv], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return env
+
+
+def pyctrl(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pyctrl", *argv], cwd=ROOT,
+                          env=user_env(home), capture_output=True, text=True, timeout=120,
+                          check=False)
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -43,10 +49,15 @@ def one_line_error(done: subprocess.CompletedProcess[str], *words: str) -> str:
     return lines[0]
 
 
+def pinned_dir(home: Path) -> Path:
+    v = pinned_versions()
+    return home / ".cache" / "pyctrl" / "controlplane" / f"k8s-{v.kubernetes}_etcd-{v.etcd}"
+
+
 def installed(home: Path) -> Path:
     """A fake complete install of the pinned versions in ``home``'s cache."""
     v = pinned_versions()
-    directory = home / ".cache" / "pyctrl" / "controlplane" / f"k8s-{v.kubernetes}_etcd-{v.etcd}"
+    directory = pinned_dir(home)
     directory.mkdir(parents=True)
     for name in BUILT:
         (directory / name).write_text("#!/bin/sh\n")
@@ -59,6 +70,37 @@ def installed(home: Path) -> Path:
 def test_run_without_binaries_or_context_is_one_line(home: Path) -> None:
     one_line_error(pyctrl(home, "run", SETUP), "pyctrl envtest install", "--context", "Go")
     assert not (home / ".cache" / "pyctrl" / "controlplane").exists()  # nothing was built
+
+
+@pytest.mark.skipif(shutil.which("flock") is None, reason="no flock(1)")
+def test_run_waits_for_a_build_in_progress(home: Path) -> None:
+    """A build holding the cache's lock (flock(1), as gomod/build.sh takes it) is waited for,
+    said once; it ends without binaries here, so then comes the one-line error."""
+    pinned_dir(home).mkdir(parents=True)
+    holder = subprocess.Popen(["flock", str(pinned_dir(home) / ".build.lock"), "-c",
+                               "echo locked; read line"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    run = None
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline() == "locked\n"
+        run = subprocess.Popen([sys.executable, "-m", "pyctrl", "run", SETUP], cwd=ROOT,
+                               env=user_env(home), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        assert run.stderr is not None
+        said = run.stderr.readline()
+        assert "build is in progress" in said and "waiting" in said, said
+        assert run.poll() is None  # still waiting
+        holder.stdin.write("done\n")
+        holder.stdin.flush()
+        out, err = run.communicate(timeout=120)
+        one_line_error(subprocess.CompletedProcess(run.args, run.returncode, out, err),
+                       "pyctrl envtest install", "--context")
+    finally:
+        for proc in (holder, run):
+            if proc is not None:
+                proc.kill()
+                proc.wait()
 
 
 @pytest.mark.parametrize("kubeconfig, words", [
