@@ -53,13 +53,7 @@ def _versions(directory: Path) -> str:
 
 
 def _list() -> int:
-    from pyctrl.testing.envtest.binaries import (
-        BUILT,
-        cache_root,
-        install_dir,
-        installed,
-        pinned_versions,
-    )
+    from pyctrl.testing.envtest.binaries import cache_root, install_dir, missing, pinned_versions
 
     assets = os.environ.get("KUBEBUILDER_ASSETS")
     if assets:
@@ -67,12 +61,9 @@ def _list() -> int:
     root, pinned = cache_root(), install_dir()
     dirs = sorted(d for d in root.glob("*") if d.is_dir())
     for d in dirs:
-        if installed(d):
-            state = "complete"
-        else:
-            missing = [n for n in BUILT if not os.access(d / n, os.X_OK)]
-            state = f"incomplete: no {', '.join(missing)}" if missing else "incomplete"
-        pins = ", pinned by this pyctrl" if d == pinned else ""
+        absent = missing(d)
+        state = f"incomplete: no {', '.join(absent)}" if absent else "complete"
+        pins = "; pinned by this pyctrl" if d == pinned else ""
         print(f"{_versions(d)}  {d}  ({state}{pins})")
     if not dirs:
         v = pinned_versions()
@@ -93,4 +84,6 @@ def run(args: argparse.Namespace) -> int:
             return _list()
     except BinariesNotFound as err:
         raise UsageError(str(err)) from None
+    except KeyboardInterrupt:  # Ctrl-C while building or waiting for a build
+        return 130
     return 0

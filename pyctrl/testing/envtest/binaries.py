@@ -41,7 +41,7 @@ from pathlib import Path
 
 __all__ = ["BUILT", "GOMOD", "INSTALL_HINT", "Binaries", "BinariesNotFound", "Builder",
            "Versions", "cache_root", "find_binaries", "go_build", "install", "install_dir",
-           "installed", "pinned_versions"]
+           "installed", "missing", "pinned_versions"]
 
 _REQUIRED = ("etcd", "kube-apiserver")
 #: What ``gomod/build.sh`` builds (without ``--node``); :func:`installed` wants all of them.
@@ -115,14 +115,22 @@ def _complete(directory: Path) -> bool:
     return all(os.access(directory / name, os.X_OK) for name in _REQUIRED)
 
 
-def installed(directory: Path) -> bool:
-    """``directory`` holds everything :data:`BUILT`, and kwok's Stages from the pinned kwok."""
+def missing(directory: Path) -> list[str]:
+    """What of :data:`BUILT` is not executable in ``directory``, and ``kwok-stages`` when
+    kwok's Stages are absent or from another kwok than the pinned one."""
+    absent = [name for name in BUILT if not os.access(directory / name, os.X_OK)]
     try:
         kwok = (directory / "kwok.version").read_text().strip()
     except OSError:
-        return False
-    return (all(os.access(directory / name, os.X_OK) for name in BUILT)
-            and (directory / "kwok-stages").is_dir() and kwok == pinned_versions().kwok)
+        kwok = ""
+    if not (directory / "kwok-stages").is_dir() or kwok != pinned_versions().kwok:
+        absent.append("kwok-stages")
+    return absent
+
+
+def installed(directory: Path) -> bool:
+    """``directory`` holds everything :data:`BUILT`, and kwok's Stages from the pinned kwok."""
+    return not missing(directory)
 
 
 def _executable(path: Path) -> Path | None:
@@ -173,10 +181,12 @@ def _build_lock(directory: Path, say: Callable[[str], None], *, create: bool) ->
     except FileNotFoundError:
         if create:
             raise BinariesNotFound(f"cannot create {path}") from None
-        yield
-        return
+        fd = -1
     except OSError as err:
         raise BinariesNotFound(f"cannot open {path}: {err.strerror or err}") from None
+    if fd < 0:
+        yield
+        return
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -196,8 +206,8 @@ def go_build(directory: Path) -> None:
             "building the control plane needs Go on PATH (https://go.dev/dl/), or set "
             "KUBEBUILDER_ASSETS to a directory of envtest binaries")
     v = pinned_versions()
-    _say(f"building k8s {v.kubernetes}, etcd {v.etcd} and kwok {v.kwok} into {directory} "
-         "with Go (minutes, once per version)")
+    _say(f"building {', '.join(missing(directory))} (k8s {v.kubernetes}, etcd {v.etcd}, "
+         f"kwok {v.kwok}) into {directory} with Go: minutes, once per version")
     script = GOMOD / "build.sh"
     env = {**os.environ, "PYCTRL_CONTROLPLANE_LOCKED": "1"}
     env.pop("KUBEBUILDER_ASSETS", None)
@@ -225,9 +235,8 @@ def install(builder: Builder | None = None, *, say: Callable[[str], None] = _say
         if not installed(out):
             (builder or go_build)(out)
             if not installed(out):
-                missing = [n for n in BUILT if not os.access(out / n, os.X_OK)]
                 raise BinariesNotFound(f"the build left {out} incomplete (missing "
-                                       f"{', '.join(missing) or 'kwok-stages'})")
+                                       f"{', '.join(missing(out))})")
     return out
 
 
