@@ -5,7 +5,7 @@ Usage (project venv)::
     .venv/bin/python hack/gen_models.py              # snapshot from the spec (if found) + code
     .venv/bin/python hack/gen_models.py --check      # exit 1 if pyctrl/models is stale
     ... --spec DIR     # api/openapi-spec/v3 of k8s.io/kubernetes (default: the Go module
-                       # cache's copy of the version pinned in hack/controlplane/go.mod)
+                       # cache's copy of the version pinned in pyctrl/testing/envtest/gomod/go.mod)
 
 Contract:
 
@@ -55,7 +55,7 @@ import msgspec
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT = ROOT / "hack" / "models-openapi.json"
 OUT = ROOT / "pyctrl" / "models"
-GO_MOD = ROOT / "hack" / "controlplane" / "go.mod"
+GO_MOD = ROOT / "pyctrl" / "testing" / "envtest" / "gomod" / "go.mod"
 COMMAND = "hack/gen_models.py"
 
 # module -> (OpenAPI document file, schema-name prefix, apiVersion)

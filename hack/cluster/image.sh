@@ -3,6 +3,7 @@
 # (when hack/cluster's node is up) an import into the node's containerd.
 #
 #   hack/cluster/image.sh IMG
+#   BUILD_CONTEXT=DIR hack/cluster/image.sh IMG   (DIR/Dockerfile instead: a scaffolded project)
 #
 # The Dockerfile builds FROM ${PYTHON_IMAGE} (python:3.11-slim-bookworm). PYTHON_IMAGE in the
 # environment is passed on as that build arg. Unset, the upstream image is tried (a 60 s pull);
@@ -15,6 +16,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 img="${1:?usage: $0 IMG}"
+context="${BUILD_CONTEXT:-${repo_root}}"
 command -v "${BUILDAH:-buildah}" >/dev/null 2>&1 || die "image: neither docker (with an engine) nor buildah found"
 mkdir -p "${node_cache}"
 
@@ -55,7 +57,7 @@ done
 log "image: buildah bud -t ${full} (FROM ${base})"
 start=$SECONDS
 buildah_ bud --isolation chroot --layers=false --build-arg "PYTHON_IMAGE=${base}" "${lend[@]}" \
-  -t "${full}" -f "${repo_root}/Dockerfile" "${repo_root}" >&2
+  -t "${full}" -f "${context}/Dockerfile" "${context}" >&2
 log "image: built ${full} in $((SECONDS - start))s, size $(buildah_ images --format '{{.Size}}' "${full}" | head -1)" \
     "(uncompressed; base $(buildah_ images --format '{{.Size}}' "${base}" | head -1))"
 

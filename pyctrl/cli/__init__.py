@@ -1,5 +1,6 @@
 """``python -m pyctrl`` (or the ``pyctrl`` console script): the command line (``gen crd``,
-``gen rbac``, ``run``, ``--version``; more plug in the same way).
+``gen rbac``, ``gen webhook``, ``run``, ``envtest``, ``init``, ``create``, ``--version``;
+more plug in the same way).
 
 Contract: :func:`main` parses ``argv`` and returns the exit code. Each command is a
 :class:`Command`: a name, a one-line help, a function adding its arguments to an argparse
@@ -56,6 +57,10 @@ class Command:
 
 
 GEN_COMMANDS: tuple[Command, ...] = (
+    Command("init", "a new operator project (pyproject, package, tests, Dockerfile, "
+            "manifests, Makefile)", "pyctrl.cli.scaffold.init"),
+    Command("create", "add a kind and its controller (create api) or its webhook "
+            "(create webhook) to a project", "pyctrl.cli.scaffold.create"),
     Command("crd", "CustomResourceDefinitions from API types (pyctrl.api)", "pyctrl.cli.gen_crd"),
     Command("rbac", "ClusterRole/Role from a setup(manager) function's controllers "
             "(pyctrl.rbac)", "pyctrl.cli.gen_rbac"),
@@ -63,8 +68,14 @@ GEN_COMMANDS: tuple[Command, ...] = (
             "admission handlers (pyctrl.webhook.Admission)", "pyctrl.cli.gen_webhook"),
 )
 COMMANDS: tuple[Command, ...] = (
+    Command("init", "a new operator project (pyproject, package, tests, Dockerfile, "
+            "manifests, Makefile)", "pyctrl.cli.scaffold.init"),
+    Command("create", "add a kind and its controller (create api) or its webhook "
+            "(create webhook) to a project", "pyctrl.cli.scaffold.create"),
     Command("run", "run setup(manager)'s controllers on a local control plane (or --context) "
             "with the CRDs installed, until Ctrl-C", "pyctrl.cli.devrun"),
+    Command("envtest", "the control-plane binaries for pyctrl.testing.envtest and `pyctrl "
+            "run`: install (builds them; needs Go on PATH), list, path", "pyctrl.cli.envtest"),
 )
 
 

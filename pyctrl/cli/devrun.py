@@ -19,8 +19,11 @@ Contract:
   local control plane is SIGKILLed (its data is throwaway) and its files removed; a second
   Ctrl-C exits at once. Exit status 0 after a clean stop, 1 if the manager failed, 2 for a
   usage error (unknown context, unimportable setup, a ``--crd`` or ``--apply`` file that is
-  not YAML, a ``--crd`` document that is not a CustomResourceDefinition): usage errors are
-  found before anything starts.
+  not YAML, a ``--crd`` document that is not a CustomResourceDefinition, no control-plane
+  binaries for a local run: one line naming ``pyctrl envtest install`` and ``--context``):
+  usage errors are found before anything starts, and printed as one line, never a traceback.
+  The binaries are looked up as :func:`pyctrl.testing.envtest.find_binaries` does, never
+  built here.
 
 :class:`DevCluster` (the control plane or context, with CRDs installed) and
 :func:`free_ports` are what ``make run`` (hack/run.py) reuses around the CronJob controller's
@@ -43,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from pyctrl.cli import UsageError
 
 if TYPE_CHECKING:
-    from pyctrl.testing.envtest import ControlPlane
+    from pyctrl.testing.envtest import Binaries, ControlPlane
 
 __all__ = ["DevCluster", "add_arguments", "check_crds", "free_ports", "run", "say"]
 
@@ -119,6 +122,8 @@ class DevCluster:
         except ConfigError as err:
             raise UsageError(str(err)) from None
         self.server = config.host
+        _reachable(config.host, context=config.context,
+                   proxied=bool(getattr(config.configuration, "proxy", None)))
         say(f"using the REAL cluster of context {config.context!r}: server {config.host} "
             f"(kubeconfig {config.source})")
         if self.crds:
@@ -130,18 +135,33 @@ class DevCluster:
     def _start_local(self) -> None:
         from pyctrl.testing.envtest import ControlPlane
 
+        binaries = self._binaries()
         parts = "etcd, kube-apiserver, kube-controller-manager"
         if self.pods:
             parts += ", kube-scheduler, kwok with 2 fake nodes"
         say(f"starting a local control plane ({parts}); {self.hint}")
         # kubeconfig="": never attach to $PYCTRL_TEST_KUBECONFIG or any other cluster.
         cp = ControlPlane(crd_dirs=self.crds, controller_manager=True, pods=self.pods,
-                          kubeconfig="")
+                          kubeconfig="", binaries=binaries)
         cp.start()
         self._cp = cp
         self.kubeconfig_path, self.server = cp.kubeconfig_path, cp.server
         say(f"local control plane at {cp.server}")
         say(f"kubeconfig {cp.kubeconfig_path}")
+
+    def _binaries(self) -> Binaries:
+        """The local control plane's binaries (the lookup of pyctrl.testing.envtest, never a
+        build); missing ones are a UsageError naming ``pyctrl envtest install`` and the hint."""
+        from pyctrl.testing.envtest.binaries import INSTALL_HINT, BinariesNotFound, find_binaries
+
+        try:
+            found = find_binaries(build=False)
+        except BinariesNotFound as err:
+            raise UsageError(f"{err}; {self.hint}") from None
+        if self.pods and None in (found.kube_scheduler, found.kwok, found.kwok_stages):
+            raise UsageError(f"--pods needs kube-scheduler and kwok, which {found.directory} "
+                             f"lacks: {INSTALL_HINT} (KUBEBUILDER_ASSETS has none)")
+        return found
 
     def kubectl(self, *args: str) -> str:
         """Run kubectl on this cluster (raises CalledProcessError); its stdout."""
@@ -149,11 +169,15 @@ class DevCluster:
             return self._cp.kubectl(*args).stdout
         kubectl = shutil.which("kubectl")
         if kubectl is None:
-            from pyctrl.testing.envtest.binaries import find_binaries
+            from pyctrl.testing.envtest.binaries import BinariesNotFound, find_binaries
 
-            found = find_binaries().kubectl
+            try:
+                found = find_binaries(build=False).kubectl
+            except BinariesNotFound:
+                found = None
             if found is None:
-                raise UsageError("kubectl not found on PATH")
+                raise UsageError("kubectl not found on PATH (`pyctrl envtest install` builds "
+                                 "one)")
             kubectl = str(found)
         return subprocess.run([kubectl, *self._kubectl_flags(), *args], check=True,
                               capture_output=True, text=True, timeout=120).stdout
@@ -161,6 +185,25 @@ class DevCluster:
     def _kubectl_flags(self) -> list[str]:
         flags = [f"--kubeconfig={self.kubeconfig_path}"] if self.kubeconfig_path else []
         return flags + ([f"--context={self.context}"] if self.context else [])
+
+
+def _reachable(server: str, *, context: str | None, proxied: bool) -> None:
+    """A TCP connection to ``server`` opens (UsageError otherwise): a stopped or unknown
+    cluster is one line, not the manager's retries. Skipped behind a proxy."""
+    import os
+    from urllib.parse import urlsplit
+
+    if proxied or os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy"):
+        return
+    url = urlsplit(server)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=5).close()
+    except OSError as err:
+        raise UsageError(
+            f"cannot reach {server} (context {context!r}): {err.strerror or err}; start that "
+            "cluster, pick another --context, or leave --context out for a local control "
+            "plane (`pyctrl envtest install` builds its binaries)") from None
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:

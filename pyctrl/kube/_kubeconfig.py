@@ -217,7 +217,12 @@ def load_kubeconfig(paths: str, context: str | None,
     name = context if context is not None else current
     if not name:
         raise KeyError("no current-context and no context given")
+    if name not in contexts:
+        raise KeyError(f"no context {name!r} (it has: {', '.join(sorted(contexts)) or 'none'})")
     ctx, _ = contexts[name]
+    for kind, names in (("cluster", clusters), ("user", users)):
+        if ctx.get(kind) and ctx[kind] not in names:
+            raise KeyError(f"context {name!r} names {kind} {ctx[kind]!r}, which is not there")
     cluster, cluster_base = clusters[ctx["cluster"]]
     user, user_base = users[ctx["user"]] if ctx.get("user") else ({}, Path("."))
     if set(user) - _USER_KEYS or set(cluster) - _CLUSTER_KEYS or set(ctx) - {

@@ -149,7 +149,9 @@ def load_config(kubeconfig: str | None = None, context: str | None = None) -> Ku
     try:
         native = load_kubeconfig(paths, context)
     except (OSError, KeyError, ValueError, TypeError, ExecCredentialError) as exc:
-        raise ConfigError(f"kubeconfig {paths}: {exc!s}") from exc
+        # One line: a KeyError's str() quotes its message, a YAML error spans lines.
+        detail = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        raise ConfigError(f"kubeconfig {paths}: {' '.join(str(detail).split())}") from exc
     if native is not None:
         settings, used = native
         return KubeConfig(settings, source=paths, context=used)

@@ -27,7 +27,11 @@ first among the rest. Without xdist the order and grouping are left as collected
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from tests.integration.dist import Dist, build
 
 #: Rough wall-clock seconds of the heavy units (a module, or a named xdist group): setup and
 #: calls in one ``make test`` at load 14-24 (2026-11-27), so about twice a quiet machine's.
@@ -43,6 +47,7 @@ EXPECTED_SECONDS: dict[str, float] = {
     "tests/integration/test_sharding.py": 110,
     "tests/integration/test_fencing.py": 100,
     "tests/integration/test_dist.py": 100,
+    "tests/integration/test_scaffold.py": 150,
     "tests/integration/test_tutorial.py": 90,
     "tests/integration/chaos/test_outage_logs.py": 90,
     "tests/integration/chaos/test_disruption.py": 85,
@@ -127,3 +132,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     order = head + cheap + [n for n in rest if n not in cheap]
     items[:] = [item for name in order for item in units[name]]
 
+
+
+@pytest.fixture(scope="session")
+def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    """``make dist``'s sdist and wheel, built once per session (tests/integration/dist.py)."""
+    return build(Path(tmp_path_factory.mktemp("dist")))

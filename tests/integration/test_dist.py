@@ -1,24 +1,15 @@
-"""The built distributions install and run: `make dist`'s sdist and wheel, the wheel installed
-into a clean venv, its console scripts and generators run from there.
-
-Offline on purpose (a fresh CI machine may have no index): the sdist and then the wheel from
-it are built with ``python -m build --no-isolation`` (the test extra installs the build
-backend), the wheel is installed with ``--no-deps --no-index`` into a venv made without
-system site-packages, and that venv reaches the dependencies through a ``.pth`` line naming
-this interpreter's site-packages. A ``.pth`` line only appends the directory to ``sys.path``
-(the ``.pth`` files inside it, such as an editable install's, are not processed), so
-``pyctrl`` and ``cronjob_controller`` come from the installed wheel, which the test checks.
-``pip check`` then says the wheel's requirements are met by what it sees.
+"""The built distributions install and run: `make dist`'s sdist and wheel (built once per
+session, tests/integration/dist.py), the wheel installed into a clean venv, its console
+scripts and generators run from there; ``pip check`` says the wheel's requirements are met by
+what it sees.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import site
 import subprocess
 import sys
-import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
@@ -26,37 +17,25 @@ from pathlib import Path
 import pytest
 
 import pyctrl
+from pyctrl.testing.envtest.binaries import (
+    GOMOD,
+    BinariesNotFound,
+    find_binaries,
+    install_dir,
+    installed,
+)
+from tests.integration.dist import ROOT, Dist, venv_with
+from tests.integration.dist import run as _run
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
+GOMOD_FILES = ("build.sh", "go.mod", "go.sum", "tools.go", "etcd/main.go", "kwok/go.mod",
+               "kwok/go.sum", "kwok/tools.go")
 
 
-def _run(argv: list[str], cwd: Path, timeout: float = 300, *, clean: bool = True) -> str:
-    """Run ``argv``; ``clean``: without PYTHONPATH (the installed venv sees only itself)."""
-    env = dict(os.environ)
-    if clean:
-        env.pop("PYTHONPATH", None)
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-    assert done.returncode == 0, f"{argv}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
-def test_sdist_and_wheel_build_install_and_run(tmp_path: Path) -> None:
-    # The sdist from a copy of the tree (build writes egg-info beside the sources), the wheel
-    # from the unpacked sdist: what the sdist lacks, the wheel lacks.
-    src = tmp_path / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
-        ".git", ".venv*", "__pycache__", "*.egg-info", "build", "dist", "site", ".*_cache",
-        ".hypothesis", "bench", "tests", "docs", "manifests", "crds", "hack"))
-    dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(src)],
-         cwd=tmp_path, clean=False)
+def test_sdist_and_wheel_build_install_and_run(tmp_path: Path, built_dist: Dist) -> None:
+    wheel, sdist = built_dist.wheel, built_dist.sdist
     version = pyctrl.__version__
-    wheel = dist / f"pyctrl_k8s-{version}-py3-none-any.whl"
-    sdist = dist / f"pyctrl_k8s-{version}.tar.gz"
-    assert wheel.is_file() and sdist.is_file(), sorted(p.name for p in dist.iterdir())
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     assert {"LICENSE", "README.md", "pyproject.toml", "pyctrl/py.typed",
@@ -66,19 +45,21 @@ def test_sdist_and_wheel_build_install_and_run(tmp_path: Path) -> None:
         entry_points = whl.read(f"pyctrl_k8s-{version}.dist-info/entry_points.txt").decode()
     assert {"pyctrl/py.typed", "cronjob_controller/py.typed",
             "pyctrl/api/kubernetes-openapi.json",
+            "pyctrl/cli/scaffold/templates/init/Makefile.tmpl",
+            "pyctrl/cli/scaffold/templates/init/tests/unit/test_main.py.tmpl",
+            "pyctrl/cli/scaffold/templates/api/__package__/controllers/__lower__.py.tmpl",
             f"pyctrl_k8s-{version}.dist-info/licenses/LICENSE"} <= files
     assert not any(f.startswith(("tests/", "examples/", "bench/")) for f in files)
+    assert not any(f.startswith("pyctrl/cli/scaffold/templates/") and not f.endswith(".tmpl")
+                   for f in files), "only templates under templates/"
+    # `pyctrl envtest install`'s Go module files and build script, from the sdist too.
+    gomod = {f"pyctrl/testing/envtest/gomod/{f}" for f in GOMOD_FILES}
+    assert gomod <= files and gomod <= names, sorted(gomod - files) + sorted(gomod - names)
     assert "pyctrl = pyctrl.cli:main" in entry_points
 
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path)
+    purelib = venv_with(wheel, venv)
     python = venv / "bin" / "python"
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-          "--no-deps", "--no-index", str(wheel)], cwd=tmp_path)
-    purelib = Path(_run([str(python), "-c", "import sysconfig; "
-                         "print(sysconfig.get_paths()['purelib'])"], cwd=tmp_path).strip())
-    ours = dict.fromkeys([*site.getsitepackages(), sysconfig.get_paths()["purelib"]])
-    (purelib / "_pyctrl_test_dependencies.pth").write_text("\n".join(ours) + "\n")
     _run([sys.executable, "-m", "pip", "--python", str(python), "check"], cwd=tmp_path)
 
     # Imports come from the wheel, not from this checkout.
@@ -99,3 +80,25 @@ def test_sdist_and_wheel_build_install_and_run(tmp_path: Path) -> None:
                     ignore=shutil.ignore_patterns("__pycache__"))
     _run([str(python), "-m", "pyctrl", "gen", "crd", "examples.website.api", "--out",
           str(ROOT / "examples" / "website" / "config" / "crd"), "--check"], cwd=work)
+
+    # The control-plane binaries from the installed pyctrl, whose module files (not a
+    # checkout's hack/) name the cache directory: it finds the one this checkout built, and
+    # install returns at once (without Go on PATH, so a build could not even start).
+    installed_gomod = purelib / "pyctrl" / "testing" / "envtest" / "gomod"
+    for name in GOMOD_FILES:
+        assert (installed_gomod / name).read_bytes() == (GOMOD / name).read_bytes(), name
+    try:
+        expected = find_binaries(build=False).directory
+    except BinariesNotFound:
+        pytest.skip("no control-plane binaries here to find (make controlplane)")
+    pyctrl_cli = str(venv / "bin" / "pyctrl")
+    assert "pyctrl envtest install" in (ROOT / "README.md").read_text()  # the one run here
+    assert _run([pyctrl_cli, "envtest", "path"], cwd=work).strip() == str(expected)
+    if os.environ.get("KUBEBUILDER_ASSETS") or installed(install_dir()):
+        no_go = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                                if not (Path(d) / "go").exists())
+        done = subprocess.run([pyctrl_cli, "envtest", "install"], cwd=work, capture_output=True,
+                              text=True, timeout=60, check=False,
+                              env={**os.environ, "PATH": no_go})
+        assert (done.returncode, done.stdout.strip(), done.stderr) == (0, str(expected), "")
+    assert str(expected) in _run([pyctrl_cli, "envtest", "list"], cwd=work)

@@ -1,7 +1,8 @@
 """envtest: run a real etcd + kube-apiserver (+ kube-controller-manager) for tests.
 
-See :class:`ControlPlane`. Binaries come from KUBEBUILDER_ASSETS, the pyctrl cache, or are
-built from the Go module proxy by hack/controlplane/build.sh in a source checkout.
+See :class:`ControlPlane`. Binaries come from KUBEBUILDER_ASSETS or the pyctrl cache, where
+``pyctrl envtest install`` builds them from the Go module proxy (a source checkout builds
+them on first use); :mod:`pyctrl.testing.envtest.binaries` is the lookup.
 Admission webhooks are registered against a local server with
 :meth:`ControlPlane.install_webhooks` (:mod:`pyctrl.testing.envtest.webhooks`).
 ``ControlPlane(pods=True)`` runs Jobs' pods on kwok's fake nodes; :func:`fake_run` writes the

@@ -459,7 +459,7 @@ class ControlPlane:
             return found
         kubectl = self.binaries.kubectl
         if kubectl is None:
-            raise ControlPlaneError("kubectl not found (build it with hack/controlplane/build.sh)")
+            raise ControlPlaneError("kubectl not found (`pyctrl envtest install` builds one)")
         return str(kubectl)
 
     def install_webhooks(

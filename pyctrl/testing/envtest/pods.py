@@ -7,7 +7,7 @@ kube-controller-manager (which then also runs the ``job`` controller):
 * kube-scheduler, which binds pods to nodes;
 * kwok (Kubernetes WithOut Kubelet), which plays the kubelet for nodes annotated
   ``kwok.x-k8s.io/node=fake`` following upstream kwok's own Stage files (built by
-  hack/controlplane/build.sh into ``<binaries>/kwok-stages``);
+  ``pyctrl envtest install`` into ``<binaries>/kwok-stages``);
 * ``nodes`` such fake Nodes (``kwok-node-0``, ...), Ready before ``start`` returns.
 
 What a pod does there is set by its own metadata, read by those Stages (see
@@ -122,7 +122,7 @@ class FakePods:
         if b.kube_scheduler is None or b.kwok is None or b.kwok_stages is None:
             raise FileNotFoundError(
                 f"pods mode needs kube-scheduler, kwok and kwok-stages/ in {b.directory}: "
-                "build them with hack/controlplane/build.sh (KUBEBUILDER_ASSETS has none)"
+                "`pyctrl envtest install` builds them (KUBEBUILDER_ASSETS has none)"
             )
         port = free_port()
         kc = self._kubeconfig

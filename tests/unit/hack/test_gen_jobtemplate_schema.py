@@ -4,7 +4,7 @@ The conversion is checked on a small OpenAPI v3 document shaped like the apiserv
 wrappers with ``default: {}``, zero-value defaults, int-or-string, Quantity, patch and union
 extensions); ``--check`` on the committed snapshot (pyctrl/api/kubernetes-openapi.json) and
 CRD passes and reports a hand edit. The snapshot must be from the Kubernetes version pinned in
-hack/controlplane/go.mod; that it is exactly what that apiserver publishes is the
+pyctrl/testing/envtest/gomod/go.mod; that it is exactly what that apiserver publishes is the
 integration test's job (tests/integration/cronjob/test_jobtemplate_schema.py).
 """
 
@@ -158,7 +158,7 @@ def test_check_passes_on_the_committed_snapshot_and_crd_and_reports_a_hand_edit(
 
 
 def test_snapshot_is_from_the_pinned_kubernetes_version() -> None:
-    gomod = (ROOT / "hack" / "controlplane" / "go.mod").read_text()
+    gomod = (ROOT / "pyctrl" / "testing" / "envtest" / "gomod" / "go.mod").read_text()
     pinned = re.search(r"^\s*k8s\.io/kubernetes (v\S+)", gomod, re.MULTILINE)
     assert pinned
     assert json.loads(SNAPSHOT.read_text())["kubernetesVersion"] == pinned.group(1)

@@ -1,0 +1,79 @@
+"""``pyctrl init`` and ``pyctrl create api|webhook``: an operator project, scaffolded.
+
+Contract:
+
+* ``pyctrl init NAME --group G [--domain D] [--dir PATH]`` writes an ordinary Python project
+  into ``PATH`` (default ``./NAME``): ``pyproject.toml`` pinning ``pyctrl-k8s`` to the
+  running version, the package ``NAME`` with dashes as underscores (``__main__`` with
+  leader election, probes and metrics; ``wiring.setup(manager)``), tests, a Dockerfile,
+  kustomize manifests under ``config/``, a Makefile (``test``, ``run``, ``manifests``,
+  ``image``, ``deploy``, ``undeploy``), a README, a CI script and the ``PROJECT`` record.
+  Kinds come with ``create api`` (as kubebuilder: init is the project, create api a kind).
+* ``pyctrl create api --kind K [--version V]`` (in the project, or ``--dir``) adds the kind
+  (``api/V/k.py``), its controller (``controllers/k.py``), its wiring, a sample and tests.
+* ``pyctrl create webhook --kind K`` adds K's defaulting and validating admission webhook.
+* Both then run ``pyctrl gen crd`` and ``gen rbac`` (what ``make manifests`` runs) unless
+  ``--no-manifests``.
+
+Scaffolding again never overwrites a file the user has (:mod:`pyctrl.cli.scaffold.plan`):
+files are written once and kept when present; new entries go into the shared files (the
+wiring module, the Makefile) at their ``# +pyctrl:scaffold:<region>`` marker; the
+generated manifests (``config/crd``, ``config/rbac/role.yaml``) belong to ``pyctrl gen``;
+``PROJECT`` belongs to the scaffold. ``--force`` rewrites the scaffold's files over the
+user's. A kind already in ``PROJECT`` is refused (``--force`` to scaffold it again); a
+missing marker is refused naming the file, before anything is written. Usage errors exit 2
+with one line (:class:`pyctrl.cli.UsageError`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from pyctrl._version import __version__
+from pyctrl.cli.scaffold.project import Project, Resource
+
+__all__ = ["api_module", "generate_manifests", "kind_values", "project_values"]
+
+
+def project_values(project: Project) -> dict[str, str]:
+    """The template values of a project."""
+    return {"name": project.name, "package": project.package, "group": project.group,
+            "domain": project.domain, "api_group": project.api_group,
+            "pyctrl_version": __version__}
+
+
+def kind_values(project: Project, res: Resource) -> dict[str, str]:
+    """The template values of one kind of ``project``."""
+    return {**project_values(project), "kind": res.kind, "lower": res.lower,
+            "plural": res.plural, "plural_upper": res.plural.upper(), "version": res.version}
+
+
+def api_module(project: Project, res: Resource) -> str:
+    return f"{project.package}.api.{res.version}.{res.lower}"
+
+
+def generate_manifests(root: Path, project: Project) -> list[str]:
+    """Run ``pyctrl gen crd`` and ``gen rbac`` as ``make manifests`` does, in ``root``;
+    the problems (empty when both succeeded), each with the generator's own message."""
+    py = [sys.executable, "-m", "pyctrl", "gen"]
+    runs = []
+    if project.resources:
+        runs.append([*py, "crd", *(api_module(project, r) for r in project.resources),
+                     "--out", "config/crd"])
+    runs.append([*py, "rbac", f"{project.package}.wiring:setup",
+                 "--name", f"{project.name}-manager", "--namespace", f"{project.name}-system",
+                 "--leader-elect", "--metrics-secure",
+                 "--service-account", f"{project.name}-controller-manager",
+                 "--out", "config/rbac/role.yaml"])
+    if any(r.webhook for r in project.resources):
+        runs.append([*py, "webhook", f"{project.package}.wiring:setup_webhooks", "--service",
+                     f"{project.name}-system/{project.name}-webhook-service",
+                     "--name", project.name, "--out", "config/webhook/manifests.yaml"])
+    problems = []
+    for argv in runs:
+        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            problems.append(f"pyctrl gen {argv[4]}: {done.stderr.strip() or done.stdout}")
+    return problems
