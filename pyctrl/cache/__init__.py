@@ -34,7 +34,7 @@ from pyctrl.cache.keys import (
     meta_namespace_key,
     split_meta_namespace_key,
 )
-from pyctrl.cache.lister import Lister, MultiNamespaceLister
+from pyctrl.cache.lister import IndexerLister, Lister, MultiNamespaceLister
 from pyctrl.cache.listwatch import ListerWatcher, ListWatch
 from pyctrl.cache.mutation import CacheMutationDetector, CacheMutationError, drop_managed_fields
 from pyctrl.cache.processor import (
@@ -68,6 +68,7 @@ __all__ = [
     "FIFOClosedError",
     "IndexFunc",
     "Indexer",
+    "IndexerLister",
     "Indexers",
     "ListWatch",
     "Lister",
