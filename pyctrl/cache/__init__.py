@@ -37,6 +37,7 @@ from pyctrl.cache.keys import (
 from pyctrl.cache.lister import IndexerLister, Lister, MultiNamespaceLister
 from pyctrl.cache.listwatch import ListerWatcher, ListWatch
 from pyctrl.cache.mutation import CacheMutationDetector, CacheMutationError, drop_managed_fields
+from pyctrl.cache.ownwrites import OwnWrites, RecordingClient
 from pyctrl.cache.processor import (
     ResourceEventHandler,
     ResourceEventHandlerDetailedFuncs,
@@ -74,6 +75,8 @@ __all__ = [
     "Lister",
     "ListerWatcher",
     "MultiNamespaceLister",
+    "OwnWrites",
+    "RecordingClient",
     "Reflector",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",

@@ -39,6 +39,8 @@ Contract (client-go ``SharedInformerFactory``):
   shared apart from the raw-dict one of the same resource and scope; the factory's
   ``transform`` (a dict transform) is not applied to it, and it has no ``metadata_only``
   form. A Resource argument keeps the raw-dict informer unchanged.
+* ``own_writes`` (the Manager's :class:`~pyctrl.cache.ownwrites.OwnWrites`): every lister
+  ``lister_for`` makes reads the controller's own writes (see :mod:`pyctrl.cache.ownwrites`).
 * ``start(stop)`` starts every informer not started yet, each in its own named thread; call it
   again after requesting more informers. ``wait_for_cache_sync`` waits for the started ones.
 * ``shutdown()`` sets the factory's own stop signal for all informers and joins every thread
@@ -59,6 +61,7 @@ from pyctrl.cache.informer import SharedIndexInformer
 from pyctrl.cache.lister import IndexerLister, MultiNamespaceLister
 from pyctrl.cache.listwatch import ListerWatcher, ListWatch
 from pyctrl.cache.mutation import drop_managed_fields
+from pyctrl.cache.ownwrites import OwnWrites
 from pyctrl.cache.typed import TypedListWatch, fill_type
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
@@ -85,8 +88,10 @@ class SharedInformerFactory:
     def __init__(self, client: Client, *, default_resync: float = 0.0,
                  namespace: str | None = None, clock: Clock | None = None,
                  transform: TransformFunc | None = drop_managed_fields,
-                 page_size: int = 500, watch_list: bool = False) -> None:
+                 page_size: int = 500, watch_list: bool = False,
+                 own_writes: OwnWrites | None = None) -> None:
         self._client = client
+        self.own_writes = own_writes
         self._default_resync = default_resync
         self._namespace = namespace
         self._clock: Clock = clock or RealClock()
@@ -187,7 +192,10 @@ class SharedInformerFactory:
                                          label_selector=label_selector,
                                          field_selector=field_selector, indexers=indexers,
                                          metadata_only=metadata_only)
-            return IndexerLister(informer.get_indexer(), res)
+            scope = ns if ns is not None else self._namespace
+            return IndexerLister(informer.get_indexer(), res, writes=self.own_writes,
+                                 namespace=scope if res.namespaced else None,
+                                 label_selector=label_selector)
 
         if namespaces is None:
             return one(namespace)

@@ -17,6 +17,12 @@ frozen instances of that class, decoded once when they arrived, to be changed by
 copy (:func:`pyctrl.api.replace`). Reads go through :mod:`pyctrl.kube.meta`, so both work
 alike.
 
+Read your own writes: an :class:`IndexerLister` given ``writes`` (the Manager's
+:class:`~pyctrl.cache.ownwrites.OwnWrites`; the factory passes its own) first waits, bounded,
+until its Indexer holds the controller's own pending writes the read covers (``get``: that
+key; ``list``/``by_index``: those of its namespace and label selector), see
+:mod:`pyctrl.cache.ownwrites`. ``namespace``/``label_selector`` are its informer's.
+
 :class:`MultiNamespaceLister` reads the listers of several namespaces (one informer each) as
 one, with the same three methods (controller-runtime's multi-namespace cache): ``get`` and
 ``list(namespace)`` go to that namespace's lister (a namespace not watched holds nothing:
@@ -31,6 +37,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, cast
 
 from pyctrl.cache.index import NAMESPACE_INDEX
+from pyctrl.cache.ownwrites import OwnWrites
 from pyctrl.cache.store import Indexer
 from pyctrl.errors import NotFound
 from pyctrl.kube import meta
@@ -82,15 +89,29 @@ def not_found(resource: Resource | None, name: str, why: str = "") -> NotFound:
 class IndexerLister(Generic[T]):
     """A :class:`Lister` reading one :class:`Indexer` (see module docstring)."""
 
-    __slots__ = ("_indexer", "resource")
+    __slots__ = ("_indexer", "_scope", "_selector", "_writes", "resource")
 
-    def __init__(self, indexer: Indexer, resource: Resource | None = None) -> None:
+    def __init__(self, indexer: Indexer, resource: Resource | None = None, *,
+                 writes: OwnWrites | None = None, namespace: str | None = None,
+                 label_selector: str | None = None) -> None:
         self._indexer = indexer
         self.resource = resource
+        self._writes = writes if resource is not None else None
+        self._scope = namespace or None
+        self._selector = parse_label_selector(label_selector) if label_selector else None
+
+    def _settle(self, key: str | None = None, namespace: str | None = None) -> None:
+        writes = self._writes
+        if writes is not None:
+            assert self.resource is not None
+            writes.settle(self.resource, self._indexer, key=key, namespace=namespace,
+                          scope=self._scope, selector=self._selector)
 
     def get(self, namespace: str | None, name: str) -> T:
         """The cached object ``namespace/name`` (namespace None/"" for cluster-scoped)."""
-        obj = self._indexer.get_by_key(f"{namespace}/{name}" if namespace else name)
+        key = f"{namespace}/{name}" if namespace else name
+        self._settle(key)
+        obj = self._indexer.get_by_key(key)
         if obj is None:
             raise not_found(self.resource, name)
         return cast(T, obj)
@@ -99,6 +120,7 @@ class IndexerLister(Generic[T]):
              label_selector: _Selector | None = None) -> _List[T]:
         """Cached objects in ``namespace`` (all when None) matching ``label_selector``."""
         selector = parse_label_selector(label_selector)
+        self._settle(namespace=namespace)
         objs: _List[Any]
         if namespace:
             try:
@@ -113,6 +135,7 @@ class IndexerLister(Generic[T]):
 
     def by_index(self, index: str, value: str) -> _List[T]:
         """Cached objects filed under ``value`` in ``index``."""
+        self._settle()
         found: _List[Any] = self._indexer.by_index(index, value)
         return found
 
