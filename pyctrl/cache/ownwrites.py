@@ -129,6 +129,7 @@ class OwnWrites:
         self._lock = threading.Lock()
         self._pending: dict[_ResourceKey, dict[str, _Expected]] = {}
         self._records = 0
+        self._series: dict[str, tuple[Histogram, Counter]] = {}
 
     # -- writes ---------------------------------------------------------------------------
     def record(self, resource: Resource, answer: Object | None, namespace: str | None,
@@ -207,9 +208,19 @@ class OwnWrites:
                     del entries[key]
                     if not entries:
                         del self._pending[rkey]
-        self._metrics.wait.labels(resource=resource.plural).observe(clock.monotonic() - start)
+        wait, timeouts = self._children(resource.plural)
+        wait.observe(clock.monotonic() - start)
         if timed_out:
-            self._metrics.timeouts.labels(resource=resource.plural).inc()
+            timeouts.inc()
+
+    def _children(self, plural: str) -> tuple[Histogram, Counter]:
+        """The resource's labelled series (looked up once: ``labels()`` is not free)."""
+        found = self._series.get(plural)
+        if found is None:
+            m = self._metrics
+            found = self._series[plural] = (m.wait.labels(resource=plural),
+                                            m.timeouts.labels(resource=plural))
+        return found
 
 
 def _covers(key: str, namespace: str | None, scope: str | None) -> bool:
