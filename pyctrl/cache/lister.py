@@ -20,7 +20,7 @@ alike.
 Read your own writes: an :class:`IndexerLister` given ``writes`` (the Manager's
 :class:`~pyctrl.cache.ownwrites.OwnWrites`; the factory passes its own) first waits, bounded,
 until its Indexer holds the controller's own pending writes the read covers (``get``: that
-key; ``list``/``by_index``: those of its namespace and label selector), see
+key; ``list``: those of its namespace and label selector; ``by_index`` does not wait), see
 :mod:`pyctrl.cache.ownwrites`. ``namespace``/``label_selector`` are its informer's.
 
 :class:`MultiNamespaceLister` reads the listers of several namespaces (one informer each) as
@@ -135,7 +135,6 @@ class IndexerLister(Generic[T]):
 
     def by_index(self, index: str, value: str) -> _List[T]:
         """Cached objects filed under ``value`` in ``index``."""
-        self._settle()
         found: _List[Any] = self._indexer.by_index(index, value)
         return found
 

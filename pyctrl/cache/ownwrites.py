@@ -10,11 +10,15 @@ Contract:
   write's answer; a dry run, an error, and an answer that is a ``Status`` of no object record
   nothing. The Manager's ``client_for_leader()`` (so every ``TypedClient`` over it) is one.
 * :meth:`OwnWrites.settle` is called by an :class:`~pyctrl.cache.IndexerLister` given
-  ``writes`` before its ``get``, ``list`` and ``by_index``: for every pending write of that
+  ``writes`` before its ``get`` and ``list`` (``by_index`` never waits: an index lookup
+  spans keys no single write names, and one lost write must not hold every lookup up):
+  for every pending write of that
   resource the read covers (the key; for a list, the keys in the lister's namespace, all of
   them for a lister of all namespaces), it waits until the lister's Indexer holds it: an
   object under that key whose resourceVersion is at least the written one (compared as
-  integers when both parse, else equal), or for a delete no object (or one of another uid).
+  integers when both parse, else equal), or a delete of the key seen at such a version
+  since (someone deleted it after our write), or for a delete no object (or one of another
+  uid).
   Then the entry is forgotten. It wakes on the Indexer's writes (a Condition, no polling).
 * Bounded: one read waits at most ``timeout`` seconds of the injected Clock in all (default
   :data:`DEFAULT_TIMEOUT`); past it the read returns what the cache holds, the entry is
@@ -23,8 +27,8 @@ Contract:
   (0 when the cache already held it). A read with nothing pending costs one dict lookup.
 * What it cannot see: a write of an object the lister's informer does not hold is skipped
   when the lister knows why (another namespace than its informer's; labels, after the write,
-  outside its informer's label selector); one moved out of the selector by the write itself,
-  or deleted by someone else right after it, waits out the bound. Writes
+  outside its informer's label selector); one the write itself moves out of the selector
+  arrives as the watch's DELETED at the write's resourceVersion, which counts as seen. Writes
   through other clients (another process, ``manager.client``) are not recorded.
 * Entries never read again are dropped once older than :data:`FORGET_AFTER` seconds, on
   later writes: by then the watch has delivered them, or the bound would have passed anyway.
@@ -108,11 +112,17 @@ def _at_least(have: str, want: str) -> bool:
         return False
 
 
-def _ready(want: _Expected) -> Callable[[Object | None], bool]:
+def _ready(want: _Expected) -> Callable[[Object | None, str], bool]:
     if want.gone:
-        return lambda obj: obj is None or (bool(want.uid) and meta.uid(obj) != want.uid)
-    return lambda obj: obj is not None and _at_least(meta.resource_version(obj),
-                                                     want.resource_version)
+        return lambda obj, _: obj is None or (bool(want.uid) and meta.uid(obj) != want.uid)
+    rv = want.resource_version
+
+    def ready(obj: Object | None, deleted: str) -> bool:
+        if obj is not None:
+            return _at_least(meta.resource_version(obj), rv)
+        return bool(deleted) and _at_least(deleted, rv)  # deleted since our write: seen
+
+    return ready
 
 
 class OwnWrites:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from pyctrl import CONFIGMAPS, AlreadyExists
+from pyctrl import CONFIGMAPS, AlreadyExists, NotFound
 from pyctrl.cache import Indexer, IndexerLister, OwnWrites, RecordingClient
 from pyctrl.cache.ownwrites import FORGET_AFTER
 from pyctrl.testing import FakeClient, FakeClock
@@ -116,3 +116,15 @@ def test_entries_no_read_looked_at_are_dropped_when_old(s: Setup) -> None:
     for i in range(511):
         s.writes.record(CONFIGMAPS, _cm(f"new-{i}", "2"), "a")
     assert s.writes.pending(CONFIGMAPS) == 511
+
+
+def test_a_key_deleted_after_the_write_counts_as_seen(s: Setup) -> None:
+    s.writes.record(CONFIGMAPS, _cm("x", "10"), "a")
+    s.indexer.add(_cm("x", "10"))
+    s.indexer.pop(_cm("x", "11"))  # someone deleted it right after: the watch's DELETED
+    with pytest.raises(NotFound):
+        s.lister().get("a", "x")
+    s.writes.record(CONFIGMAPS, _cm("y", "20"), "a")
+    s.indexer.pop(_cm("y", "19"))  # an older delete says nothing of our write
+    s.lister().list("a")
+    assert s.stale_reads() == 1
