@@ -103,7 +103,7 @@ def _namespace_terminating(err: ApiError) -> bool:
 
 class ObjectSource(Protocol[T_co]):
     """What the reconciler reads typed objects from: a typed lister
-    (``pyctrl.api.TypedLister``, a typed informer's lister)."""
+    (``pyctrl.Lister``, a typed informer's lister)."""
 
     def get(self, namespace: str | None, name: str) -> T_co: ...
 

@@ -30,6 +30,9 @@ ValueError naming the field otherwise). There is one way to configure each thing
   ``event_queue_size`` (10000 events buffered before the sink writes them).
 * ``ManagerOptions.watch_list`` (False): the informers sync by a streaming list instead of
   paged LISTs (see :class:`pyctrl.cache.SharedInformerFactory`).
+* ``ManagerOptions.read_own_writes_timeout`` (3 s): how long a lister read waits for the
+  controller's own write through ``client_for_leader()`` (:mod:`pyctrl.cache.ownwrites`;
+  0: it never waits, the writes are still recorded and the stale reads counted).
 * ``ManagerOptions.gc``: a :class:`pyctrl._gctune.GCOptions`, how the garbage collector is
   tuned once every informer synced (default: not at all; ``GCOptions(freeze_after_sync=True)``
   runs one full collection then ``gc.freeze()``).
@@ -98,8 +101,11 @@ class ManagerOptions:
     event_queue_size: int = 10_000
     gc: GCOptions = field(default_factory=GCOptions)
     watch_list: bool = False
+    read_own_writes_timeout: float = 3.0
 
     def __post_init__(self) -> None:
+        if self.read_own_writes_timeout < 0:
+            raise ValueError("read_own_writes_timeout must be >= 0 (0: never wait)")
         if self.default_resync < 0:
             raise ValueError("default_resync must be >= 0 (0: never)")
         if self.graceful_shutdown_timeout < 0:

@@ -24,8 +24,14 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
   ``priority_queue=True`` (a :class:`~pyctrl.workqueue.PriorityQueue`).
 * ``lister_for``/``informers_for`` read exactly the informers the resource is watched with
   (per namespace, merged; the ``for_`` watch's selector, else the first watch's; the owned
-  index); an undeclared resource is read whole. Declared after them, a watch or namespaces
-  that would move them to other informers raises ValueError.
+  index, the ``index`` ones); an undeclared resource is read whole. Declared after them, a
+  watch or namespaces that would move them to other informers raises ValueError.
+* ``index(Kind, name, func)`` adds the index ``name`` (``func(obj)``: the values an object is
+  filed under; it receives the form declared, as handlers do) to every informer of ``Kind``
+  this controller uses, read by ``lister_for(Kind).by_index(name, value)``: the reverse
+  lookup of a ``watches`` mapper. Declared before the resource's readers; a name declared
+  twice (or a built-in index's name) raises ValueError. Index names are shared by every
+  controller reading the same informer: the first function given a name keeps it.
 * :meth:`complete` builds the :class:`Controller` (queue, clock, registry from the manager;
   waits for its informers), registers it and returns it, once, before ``Manager.run``.
 * RBAC: ``owns(writes=...)``, ``rbac(*rules, status=...)``; :meth:`rbac_declared` is what
@@ -45,6 +51,7 @@ from pyctrl.api.typed import resource_for
 from pyctrl.api.types import Object as Kind
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
+    NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
     Indexers,
     MultiNamespaceLister,
@@ -149,6 +156,7 @@ class Builder:
         self._read: dict[Resource, tuple[str | None, bool]] = {}
         self._completed = False
         self._owned_writes: dict[Resource, tuple[str, ...]] = {}
+        self._indexes: dict[Resource, Indexers] = {}
         self._rbac_rules: list[PolicyRule] = []
         self._writes_status: bool | None = None
 
@@ -239,6 +247,29 @@ class Builder:
         """Enqueue every Request ``mapper(obj)`` returns for each ``resource`` event."""
         self._declare(resource, "map", mapper, predicates, label_selector, on_delete,
                       metadata_only)
+        return self
+
+    @overload
+    def index(self, resource: type[K], name: str,
+              func: Callable[[K], Iterable[str]]) -> Builder: ...
+
+    @overload
+    def index(self, resource: Resource, name: str,
+              func: Callable[[Raw], Iterable[str]]) -> Builder: ...
+
+    def index(self, resource: Resource | type[T], name: str,
+              func: Callable[[T], Iterable[str]]) -> Builder:
+        """Index ``resource``'s cache by ``func`` (the values an object is filed under) as
+        ``name``: ``lister_for(resource).by_index(name, value)`` reads it."""
+        res, kind_class = _split(resource)
+        if name in (CONTROLLER_UID_INDEX, NAMESPACE_INDEX) or name in self._indexes.get(
+                res, {}):
+            raise ValueError(f"index {name!r} of {res.plural} is already declared")
+        if res in self._read:
+            raise ValueError(f"declare index {name!r} before lister_for/informers_for of "
+                             f"{res.plural}: its readers were handed out without it")
+        self._claim(res, kind_class)
+        self._indexes.setdefault(res, {})[name] = lambda obj: list(func(obj))
         return self
 
     def rbac(self, *rules: PolicyRule, status: bool | None = None) -> Builder:
@@ -382,7 +413,8 @@ class Builder:
 
     def _indexers(self, resource: Resource) -> Indexers | None:
         owned = any(w.kind == "owns" and w.resource == resource for w in self._watches)
-        return {CONTROLLER_UID_INDEX: controller_uid_index_func} if owned else None
+        indexers = {CONTROLLER_UID_INDEX: controller_uid_index_func} if owned else {}
+        return {**indexers, **self._indexes.get(resource, {})} or None
 
     def _informers_of(self, resource: Resource, kind_class: type[Kind] | None,
                       selector: str | None, indexers: Indexers | None,
@@ -394,7 +426,7 @@ class Builder:
                 for ns in self._scopes(resource)]
 
     def _informers(self, watch: _Watch) -> list[SharedIndexInformer]:
-        indexers = self._indexers(watch.resource) if watch.kind == "owns" else None
+        indexers = self._indexers(watch.resource)
         return self._informers_of(watch.resource, self._forms[watch.resource],
                                   self._watch_selector(watch), indexers, watch.metadata_only)
 

@@ -11,7 +11,10 @@ written to the server at once):
   :class:`pyctrl.errors.Conflict` is raised, so nothing is ever lost; re-read and retry (e.g.
   with :func:`pyctrl.retry_on_conflict`). They return the object the server stored, or
   ``obj`` itself without any API call when there is nothing to change. ``obj`` is never
-  modified (it may come from the cache). For typed objects the same two writes are
+  modified (it may come from the cache). They need a fresh ``obj``: read it from a lister
+  of the Manager (which holds the controller's own earlier writes, read-your-own-writes,
+  :mod:`pyctrl.cache.ownwrites`) or from the server, never from a copy kept across writes.
+  For typed objects the same two writes are
   :meth:`pyctrl.TypedClient.add_finalizer` / ``remove_finalizer``; :func:`has_finalizer`
   reads either.
 """

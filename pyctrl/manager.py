@@ -39,7 +39,8 @@ Contract (controller-runtime's manager, in threads):
   ``/metrics`` serves ``registry`` (HTTPS behind ``MetricsOptions.auth``, default a
   :class:`pyctrl.serving.MetricsAuth`, when ``MetricsOptions.secure``).
 * Leader-scoped writes: :meth:`client_for_leader` (and the event broadcaster) refuse writes
-  with :class:`pyctrl.errors.NotLeader` once the lease (or the gate) can not be trusted.
+  with :class:`pyctrl.errors.NotLeader` once the lease (or the gate) can not be trusted. Its
+  writes are read back by the Manager's listers (:attr:`own_writes`, read-your-own-writes).
 * Extensions (:mod:`pyctrl.extension`): :meth:`add_extension` installs an add-on before the
   controllers are built (before the first reader of :attr:`controller_hooks`, which every
   Builder is); the Manager is its :class:`pyctrl.extension.ExtensionHost`:
@@ -67,6 +68,7 @@ from pyctrl._runnables import Runnable, RunnableEntry, RunnableGroup, run_contro
 from pyctrl._signals import install_signal_handlers
 from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
+from pyctrl.cache.ownwrites import OwnWrites, RecordingClient
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller, RequestT
 from pyctrl.extension import ControllerHook, Extension
@@ -107,9 +109,11 @@ class Manager:
         if opts.metrics.runtime_metrics:
             register_runtime_collectors(self.registry)
         self.clock: Clock = clock or RealClock()
+        self.own_writes = OwnWrites(clock=self.clock, registry=self.registry,
+                                    timeout=opts.read_own_writes_timeout)
         self.informers = SharedInformerFactory(
             client, default_resync=opts.default_resync, namespace=opts.namespace,
-            clock=self.clock, watch_list=opts.watch_list)
+            clock=self.clock, watch_list=opts.watch_list, own_writes=self.own_writes)
         self._controllers: list[Controller[Any]] = []  # any request type
         self._runnables = RunnableGroup(self.clock)
         self._runnable_stop = threading.Event()  # the needs_leader=False runnables' stop
@@ -233,11 +237,14 @@ class Manager:
     def client_for_leader(self) -> Client:
         """``client`` with leader-scoped writes: with leader election (or a controller gate),
         a :class:`pyctrl.kube.FencedClient` that refuses every write (NotLeader) once this
-        replica's lease can no longer be trusted; without it, ``client`` itself. Controllers
-        that need leadership write through it; so does the event broadcaster."""
+        replica's lease can no longer be trusted; without it, ``client``. Its writes
+        are recorded for read-your-own-writes (:mod:`pyctrl.cache.ownwrites`): the
+        Manager's listers wait for them. Controllers write through it; so does the event
+        broadcaster."""
         holder = self._leadership.holder()
-        client = self.client if holder is None else FencedClient(self.client, holder,
-                                                                  registry=self.registry)
+        recorded = RecordingClient(self.client, self.own_writes)
+        client: Client = recorded if holder is None else FencedClient(
+            recorded, holder, registry=self.registry)
         for wrap in self._client_wrappers:
             client = wrap(client)
         return client

@@ -4,8 +4,9 @@ A kind is a :class:`Object` subclass with ``spec``/``status`` fields of :class:`
 types, declared with :func:`kind`; schema markers (:class:`MaxLength`, :class:`Minimum`,
 :class:`ListType`, :class:`Rule`, ...) go in ``typing.Annotated``. ``python -m pyctrl gen crd
 MODULE`` writes its CustomResourceDefinition (:func:`crd`, :func:`to_yaml`). A reconciler
-reads cached objects typed (:func:`decode`, :class:`TypedLister`) and writes status back with
-:func:`status_patch`; :func:`resource_for` gives the Resource for clients and informers.
+reads cached objects typed (a typed informer's ``pyctrl.Lister[Kind]``, or :func:`decode`)
+and writes status back with :func:`status_patch`; :func:`resource_for` gives the Resource for
+clients and informers.
 :class:`TypedClient` is the client's verbs on kind classes and typed objects.
 
 Why msgspec Structs (see docs/DESIGN.md for the measurements): decoding a cached object into
@@ -47,7 +48,6 @@ from pyctrl.api.schema import SchemaError, object_schema, type_schema
 from pyctrl.api.typed import (
     DecodeError,
     Equal,
-    TypedLister,
     convert,
     decode,
     encode,
@@ -112,7 +112,6 @@ __all__ = [
     "ServiceReference",
     "Struct",
     "TypedClient",
-    "TypedLister",
     "WebhookConversion",
     "convert",
     "crd",

@@ -35,11 +35,13 @@ Contract (controller-runtime's client, on :class:`pyctrl.api.Object` subclasses)
   a newer controller wrote survive), carrying ``old``'s resourceVersion as a precondition:
   a status someone wrote since ``old`` was read raises :class:`pyctrl.errors.Conflict`
   (409), it is never overwritten from a stale copy. Nothing to write: no request, ``old`` is
-  returned.
+  returned. So ``old`` needs a fresh read: a Manager lister's (it waits for the
+  controller's own earlier writes through ``client_for_leader()``, see
+  :mod:`pyctrl.cache.ownwrites`), never a copy kept from before another write.
 * :meth:`add_finalizer` / :meth:`remove_finalizer` are :func:`pyctrl.add_finalizer`'s
   contract on typed objects: one merge patch of ``metadata.finalizers`` with ``obj``'s
   resourceVersion as a precondition (Conflict when it changed), none when there is nothing
-  to change (``obj`` is returned).
+  to change (``obj`` is returned); ``obj`` needs a fresh read, as for :meth:`patch_status`.
 * Errors are the raw client's (:mod:`pyctrl.errors`); a class not declared with
   :func:`pyctrl.api.kind` raises :class:`pyctrl.api.SchemaError`.
 """

@@ -30,10 +30,6 @@ Contract:
   gives an empty patch (``{}``), which callers skip. Lists are replaced whole, as merge
   patches do. With ``resource_version`` the patch carries it as a precondition (409 Conflict
   when someone wrote in between).
-* :class:`TypedLister` wraps a raw-dict :class:`pyctrl.cache.Lister` (or a
-  MultiNamespaceLister) and decodes on every ``get``/``list``/``by_index``: each call returns
-  fresh (frozen) objects. A typed informer (``SharedInformerFactory.lister_for(cls)``) decodes
-  once, when the object arrives, instead.
 
 Typed objects are frozen (:class:`pyctrl.api.Struct`); :func:`pyctrl.api.replace` builds a
 changed copy.
@@ -43,20 +39,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
 from pyctrl.api.crd import kind_info
 from pyctrl.api.types import Object, Struct
-from pyctrl.cache.lister import Lister, MultiNamespaceLister
 from pyctrl.kube.body import json_decoder, prepare
 from pyctrl.kube.resource import Resource
 
 __all__ = [
     "DecodeError",
     "Equal",
-    "TypedLister",
     "convert",
     "decode",
     "encode",
@@ -69,7 +63,6 @@ __all__ = [
     "unset_equals_empty",
 ]
 
-T = TypeVar("T", bound=Object)
 S = TypeVar("S", bound=Struct)
 V = TypeVar("V")
 Equal = Callable[[str, Any, Any], bool]
@@ -204,25 +197,3 @@ def status_patch(raw: Raw, status: Struct, *, resource_version: str = "") -> dic
 @functools.cache
 def _encode_names(cls: type[Struct]) -> frozenset[str]:
     return frozenset(cls.__struct_encode_fields__)
-
-
-class TypedLister(Generic[T]):
-    """Typed reads from an informer's cache (module docstring)."""
-
-    def __init__(self, lister: Lister | MultiNamespaceLister, cls: type[T]) -> None:
-        self.lister = lister
-        self.cls = cls
-
-    def get(self, namespace: str | None, name: str) -> T:
-        """The typed object; raises :class:`pyctrl.errors.NotFound` as the Lister does."""
-        return decode(self.cls, self.lister.get(namespace, name))
-
-    def by_index(self, index: str, value: str) -> list[T]:
-        """The cached objects whose ``index`` values include ``value``, typed."""
-        return [decode(self.cls, o) for o in self.lister.by_index(index, value)]
-
-    def list(self, namespace: str | None = None,
-             label_selector: str | None = None) -> list[T]:
-        """Every cached object (of ``namespace``, matching ``label_selector``), typed."""
-        return [decode(self.cls, o) for o in self.lister.list(namespace, label_selector)]
-

@@ -34,9 +34,10 @@ from pyctrl.cache.keys import (
     meta_namespace_key,
     split_meta_namespace_key,
 )
-from pyctrl.cache.lister import Lister, MultiNamespaceLister
+from pyctrl.cache.lister import IndexerLister, Lister, MultiNamespaceLister
 from pyctrl.cache.listwatch import ListerWatcher, ListWatch
 from pyctrl.cache.mutation import CacheMutationDetector, CacheMutationError, drop_managed_fields
+from pyctrl.cache.ownwrites import OwnWrites, RecordingClient
 from pyctrl.cache.processor import (
     ResourceEventHandler,
     ResourceEventHandlerDetailedFuncs,
@@ -68,11 +69,14 @@ __all__ = [
     "FIFOClosedError",
     "IndexFunc",
     "Indexer",
+    "IndexerLister",
     "Indexers",
     "ListWatch",
     "Lister",
     "ListerWatcher",
     "MultiNamespaceLister",
+    "OwnWrites",
+    "RecordingClient",
     "Reflector",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",

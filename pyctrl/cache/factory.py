@@ -23,7 +23,7 @@ Contract (client-go ``SharedInformerFactory``):
   LISTs per informer when the API server cannot (one warning each). Off by default
   (client-go turned it on by default in v0.35); ``python -m bench informer --modes
   list,watch-list`` compares the two against client-go in either mode.
-* ``lister_for`` reads one informer's cache through a :class:`Lister`; with
+* ``lister_for`` reads one informer's cache through an :class:`IndexerLister`; with
   ``namespaces=[...]`` it reads one informer per namespace (each shared as above) as one
   :class:`MultiNamespaceLister` (``""`` among them: all namespaces, then the only scope;
   a cluster-scoped resource ignores namespaces). ``namespace`` is the factory's default scope.
@@ -34,11 +34,13 @@ Contract (client-go ``SharedInformerFactory``):
   copy (no mutation detector: nothing can change them), ``apiVersion``/``kind`` filled,
   managedFields and every other field the class does not declare dropped by the decoder (see
   :mod:`pyctrl.cache.typed`, which also says why writes from them must be patches, never a
-  full update). ``lister_for(Website)`` is a ``Lister[Website]`` (``get``, ``list``,
+  full update). ``lister_for(Website)`` is an ``IndexerLister[Website]`` (``get``, ``list``,
   ``by_index`` return typed objects; index functions receive them too). A typed informer is
   shared apart from the raw-dict one of the same resource and scope; the factory's
   ``transform`` (a dict transform) is not applied to it, and it has no ``metadata_only``
   form. A Resource argument keeps the raw-dict informer unchanged.
+* ``own_writes`` (the Manager's :class:`~pyctrl.cache.ownwrites.OwnWrites`): every lister
+  ``lister_for`` makes reads the controller's own writes (see :mod:`pyctrl.cache.ownwrites`).
 * ``start(stop)`` starts every informer not started yet, each in its own named thread; call it
   again after requesting more informers. ``wait_for_cache_sync`` waits for the started ones.
 * ``shutdown()`` sets the factory's own stop signal for all informers and joins every thread
@@ -52,12 +54,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
+from pyctrl.api.typed import resource_for
 from pyctrl.cache.delta_fifo import TransformFunc
 from pyctrl.cache.index import NAMESPACE_INDEX, Indexers, meta_namespace_index_func
 from pyctrl.cache.informer import SharedIndexInformer
-from pyctrl.cache.lister import Lister, MultiNamespaceLister
+from pyctrl.cache.lister import IndexerLister, MultiNamespaceLister
 from pyctrl.cache.listwatch import ListerWatcher, ListWatch
 from pyctrl.cache.mutation import drop_managed_fields
+from pyctrl.cache.ownwrites import OwnWrites
 from pyctrl.cache.typed import TypedListWatch, fill_type
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
@@ -84,8 +88,10 @@ class SharedInformerFactory:
     def __init__(self, client: Client, *, default_resync: float = 0.0,
                  namespace: str | None = None, clock: Clock | None = None,
                  transform: TransformFunc | None = drop_managed_fields,
-                 page_size: int = 500, watch_list: bool = False) -> None:
+                 page_size: int = 500, watch_list: bool = False,
+                 own_writes: OwnWrites | None = None) -> None:
         self._client = client
+        self.own_writes = own_writes
         self._default_resync = default_resync
         self._namespace = namespace
         self._clock: Clock = clock or RealClock()
@@ -151,7 +157,8 @@ class SharedInformerFactory:
     @overload
     def lister_for(self, resource: Resource, *, namespace: str | None = None,
                    label_selector: str | None = None, field_selector: str | None = None,
-                   indexers: Indexers | None = None, metadata_only: bool = False) -> Lister: ...
+                   indexers: Indexers | None = None,
+                   metadata_only: bool = False) -> IndexerLister: ...
 
     @overload
     def lister_for(self, resource: Resource, *, namespaces: Iterable[str],
@@ -162,7 +169,7 @@ class SharedInformerFactory:
     @overload
     def lister_for(self, resource: type[T], *, namespace: str | None = None,
                    label_selector: str | None = None, field_selector: str | None = None,
-                   indexers: Indexers | None = None) -> Lister[T]: ...
+                   indexers: Indexers | None = None) -> IndexerLister[T]: ...
 
     @overload
     def lister_for(self, resource: type[T], *, namespaces: Iterable[str],
@@ -173,18 +180,22 @@ class SharedInformerFactory:
                    namespaces: Iterable[str] | None = None,
                    label_selector: str | None = None, field_selector: str | None = None,
                    indexers: Indexers | None = None,
-                   metadata_only: bool = False) -> Lister[Any] | MultiNamespaceLister[Any]:
+                   metadata_only: bool = False,
+                   ) -> IndexerLister[Any] | MultiNamespaceLister[Any]:
         """A Lister over the shared informer for these arguments (a ``Lister[cls]`` of typed
         objects for a kind class); with ``namespaces``, one MultiNamespaceLister over the
         shared informer of each (see module docstring)."""
         res, _ = _resource_of(resource)
 
-        def one(ns: str | None) -> Lister[Any]:
+        def one(ns: str | None) -> IndexerLister[Any]:
             informer = self.informer_for(resource, namespace=ns,
                                          label_selector=label_selector,
                                          field_selector=field_selector, indexers=indexers,
                                          metadata_only=metadata_only)
-            return Lister(informer.get_indexer(), res)
+            scope = ns if ns is not None else self._namespace
+            return IndexerLister(informer.get_indexer(), res, writes=self.own_writes,
+                                 namespace=scope if res.namespaced else None,
+                                 label_selector=label_selector)
 
         if namespaces is None:
             return one(namespace)
@@ -305,6 +316,4 @@ def _resource_of(arg: Resource | type[Any]) -> tuple[Resource, type[Any] | None]
     """The Resource of an informer_for/lister_for argument, and the kind class if typed."""
     if isinstance(arg, Resource):
         return arg, None
-    # Imported here: pyctrl.api imports pyctrl.cache (its TypedLister) at import time.
-    from pyctrl.api.typed import resource_for
     return resource_for(arg), arg

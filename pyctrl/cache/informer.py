@@ -42,7 +42,7 @@ from pyctrl.cache.delta_fifo import (
     TransformFunc,
 )
 from pyctrl.cache.index import Indexers
-from pyctrl.cache.lister import Lister
+from pyctrl.cache.lister import IndexerLister
 from pyctrl.cache.listwatch import ListerWatcher
 from pyctrl.cache.mutation import (
     CacheMutationDetector,
@@ -168,8 +168,8 @@ class SharedIndexInformer:
     def get_indexer(self) -> Indexer:
         return self._indexer
 
-    def lister(self) -> Lister:
-        return Lister(self._indexer)
+    def lister(self) -> IndexerLister:
+        return IndexerLister(self._indexer)
 
     def add_indexers(self, indexers: Indexers) -> None:
         """Add index functions; only allowed before ``run``."""

@@ -13,6 +13,11 @@ Contract (mirrors client-go ``cache.Indexer`` / ``threadSafeMap``):
   values do not leak memory.
 * ``add_indexers`` may be called on a non-empty store: existing objects are indexed at once.
 * ``replace`` swaps the whole content in one step and rebuilds the indexes.
+* :meth:`wait_for_key` blocks a reader until the object under a key (and the
+  resourceVersion its last :meth:`pop` carried, kept for the last :data:`DELETES_KEPT`
+  deletes) passes a test, woken by every write (a Condition on the store's lock: no
+  polling), bounded by a Clock's timeout; a write with nobody waiting pays one integer test.
+  Read-your-own-writes (:mod:`pyctrl.cache.ownwrites`) waits through it.
 """
 
 from __future__ import annotations
@@ -22,9 +27,13 @@ from collections.abc import Callable, Iterable
 
 from pyctrl.cache.index import Indexers, IndexFunc
 from pyctrl.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
+from pyctrl.clock import Clock
+from pyctrl.kube import meta
 from pyctrl.kube.interface import Object
 
-__all__ = ["Indexer", "KeyFunc", "Store"]
+__all__ = ["DELETES_KEPT", "Indexer", "KeyFunc", "Store"]
+
+DELETES_KEPT = 4096
 
 KeyFunc = Callable[[Object | DeletedFinalStateUnknown], str]
 # Aliases: inside the class, ``list`` names the method, not the builtin.
@@ -35,12 +44,16 @@ _Keys = list[str]
 class Indexer:
     """A thread-safe keyed store with secondary indexes (see module docstring)."""
 
-    __slots__ = ("_indexers", "_indices", "_items", "_key_func", "_lock")
+    __slots__ = ("_changed", "_deleted", "_indexers", "_indices", "_items", "_key_func",
+                 "_lock", "_waiting")
 
     def __init__(self, key_func: KeyFunc = deletion_handling_meta_namespace_key,
                  indexers: Indexers | None = None) -> None:
         self._key_func = key_func
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # wait_for_key's wake-up
+        self._waiting = 0  # readers in wait_for_key (writes notify only when some wait)
+        self._deleted: dict[str, str] = {}  # key -> resourceVersion its last pop carried
         self._items: dict[str, Object] = {}
         self._indexers: Indexers = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
@@ -60,6 +73,8 @@ class Indexer:
             self._items[key] = obj
             if self._indexers:
                 self._update_indices(old, obj, key)
+            if self._waiting:
+                self._changed.notify_all()
 
     def add_or_update(self, obj: Object) -> Object | None:
         """Store ``obj`` and return what was stored under its key before (None if new).
@@ -73,15 +88,26 @@ class Indexer:
             items[key] = obj
             if self._indexers:
                 self._update_indices(old, obj, key)
+            if self._waiting:
+                self._changed.notify_all()
             return old
 
     def pop(self, obj: Object | DeletedFinalStateUnknown) -> Object | None:
         """Delete the object under ``obj``'s key and return it (None if absent)."""
         key = self._key_func(obj)
+        rv = "" if isinstance(obj, DeletedFinalStateUnknown) else meta.resource_version(obj)
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None and self._indexers:
                 self._update_indices(old, None, key)
+            if rv:
+                deleted = self._deleted
+                deleted.pop(key, None)
+                deleted[key] = rv
+                if len(deleted) > DELETES_KEPT:
+                    del deleted[next(iter(deleted))]
+            if self._waiting:
+                self._changed.notify_all()
             return old
 
     def delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
@@ -95,6 +121,8 @@ class Indexer:
             old = self._items.pop(key, None)
             if old is not None and self._indexers:
                 self._update_indices(old, None, key)
+            if self._waiting:
+                self._changed.notify_all()
 
     def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
         """Make the store hold exactly ``objs``; indexes are rebuilt from scratch."""
@@ -105,6 +133,8 @@ class Indexer:
             self._indices = {name: {} for name in self._indexers}
             for key, obj in items.items():
                 self._update_indices(None, obj, key)
+            if self._waiting:
+                self._changed.notify_all()
 
     def resync(self) -> None:
         """No-op: a plain store has nothing to resync (present for the Store protocol)."""
@@ -118,6 +148,32 @@ class Indexer:
         """The stored object under ``key``, or None."""
         with self._lock:
             return self._items.get(key)
+
+    def wait_for_key(self, key: str, ready: Callable[[Object | None, str], bool],
+                     clock: Clock, timeout: float) -> bool:
+        """Block until ``ready(object under key or None, resourceVersion of its last pop or
+        "")`` holds (re-tested after every write) or ``timeout`` seconds of ``clock`` pass;
+        whether it held. ``ready`` runs under the store's lock: it must only read."""
+        deadline = clock.monotonic() + timeout
+        with self._changed:
+            if ready(self._items.get(key), self._deleted.get(key, "")):
+                return True
+            self._waiting += 1
+            try:
+                while not ready(self._items.get(key), self._deleted.get(key, "")):
+                    remaining = deadline - clock.monotonic()
+                    if remaining <= 0:
+                        return False
+                    clock.wait(self._changed, remaining)
+                return True
+            finally:
+                self._waiting -= 1
+
+    @property
+    def waiting(self) -> int:
+        """How many readers block in :meth:`wait_for_key` now."""
+        with self._lock:
+            return self._waiting
 
     def list(self) -> _Objects:
         """All stored objects (a new list; the objects themselves are shared, read-only)."""

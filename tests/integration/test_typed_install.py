@@ -26,15 +26,32 @@ BIN = Path(sys.executable).parent
 USER_CODE = '''\
 import pyctrl
 from pyctrl import Request, Result
+from pyctrl.models.core_v1 import ConfigMap
+from pyctrl.testing import FakeClient, synced_lister
 
 
 def sync(request: Request) -> Result:
     return Result(requeue_after=float(len(request.key)))
 
 
+def make(lister: pyctrl.Lister[ConfigMap]) -> list[str]:
+    """A reconciler's helper typed against the one Lister protocol."""
+    return [cm.metadata.name for cm in lister.list("default")] + [
+        lister.get("default", "a").metadata.name,
+        *(cm.metadata.name for cm in lister.by_index(pyctrl.CONTROLLER_UID_INDEX, "uid"))]
+
+
+def wire(manager: pyctrl.Manager) -> None:
+    builder = manager.controller("c").for_(ConfigMap)
+    make(builder.lister_for(ConfigMap))                 # the production lister
+    make(manager.informers.lister_for(ConfigMap))       # one informer's
+    make(synced_lister(FakeClient(), ConfigMap))        # the unit tests'
+
+
 wrong: int = pyctrl.SERVICES
 '''
-EXPECTED = 'user.py:9: error: Incompatible types in assignment (expression has type "Resource"'
+EXPECTED = (f"user.py:{len(USER_CODE.splitlines())}: error: Incompatible types in assignment "
+            '(expression has type "Resource"')
 
 
 def _env() -> dict[str, str]:

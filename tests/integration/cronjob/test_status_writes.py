@@ -14,18 +14,19 @@ every time in this setup.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from cronjob_controller.api import CRONJOBS, CronJob
 from cronjob_controller.controller import CronJobReconciler
 from cronjob_controller.jobs import job_name
 from cronjob_controller.statuswrite import CACHE_WAIT_SECONDS
 from pyctrl import Request, RESTClient
-from pyctrl.api import TypedLister
+from pyctrl.api import decode
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
     Indexer,
-    Lister,
+    IndexerLister,
     controller_uid_index_func,
     meta_namespace_index_func,
 )
@@ -37,14 +38,19 @@ from tests.integration.cronjob.env import cronjob_body, minute_floor
 RACES = 50
 
 
+def _typed(cls: type[Any], raw: dict[str, Any]) -> Any:
+    """``raw`` as a typed informer caches it (the Indexer's signature says dict)."""
+    return decode(cls, raw)
+
+
 def test_concurrent_status_write_between_create_and_deferred_write_is_kept(
         client: RESTClient, namespace: str) -> None:
     clock = FakeClock(datetime.now(UTC) + timedelta(minutes=2))  # a run is due
     cronjobs = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
     jobs = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func,
                              CONTROLLER_UID_INDEX: controller_uid_index_func})
-    reconciler = CronJobReconciler(client, TypedLister(Lister(cronjobs, CRONJOBS), CronJob),
-                                   TypedLister(Lister(jobs, JOBS), Job), FakeRecorder(),
+    reconciler = CronJobReconciler(client, IndexerLister[CronJob](cronjobs, CRONJOBS),
+                                   IndexerLister[Job](jobs, JOBS), FakeRecorder(),
                                    clock=clock)
     due = minute_floor(clock.now())
     seeded = format_time(due + timedelta(hours=1))
@@ -52,17 +58,18 @@ def test_concurrent_status_write_between_create_and_deferred_write_is_kept(
     for i in range(RACES):
         name = f"race-{i}"
         request = Request(namespace, name)
-        cronjobs.add(client.create(CRONJOBS, cronjob_body(name), namespace))
+        cronjobs.add(_typed(CronJob, client.create(CRONJOBS, cronjob_body(name), namespace)))
 
         reconciler.reconcile(request)  # creates the Job; the status write waits
-        jobs.add(client.get(JOBS, job_name(name, due), namespace))
+        jobs.add(_typed(Job, client.get(JOBS, job_name(name, due), namespace)))
         client.patch(CRONJOBS, name, {"status": {"lastScheduleTime": seeded}}, namespace,
                      subresource="status")
         stale = reconciler.reconcile(request)
         if stale is not None and stale.requeue_after is not None \
                 and stale.requeue_after <= CACHE_WAIT_SECONDS:
             conflicts += 1
-        cronjobs.update(client.get(CRONJOBS, name, namespace))  # the cache catches up
+        # the cache catches up
+        cronjobs.update(_typed(CronJob, client.get(CRONJOBS, name, namespace)))
         reconciler.reconcile(request)
 
         status = client.get(CRONJOBS, name, namespace).get("status") or {}

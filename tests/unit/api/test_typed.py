@@ -13,8 +13,6 @@ from typing import Annotated, Any
 import pytest
 
 from pyctrl import api
-from pyctrl.cache import Indexer, Lister
-from pyctrl.errors import NotFound
 from pyctrl.testing import FakeClient
 from tests.unit.api.sample_kinds import Cluster, Website
 
@@ -120,19 +118,6 @@ def test_merge_patch_nested_and_removed() -> None:
     new = {"a": {"b": 1, "c": 3}, "d": [1, 2]}
     assert api.merge_patch(old, new) == {"a": {"c": 3}, "d": [1, 2], "e": None}
     assert api.merge_patch(old, new, frozenset({"a", "d"})) == {"a": {"c": 3}, "d": [1, 2]}
-
-
-def test_typed_lister_decodes_fresh_objects() -> None:
-    indexer = Indexer()
-    indexer.add(raw())
-    typed = api.TypedLister(Lister(indexer), Website)
-    first = typed.get("ns", "a")
-    with pytest.raises(AttributeError):  # typed objects are frozen
-        first.spec.replicas = 99  # type: ignore[misc]
-    assert typed.get("ns", "a") is not first and typed.get("ns", "a") == first
-    assert [s.metadata.name for s in typed.list("ns")] == ["a"]
-    with pytest.raises(NotFound):
-        typed.get("ns", "missing")
 
 
 _RACE = '''

@@ -9,7 +9,7 @@ import pytest
 
 from pyctrl.cache.factory import SharedInformerFactory
 from pyctrl.cache.index import NAMESPACE_INDEX, meta_namespace_index_func
-from pyctrl.cache.lister import Lister
+from pyctrl.cache.lister import IndexerLister
 from pyctrl.cache.store import Indexer
 from pyctrl.errors import NotFound
 from pyctrl.kube.resource import CONFIGMAPS, JOBS, NAMESPACES
@@ -27,7 +27,7 @@ def test_lister_get_list_by_namespace_and_labels() -> None:
     idx.add(labelled("a", "ns1", app="web", tier="fe"))
     idx.add(labelled("b", "ns1", app="db"))
     idx.add(labelled("c", "ns2", app="web"))
-    lister = Lister(idx, CONFIGMAPS)
+    lister = IndexerLister(idx, CONFIGMAPS)
     assert lister.get("ns1", "a")["metadata"]["name"] == "a"
     with pytest.raises(NotFound):
         lister.get("ns1", "zzz")
@@ -40,7 +40,7 @@ def test_lister_get_list_by_namespace_and_labels() -> None:
     assert names(lister.list(label_selector="app=web")) == ["a", "c"]
     assert names(lister.list("ns1", {"app": "web"})) == ["a"]
     assert names(lister.by_index(NAMESPACE_INDEX, "ns2")) == ["c"]
-    plain = Lister(Indexer())  # no namespace index: falls back to a scan
+    plain = IndexerLister(Indexer())  # no namespace index: falls back to a scan
     plain._indexer.add(labelled("x", "ns1"))
     assert names(plain.list("ns1")) == ["x"]
 

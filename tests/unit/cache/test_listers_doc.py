@@ -4,10 +4,7 @@ name it, through the index)."""
 
 from __future__ import annotations
 
-import re
-import sys
 import threading
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,22 +14,17 @@ import pytest
 from pyctrl import CONFIGMAPS, Request
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.testing import FakeClient, FakeClock
+from tests.docblocks import doc_module, python_blocks
 from tests.waiting import eventually
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "LISTERS.md"
-_FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
 @pytest.fixture
 def example() -> Iterator[Any]:
-    [code] = _FENCE.findall(DOC.read_text(encoding="utf-8"))
-    module = types.ModuleType("listers_doc_example")
-    sys.modules[module.__name__] = module
-    try:
-        exec(compile(code, str(DOC), "exec"), module.__dict__)
+    [code] = python_blocks(DOC.read_text(encoding="utf-8"))
+    with doc_module(code, DOC, "listers_doc_example") as module:
         yield module
-    finally:
-        del sys.modules[module.__name__]
 
 
 class _Queue:

@@ -10,7 +10,7 @@ import pytest
 from pyctrl.cache import CONTROLLER_UID_INDEX, controller_uid_index_func
 from pyctrl.cache.factory import SharedInformerFactory
 from pyctrl.cache.index import NAMESPACE_INDEX, meta_namespace_index_func
-from pyctrl.cache.lister import Lister, MultiNamespaceLister
+from pyctrl.cache.lister import IndexerLister, Lister, MultiNamespaceLister
 from pyctrl.cache.store import Indexer
 from pyctrl.errors import NotFound
 from pyctrl.kube.resource import CONFIGMAPS, NAMESPACES
@@ -23,7 +23,7 @@ def lister_of(*objs: dict[str, Any]) -> Lister:
                             CONTROLLER_UID_INDEX: controller_uid_index_func})
     for obj in objs:
         idx.add(obj)
-    return Lister(idx, CONFIGMAPS)
+    return IndexerLister(idx, CONFIGMAPS)
 
 
 def owned(name: str, ns: str, owner_uid: str) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Contract: a :class:`Fixture` is one controller's view of a tiny world at a fixed
 
 * Objects are seeded twice, as an informer would see them: into a :class:`FakeClient` (the
   API server, which the reconciler writes to) and into ``pyctrl.cache`` Indexers read through
-  Listers (the caches the reconciler reads from; Jobs are indexed by controller UID). Seeding
+  IndexerListers (the caches the reconciler reads from; Jobs are indexed by controller UID),
+  which hold typed objects, decoded once as they go in, as a typed informer's do. Seeding
   records no client action. ``cache=False`` / ``server=False`` let a test make the two
   disagree, as a lagging informer does.
 * Time is a :class:`FakeClock` at :data:`NOW` unless a test moves it. A seeded object's
@@ -20,6 +21,7 @@ Contract: a :class:`Fixture` is one controller's view of a tiny world at a fixed
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -32,13 +34,13 @@ from cronjob_controller.api import (
     format_rfc3339,
 )
 from cronjob_controller.controller import CronJobReconciler
-from pyctrl import Request, Result
-from pyctrl.api import TypedLister
+from pyctrl import Request, Result, api
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
     Indexer,
-    Lister,
+    IndexerLister,
+    Indexers,
     controller_uid_index_func,
     meta_namespace_index_func,
 )
@@ -154,6 +156,23 @@ def new_job(
             "spec": {"template": {}}, "status": status}
 
 
+class _TypedIndexer(Indexer):
+    """An Indexer of typed objects: the dicts a test seeds are decoded on the way in."""
+
+    __slots__ = ("_cls",)
+
+    def __init__(self, cls: type[api.Object], indexers: Indexers) -> None:
+        super().__init__(indexers=indexers)
+        self._cls = cls
+
+    def update(self, obj: Object) -> None:
+        super().update(api.decode(self._cls, obj))  # type: ignore[arg-type]
+
+    def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
+        super().replace([api.decode(self._cls, o) for o in objs],  # type: ignore[misc]
+                        resource_version)
+
+
 class Fixture:
     """The world one sync sees (see module docstring)."""
 
@@ -162,8 +181,9 @@ class Fixture:
         self.clock = FakeClock(now)
         self.client = FakeClient(self.clock)
         self.recorder = FakeRecorder()
-        self.cronjob_indexer = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
-        self.job_indexer = Indexer(indexers={
+        self.cronjob_indexer = _TypedIndexer(CronJob, {
+            NAMESPACE_INDEX: meta_namespace_index_func})
+        self.job_indexer = _TypedIndexer(Job, {
             NAMESPACE_INDEX: meta_namespace_index_func,
             CONTROLLER_UID_INDEX: controller_uid_index_func,
         })
@@ -174,8 +194,8 @@ class Fixture:
                        defer_status_after_create: bool = True) -> CronJobReconciler:
         """A reconciler over this fixture's caches with nothing in memory (a new process)."""
         return CronJobReconciler(
-            self.client, TypedLister(Lister(self.cronjob_indexer, CRONJOBS), CronJob),
-            TypedLister(Lister(self.job_indexer, JOBS), Job),
+            self.client, IndexerLister[CronJob](self.cronjob_indexer, CRONJOBS),
+            IndexerLister[Job](self.job_indexer, JOBS),
             self.recorder, clock=self.clock, registry=registry,
             defer_status_after_create=defer_status_after_create,
         )

@@ -16,6 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pyctrl import LeaderElectionOptions, ManagerOptions
+from pyctrl.cache import RecordingClient
 from pyctrl.controller import Controller
 from pyctrl.errors import NotLeader
 from pyctrl.kube import FencedClient
@@ -159,7 +160,8 @@ def test_a_clean_stop_fences_writes_before_releasing(leader: Candidate) -> None:
 def test_manager_hands_out_a_fenced_client_only_with_leader_election(clock: FakeClock) -> None:
     fake = FakeClient(clock)
     plain = Manager(fake, clock=clock)
-    assert plain.client_for_leader() is fake
+    recorded = plain.client_for_leader()  # its writes are read back (read-your-own-writes)
+    assert isinstance(recorded, RecordingClient) and recorded.inner is fake
     elected = Manager(
         fake, ManagerOptions(leader_election=LeaderElectionOptions(
             id="m", lock=FakeLock(FakeLockStore(), "me"))), clock=clock)
