@@ -10,27 +10,36 @@ Usage (project venv)::
 Contract:
 
 * Input: the OpenAPI v3 documents the ``k8s.io/kubernetes`` module carries
-  (``api/openapi-spec/v3``) for :data:`GROUPS`. Only the closure of :data:`KINDS` (the kinds
-  and every type they reference) is kept, in a committed snapshot
-  (``hack/models-openapi.json``: trimmed schemas, descriptions cut to their first sentence,
-  and each kind's plural, scope and status subresource read from the spec's paths). Without
+  (``api/openapi-spec/v3``), every group/version one (:data:`DOCUMENT`: alpha and beta
+  versions too). Every kind in them (a schema with ``x-kubernetes-group-version-kind``, but
+  the ``...List`` ones and meta's) and every type they reference is kept, in a committed
+  snapshot (``hack/models-openapi.json``: trimmed schemas, descriptions cut to their first
+  sentence, each module's apiVersion, and each kind's plural, scope and status subresource
+  read from its collection's paths: listed, or only created as the reviews are). Without
   the spec on disk the snapshot is the input, so generation and ``--check`` need no Go.
-* Output: one module per group/version (``core_v1``, ``apps_v1``, ... ``meta_v1``), each
+* Output: one module per group/version, named ``<package>_<version>`` after the spec's Go
+  package (``core_v1``, ``apps_v1``, ``apiextensions_v1``, ``resource_v1beta2``, ...
+  ``meta_v1``), each
   class a :class:`pyctrl.api.Struct` (``kw_only``, every field defaulted so decoding tolerates
   what the server omits). Field types: a field the spec gives a zero ``default`` (a Go value
   field) or lists as required is non-optional with its zero value (or the spec's default); a
   list or map defaults empty; anything else is ``T | None = None``. IntOrString is
   ``int | str``, Quantity ``str``, Time/MicroTime ``datetime``, a free-form object
-  ``Mapping[str, object]``. Names are snake_case; ``name="..."`` is written where msgspec's
-  camel renaming would not give the JSON name back (``podIPs``), and Python keywords get a
-  trailing underscore. Kinds subclass :class:`pyctrl.api.Object` and carry their KindInfo
-  (``@kind``), so :func:`pyctrl.api.resource_for` derives their Resource. Lists are
+  (RawExtension too) ``Mapping[str, object]``, any JSON value ``object``, and the CRD
+  schema's two-shape fields their union (:data:`ALIASES`). Names are snake_case;
+  ``name="..."`` is written where msgspec's camel renaming would not give the JSON name back
+  (``podIPs``, ``$ref``), and Python keywords and type names (``bool``, ``int``) get a
+  trailing underscore. Kinds with a collection subclass :class:`pyctrl.api.Object` and carry
+  their KindInfo (``@kind``), so :func:`pyctrl.api.resource_for` derives their Resource; a
+  subresource's body (Scale, Eviction, TokenRequest) is a plain Struct. Lists are
   ``Sequence[T] = ()`` and maps ``Mapping[str, T] = EMPTY_MAP`` (read-only types; an absent
   one allocates nothing), and classes are ``gc=False`` (decoded API objects hold no cycles;
   untracked they are smaller and cost the collector nothing): docs/DESIGN.md has the figures.
 * ``meta_v1`` re-exports the hand-written :class:`pyctrl.api.ObjectMeta`,
   :class:`~pyctrl.api.OwnerReference` and :class:`~pyctrl.api.Condition` (one type for user
   kinds and built-in ones); generation fails if their fields no longer match the spec's.
+* Modules import only ``meta_v1`` and ``core_v1`` (no cycle), and nothing imports them but
+  a user: ``import pyctrl`` loads none of them (a unit test checks both).
 * Deterministic: the same snapshot always gives the same files (a unit test regenerates into
   a temp dir and diffs).
 """
@@ -58,37 +67,32 @@ OUT = ROOT / "pyctrl" / "models"
 GO_MOD = ROOT / "hack" / "controlplane" / "go.mod"
 COMMAND = "hack/gen_models.py"
 
-# module -> (OpenAPI document file, schema-name prefix, apiVersion)
-GROUPS: dict[str, tuple[str, str, str]] = {
-    "core_v1": ("api__v1_openapi.json", "io.k8s.api.core.v1", "v1"),
-    "apps_v1": ("apis__apps__v1_openapi.json", "io.k8s.api.apps.v1", "apps/v1"),
-    "batch_v1": ("apis__batch__v1_openapi.json", "io.k8s.api.batch.v1", "batch/v1"),
-    "coordination_v1": ("apis__coordination.k8s.io__v1_openapi.json",
-                        "io.k8s.api.coordination.v1", "coordination.k8s.io/v1"),
-    "networking_v1": ("apis__networking.k8s.io__v1_openapi.json",
-                      "io.k8s.api.networking.v1", "networking.k8s.io/v1"),
-    "rbac_v1": ("apis__rbac.authorization.k8s.io__v1_openapi.json", "io.k8s.api.rbac.v1",
-                "rbac.authorization.k8s.io/v1"),
-}
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
-MODULE_OF_PREFIX = {prefix: module for module, (_, prefix, _) in GROUPS.items()}
-MODULE_OF_PREFIX[META] = "meta_v1"
-MODULE_API_VERSION = {module: api_version for module, (_, _, api_version) in GROUPS.items()}
-MODULE_API_VERSION["meta_v1"] = "meta/v1"
-
-KINDS: dict[str, tuple[str, ...]] = {
-    "core_v1": ("Pod", "ConfigMap", "Secret", "Service", "ServiceAccount", "Namespace", "Node",
-                "Event", "PersistentVolumeClaim"),
-    "apps_v1": ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"),
-    "batch_v1": ("Job", "CronJob"),
-    "coordination_v1": ("Lease",),
-    "networking_v1": ("Ingress",),
-    "rbac_v1": ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"),
-}
+META_MODULE = "meta_v1"
+# One OpenAPI document per group/version: api__v1_openapi.json,
+# apis__<group>__<version>_openapi.json (the group-only ones list no kinds).
+DOCUMENT = re.compile(r"(api|apis__[a-z0-9.-]+)__(v[0-9]+(?:(?:alpha|beta)[0-9]+)?)_openapi\.json")
+# The spec's Go packages -> modules: io.k8s.api.core.v1 -> core_v1,
+# io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1 -> apiextensions_v1.
+_PACKAGE = re.compile(r"io\.k8s\.[a-z-]+(?:\.[a-z]+)*\.([a-z0-9]+)\.(v[0-9a-z]+)")
 
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 TIMES = (f"{META}.Time", f"{META}.MicroTime")
+_APIEXT = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
+# Schemas that are no class: a free-form value, or one of two shapes (the spec has no type
+# for them); name -> (Python type, the collections.abc names it uses).
+ALIASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    INT_OR_STRING: ("int | str", ()),
+    QUANTITY: ("str", ()),
+    "io.k8s.apimachinery.pkg.runtime.RawExtension": ("Mapping[str, object]", ("Mapping",)),
+    f"{_APIEXT}.JSON": ("object", ()),
+    f"{_APIEXT}.JSONSchemaPropsOrArray": (
+        "JSONSchemaProps | Sequence[JSONSchemaProps]", ("Sequence",)),
+    f"{_APIEXT}.JSONSchemaPropsOrBool": ("JSONSchemaProps | bool", ()),
+    f"{_APIEXT}.JSONSchemaPropsOrStringArray": ("JSONSchemaProps | Sequence[str]",
+                                                ("Sequence",)),
+}
 # Hand-written in pyctrl.api.types (field name in the spec -> excluded on purpose).
 HAND_WRITTEN: dict[str, frozenset[str]] = {
     f"{META}.ObjectMeta": frozenset({"managedFields", "selfLink"}),
@@ -148,7 +152,7 @@ def _refname(ref: str) -> str:
 def _refs(node: Any) -> Iterator[str]:
     if isinstance(node, Mapping):
         for key, value in node.items():
-            if key == "$ref":
+            if key == "$ref" and isinstance(value, str):  # not a property named "$ref"
                 yield _refname(value)
             else:
                 yield from _refs(value)
@@ -178,21 +182,57 @@ def _trim(node: Any) -> Any:
     return out
 
 
+def module_of_prefix(prefix: str) -> str:
+    """The module of a schema-name prefix (a Go package): ``<package>_<version>``."""
+    match = _PACKAGE.fullmatch(prefix)
+    if match is None:
+        raise GenerateError(f"no module for {prefix}")
+    return f"{match[1]}_{match[2]}"
+
+
+def _gvks(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    return [(g["group"], g["version"], g["kind"])
+            for g in schema.get("x-kubernetes-group-version-kind", ())]
+
+
+def _is_root(name: str, schema: Mapping[str, Any]) -> bool:
+    """A kind of a group (every one, not meta's; not the lists, which pyctrl never decodes
+    whole: a LIST's items are decoded one by one)."""
+    if name.startswith(META + ".") or not _gvks(schema):
+        return False
+    props = schema.get("properties", {})
+    return not (name.endswith("List") and "items" in props and "metadata" in props)
+
+
 def build_snapshot(spec_dir: Path, version: str) -> Schema:
-    """The closure of :data:`KINDS` from the spec, trimmed, with each kind's REST facts."""
+    """Every kind of every group/version in the spec and the closure of the types they
+    reference, trimmed, with each kind's REST facts and each module's apiVersion."""
     schemas: Schema = {}
-    kinds: Schema = {}
-    for module, (filename, prefix, api_version) in GROUPS.items():
-        doc = json.loads((spec_dir / filename).read_text())
-        for name, schema in doc["components"]["schemas"].items():
+    paths: list[tuple[str, Mapping[str, Any]]] = []
+    documents = sorted(p for p in spec_dir.iterdir() if DOCUMENT.fullmatch(p.name))
+    if not documents:
+        raise GenerateError(f"no group/version documents in {spec_dir}")
+    for path in documents:
+        doc = json.loads(path.read_text())
+        for name, schema in doc.get("components", {}).get("schemas", {}).items():
             if name in schemas and schemas[name] != schema:
                 raise GenerateError(f"{name} differs between documents")
             schemas[name] = schema
-        group, _, gv = api_version.rpartition("/")
-        for kind in KINDS[module]:
-            kinds[f"{prefix}.{kind}"] = _rest_facts(doc["paths"], group, gv, kind)
+        paths += doc.get("paths", {}).items()
+    roots = sorted(name for name, schema in schemas.items() if _is_root(name, schema))
+    kinds: Schema = {}
+    modules: dict[str, str] = {META_MODULE: "meta/v1"}
+    for name in roots:
+        module = module_of_prefix(name.rsplit(".", 1)[0])
+        (group, gv, kind), *_ = _gvks(schemas[name])
+        api_version = f"{group}/{gv}" if group else gv
+        if modules.setdefault(module, api_version) != api_version:
+            raise GenerateError(f"{module} holds {modules[module]} and {api_version}")
+        facts = _rest_facts(paths, group, gv, kind)
+        if facts is not None:
+            kinds[name] = facts
     seen: set[str] = set()
-    stack = sorted(kinds)
+    stack = list(roots)
     while stack:
         name = stack.pop()
         if name in seen:
@@ -204,41 +244,64 @@ def build_snapshot(spec_dir: Path, version: str) -> Schema:
     # managedFields (FieldsV1, ManagedFieldsEntry) is not part of the typed ObjectMeta.
     seen -= {f"{META}.ManagedFieldsEntry", f"{META}.FieldsV1"}
     return {"version": version,
+            "modules": dict(sorted(modules.items())),
             "kinds": dict(sorted(kinds.items())),
             "schemas": {name: _trim(schemas[name]) for name in sorted(seen)}}
 
 
-def _rest_facts(paths: Mapping[str, Any], group: str, version: str, kind: str) -> Schema:
+def _rest_facts(paths: list[tuple[str, Mapping[str, Any]]], group: str, version: str,
+                kind: str) -> Schema | None:
+    """A kind's plural, scope and status subresource, from its collection's paths (listed,
+    or only created: the reviews); None for a kind without a collection of its own (Scale,
+    Eviction: a subresource's body)."""
+    base = f"/apis/{group}/{version}/" if group else f"/api/{version}/"
     plural = ""
     namespaced = status = False
-    for path, item in paths.items():
+    for path, item in paths:
+        if not path.startswith(base):
+            continue
+        segments = path[len(base):].split("/")
         for op in item.values():
-            if not isinstance(op, Mapping):
-                continue
-            gvk = op.get("x-kubernetes-group-version-kind")
-            if gvk != {"group": group, "version": version, "kind": kind}:
+            if not isinstance(op, Mapping) or op.get("x-kubernetes-group-version-kind") != {
+                    "group": group, "version": version, "kind": kind}:
                 continue
             action = op.get("x-kubernetes-action")
-            if action == "list" and "{" not in path.rsplit("/", 1)[-1]:
-                plural = path.rsplit("/", 1)[-1]
-                namespaced = namespaced or "{namespace}" in path
-            if action == "put" and path.endswith("/{name}/status"):
+            scoped = segments[:2] == ["namespaces", "{namespace}"] and len(segments) > 2
+            collection = segments[2:] if scoped else segments
+            if action in ("list", "post") and len(collection) == 1:
+                plural = collection[0]
+                namespaced = namespaced or scoped
+            if (action == "put" and len(collection) == 3 and collection[1] == "{name}"
+                    and collection[2] == "status"):
                 status = True
     if not plural:
-        raise GenerateError(f"no list path for {group}/{version} {kind}")
+        return None
     return {"plural": plural, "scope": "Namespaced" if namespaced else "Cluster",
             "status": status}
 
 
 # -- snapshot -> code ----------------------------------------------------------------------
 def snake(name: str) -> str:
-    """camelCase -> snake_case, keeping plural acronyms whole (podIPs -> pod_ips)."""
+    """camelCase -> snake_case, keeping plural acronyms whole (podIPs -> pod_ips); other
+    characters separate words (``$ref`` -> ``ref``, ``x-kubernetes-list-type`` ->
+    ``x_kubernetes_list_type``); a keyword or a type's name gets a trailing underscore."""
+    out = "_".join(_snake_word(part) for part in re.split(r"[^A-Za-z0-9]+", name) if part)
+    if not out:
+        raise GenerateError(f"cannot split field name {name!r}")
+    return out + "_" if keyword.iskeyword(out) or out in _SHADOWING else out
+
+
+# Names the annotations use: a field named so would shadow them when msgspec evaluates the
+# class's annotations in its namespace (DeviceAttribute's ``bool`` and ``int``).
+_SHADOWING = frozenset({"bool", "int", "str", "float", "object", "datetime", "field"})
+
+
+def _snake_word(name: str) -> str:
     words = re.findall(r"[A-Z]{2,}s(?![a-z])|[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+",
                        name)
     if "".join(words) != name:
         raise GenerateError(f"cannot split field name {name!r}")
-    out = "_".join(w.lower() for w in words)
-    return out + "_" if keyword.iskeyword(out) else out
+    return "_".join(w.lower() for w in words)
 
 
 def _camel(py_name: str) -> str:
@@ -248,14 +311,29 @@ def _camel(py_name: str) -> str:
 
 
 def _module_of(name: str) -> str:
-    prefix = name.rsplit(".", 1)[0]
-    if prefix not in MODULE_OF_PREFIX:
-        raise GenerateError(f"{name}: no module for {prefix}")
-    return MODULE_OF_PREFIX[prefix]
+    return module_of_prefix(name.rsplit(".", 1)[0])
+
+
+def _wrapped_call(opening: str, args: list[str]) -> list[str]:
+    """``opening`` + ``args`` + ``)``, wrapped at :data:`LINE` (continuation indent 6)."""
+    lines = [opening]
+    for i, arg in enumerate(args):
+        piece = arg + (", " if i < len(args) - 1 else ")")
+        if len(lines[-1] + piece.rstrip()) > LINE:
+            lines[-1] = lines[-1].rstrip()
+            lines.append(" " * 6)
+        lines[-1] += piece
+    return lines
+
+
+# Typographic characters some descriptions carry, as ASCII (ruff flags them as ambiguous).
+_ASCII = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+                        "\u2013": "-", "\u2014": "-", "\u00a0": " "})
 
 
 def _docstring(text: str, indent: str) -> list[str]:
-    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip() or "(no description)"
+    text = text.translate(_ASCII).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    text = text.strip() or "(no description)"
     lines = textwrap.wrap(text, width=LINE - 6 - len(indent), break_long_words=False,
                           break_on_hyphens=False)
     if lines[-1].endswith('"'):  # would close the docstring early
@@ -278,10 +356,12 @@ class _Module:
         self.uses_empty_map = False
 
     def ref_type(self, ref: str) -> str:
-        if ref == INT_OR_STRING:
-            return "int | str"
-        if ref == QUANTITY:
-            return "str"
+        if ref in ALIASES:
+            typ, abc = ALIASES[ref]
+            if "JSONSchemaProps" in typ and self.name != _module_of(ref):
+                raise GenerateError(f"{ref} used outside its module")
+            self.abc.update(abc)
+            return typ
         if ref in TIMES:
             self.uses_datetime = True
             return "datetime"
@@ -331,8 +411,7 @@ class _Module:
             if empty == "EMPTY_MAP":
                 self.uses_empty_map = True
             value = f"field(default={empty}, {rename})" if rename else empty
-        elif (has_default or required) and ref and ref not in TIMES and ref not in (
-                INT_OR_STRING, QUANTITY):
+        elif (has_default or required) and ref and ref not in TIMES and ref not in ALIASES:
             value = f"field(default_factory={typ}{', ' + rename if rename else ''})"
             if "." not in typ:  # a class of this module: it must be defined first
                 self.deps.setdefault(cls, set()).add(typ)
@@ -344,7 +423,7 @@ class _Module:
             literal = json.dumps(default) if typ != "bool" else repr(default)
             value = f"field(default={literal}, {rename})" if rename else literal
         else:
-            typ = f"{typ} | None"
+            typ = f"{typ} | None" if typ != "object" else typ  # object: None is one already
             value = f"field(default=None, {rename})" if rename else "None"
         line = f"    {py_name}: {typ} = {value}"
         if len(f"    {py_name}: {typ} = field(") > LINE:
@@ -365,14 +444,11 @@ class _Module:
         cls = name.rsplit(".", 1)[-1]
         lines = ["", ""]
         if kind is not None:
-            api_version = MODULE_API_VERSION[self.name]
-            extra = ", builtin=True" + ("" if kind["status"] else ", status_subresource=False")
-            decorator = (f'@kind("{api_version}", "{cls}", plural="{kind["plural"]}", '
-                         f'scope="{kind["scope"]}"{extra})')
-            if len(decorator) > LINE:
-                cut = decorator.rindex(", ", 0, LINE)
-                decorator = decorator[:cut + 1] + "\n      " + decorator[cut + 2:]
-            lines.append(decorator)
+            api_version = self.snapshot["modules"][self.name]
+            args = [f'"{api_version}"', f'"{cls}"', f'plural="{kind["plural"]}"',
+                    f'scope="{kind["scope"]}"', "builtin=True",
+                    *([] if kind["status"] else ["status_subresource=False"])]
+            lines += _wrapped_call("@kind(", args)
             lines.append(f"class {cls}(Object, kw_only=True, gc=False):")
         else:
             lines.append(f"class {cls}(Struct, kw_only=True, gc=False):")
@@ -419,7 +495,7 @@ class _Module:
             name, snapshot["schemas"][name], snapshot["kinds"].get(name))
             for name in kinds + others}
         body = [line for cls in self.ordered(list(texts)) for line in texts[cls]]
-        api_version = MODULE_API_VERSION[self.name]
+        api_version = self.snapshot["modules"][self.name]
         reexported = REEXPORTED if self.name == "meta_v1" else ()
         exported = sorted([*reexported, *(n.rsplit(".", 1)[-1] for n in classes)])
         summary = ("Kinds: " + ", ".join(k.rsplit(".", 1)[-1] for k in kinds) + "."
@@ -439,7 +515,7 @@ class _Module:
         if kinds:
             head.append("from pyctrl.api.markers import kind")
         api_names = [*(["EMPTY_MAP"] if self.uses_empty_map else []), *reexported,
-                     *(["Object"] if kinds else []), "Struct",
+                     *(["Object"] if kinds else []), *(["Struct"] if others else []),
                      *(["field"] if self.uses_field else [])]
         head.append(f"from pyctrl.api.types import {', '.join(api_names)}")
         if self.imports:
@@ -465,7 +541,7 @@ def generate(snapshot: Mapping[str, Any]) -> dict[str, str]:
     _check_hand_written(snapshot)
     by_module: dict[str, list[str]] = {}
     for name in snapshot["schemas"]:
-        if name in HAND_WRITTEN or name in (INT_OR_STRING, QUANTITY, *TIMES):
+        if name in HAND_WRITTEN or name in ALIASES or name in TIMES:
             continue
         by_module.setdefault(_module_of(name), []).append(name)
     files = {f"{module}.py": _Module(module, snapshot).render(by_module[module])
@@ -496,7 +572,8 @@ Decoding: ``msgspec.json.decode(data, type=Job)`` from the apiserver's bytes, or
 ``pyctrl.api.decode(Job, raw)`` from a cached dict. It is tolerant: every field has a default
 (the server omits what is empty) and unknown fields (a newer server's) are ignored. Field
 names are snake_case (``pod.status.pod_ips``, ``job.spec.ttl_seconds_after_finished``; a
-Python keyword gets a trailing underscore) and encode back to the spec's JSON names.
+Python keyword or a type's name gets a trailing underscore) and encode back to the spec's JSON
+names.
 
 Types: a field the spec requires, or that is a Go value field, is never None
 (``job.spec.template.spec.containers``); an optional one is ``T | None``. Lists are
@@ -504,8 +581,12 @@ Types: a field the spec requires, or that is a Go value field, is never None
 be; build a changed copy with ``msgspec.structs.replace``. IntOrString is ``int | str``,
 Quantity ``str``, times are aware ``datetime``.
 
-Only the kinds below and the types they reference are generated (``mypy --strict`` stays
-quick); add a kind to ``KINDS`` in {COMMAND} and rerun it.
+Every kind of every group/version of that spec is here (alpha and beta versions too: a
+cluster serves those only when enabled), with every type they reference; the ``...List``
+kinds are not (a LIST's items are decoded one by one). A subresource's body (``Scale``,
+``Eviction``, ``TokenRequest``) is a plain Struct, not a kind. Nothing imports these modules
+but you: ``import pyctrl`` loads none, and a module loads only ``meta_v1`` and ``core_v1``
+besides itself. ``make models`` regenerates them.
 
 {rows}
 """
@@ -543,6 +624,7 @@ def write(files: Mapping[str, str], out: Path, check: bool) -> int:
 def snapshot_text(snapshot: Mapping[str, Any]) -> str:
     """The snapshot file's text (stable key order, one schema a line for small diffs)."""
     lines = ["{", f'"version": {json.dumps(snapshot["version"])},',
+             f'"modules": {json.dumps(snapshot["modules"], sort_keys=True)},',
              f'"kinds": {json.dumps(snapshot["kinds"], sort_keys=True)},', '"schemas": {']
     items = list(snapshot["schemas"].items())
     for i, (name, schema) in enumerate(items):
