@@ -103,6 +103,7 @@ REEXPORTED = ("Condition", "ObjectMeta", "OwnerReference")  # by meta_v1
 OBJECT_FIELDS = ("apiVersion", "kind", "metadata")  # declared by pyctrl.api.Object
 # Schema keys the snapshot keeps; anything else in a kept schema is dropped on purpose
 # (patch strategies and list types only matter to the server and to CRD generation).
+NULLABLE = "x-pyctrl-nullable"  # the snapshot's: fields the server may send as null
 _KEPT = ("type", "format", "required", "default", "additionalProperties", "items",
          "properties", "allOf", "$ref", "oneOf")
 Schema = dict[str, Any]
@@ -123,14 +124,19 @@ def pinned_version() -> str:
     raise GenerateError(f"no k8s.io/kubernetes version in {GO_MOD}")
 
 
-def default_spec_dir(version: str) -> Path | None:
-    """The module cache's api/openapi-spec/v3 for ``version``, when it is there."""
+def module_cache() -> Path:
+    """Go's module cache (``go env GOMODCACHE``, else ~/go/pkg/mod)."""
     try:
         cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
                                check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         cache = os.path.expanduser("~/go/pkg/mod")
-    path = Path(cache) / "k8s.io" / f"kubernetes@{version}" / "api" / "openapi-spec" / "v3"
+    return Path(cache)
+
+
+def default_spec_dir(version: str) -> Path | None:
+    """The module cache's api/openapi-spec/v3 for ``version``, when it is there."""
+    path = module_cache() / "k8s.io" / f"kubernetes@{version}" / "api" / "openapi-spec" / "v3"
     return path if path.is_dir() else None
 
 
@@ -243,10 +249,18 @@ def build_snapshot(spec_dir: Path, version: str) -> Schema:
         stack.extend(_refs(schemas[name]))
     # managedFields (FieldsV1, ManagedFieldsEntry) is not part of the typed ObjectMeta.
     seen -= {f"{META}.ManagedFieldsEntry", f"{META}.FieldsV1"}
+    from hack.gen_models_go import nullable_fields
+
+    nullable = nullable_fields(module_cache(), version, {
+        name.rsplit(".", 1)[0] for name in seen if name not in ALIASES})
+    trimmed = {name: _trim(schemas[name]) for name in sorted(seen)}
+    for name, fields in nullable.items():
+        if name in trimmed:
+            trimmed[name][NULLABLE] = fields
     return {"version": version,
             "modules": dict(sorted(modules.items())),
             "kinds": dict(sorted(kinds.items())),
-            "schemas": {name: _trim(schemas[name]) for name in sorted(seen)}}
+            "schemas": trimmed}
 
 
 def _rest_facts(paths: list[tuple[str, Mapping[str, Any]]], group: str, version: str,
@@ -314,14 +328,14 @@ def _module_of(name: str) -> str:
     return module_of_prefix(name.rsplit(".", 1)[0])
 
 
-def _wrapped_call(opening: str, args: list[str]) -> list[str]:
-    """``opening`` + ``args`` + ``)``, wrapped at :data:`LINE` (continuation indent 6)."""
+def _wrapped_call(opening: str, args: list[str], indent: int = 6) -> list[str]:
+    """``opening`` + ``args`` + ``)``, wrapped at :data:`LINE` (continuation ``indent``)."""
     lines = [opening]
     for i, arg in enumerate(args):
         piece = arg + (", " if i < len(args) - 1 else ")")
         if len(lines[-1] + piece.rstrip()) > LINE:
             lines[-1] = lines[-1].rstrip()
-            lines.append(" " * 6)
+            lines.append(" " * indent)
         lines[-1] += piece
     return lines
 
@@ -354,6 +368,7 @@ class _Module:
         self.deps: dict[str, set[str]] = {}
         self.abc: set[str] = set()
         self.uses_empty_map = False
+        self.nulls: dict[str, list[str]] = {}  # class -> "field=default" for null fields
 
     def ref_type(self, ref: str) -> str:
         if ref in ALIASES:
@@ -399,7 +414,7 @@ class _Module:
         raise GenerateError(f"{where}: cannot type {schema}")
 
     def field_line(self, cls: str, prop: str, schema: Mapping[str, Any],
-                   required: bool) -> list[str]:
+                   required: bool, nullable: bool) -> list[str]:
         where = f"{cls}.{prop}"
         py_name = snake(prop)
         typ = self.type_of(schema, where)
@@ -411,8 +426,10 @@ class _Module:
             if empty == "EMPTY_MAP":
                 self.uses_empty_map = True
             value = f"field(default={empty}, {rename})" if rename else empty
+            null = empty
         elif (has_default or required) and ref and ref not in TIMES and ref not in ALIASES:
             value = f"field(default_factory={typ}{', ' + rename if rename else ''})"
+            null = f"{typ}()"
             if "." not in typ:  # a class of this module: it must be defined first
                 self.deps.setdefault(cls, set()).add(typ)
         elif (has_default or required) and typ in ("str", "int", "float", "bool"):
@@ -422,9 +439,14 @@ class _Module:
                 raise GenerateError(f"{where}: default {default!r} for {typ}")
             literal = json.dumps(default) if typ != "bool" else repr(default)
             value = f"field(default={literal}, {rename})" if rename else literal
+            null = literal
         else:
             typ = f"{typ} | None" if typ != "object" else typ  # object: None is one already
             value = f"field(default=None, {rename})" if rename else "None"
+            nullable = False  # None is a value of the field already
+        if nullable:  # T to a type checker, T | None to msgspec; __post_init__ fills it
+            typ = f"Nullable[{typ}]"
+            self.nulls.setdefault(cls, []).append(f"{py_name}={null}")
         line = f"    {py_name}: {typ} = {value}"
         if len(f"    {py_name}: {typ} = field(") > LINE:
             line = f"    {py_name}: (\n        {typ}) = {value}"
@@ -457,12 +479,17 @@ class _Module:
         if schema.get("type") != "object" or "additionalProperties" in schema:
             raise GenerateError(f"{name}: not a plain object schema")
         required = set(schema.get("required", ()))
+        nullable = set(schema.get(NULLABLE, ()))
         body: list[str] = []
         for prop, sub in props.items():
             if kind is not None and prop in OBJECT_FIELDS:
                 continue
             body.append("")
-            body += self.field_line(cls, prop, sub, prop in required)
+            body += self.field_line(cls, prop, sub, prop in required, prop in nullable)
+        if cls in self.nulls:
+            body += ["", "    def __post_init__(self) -> None:",
+                     *_wrapped_call("        nulls_to_defaults(", ["self", *self.nulls[cls]],
+                                    indent=12)]
         if not body:
             return lines[:-1]
         return lines + body[1:]
@@ -514,6 +541,8 @@ class _Module:
         head += [*std, ""] if std else []
         if kinds:
             head.append("from pyctrl.api.markers import kind")
+        if self.nulls:
+            head.append("from pyctrl.api.nullable import Nullable, nulls_to_defaults")
         api_names = [*(["EMPTY_MAP"] if self.uses_empty_map else []), *reexported,
                      *(["Object"] if kinds else []), *(["Struct"] if others else []),
                      *(["field"] if self.uses_field else [])]

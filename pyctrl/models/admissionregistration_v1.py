@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -243,7 +244,7 @@ class MutatingWebhook(Struct, kw_only=True, gc=False):
     to.
     """
 
-    admission_review_versions: Sequence[str] = ()
+    admission_review_versions: Nullable[Sequence[str]] = ()
     """AdmissionReviewVersions is an ordered list of preferred `AdmissionReview` versions the
     Webhook expects.
     """
@@ -285,11 +286,14 @@ class MutatingWebhook(Struct, kw_only=True, gc=False):
     rules: Sequence[RuleWithOperations] = ()
     """Rules describes what operations on what resources/subresources the webhook cares about."""
 
-    side_effects: str = ""
+    side_effects: Nullable[str] = ""
     """SideEffects states whether this webhook has side effects."""
 
     timeout_seconds: int | None = None
     """TimeoutSeconds specifies the timeout for this webhook."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, admission_review_versions=(), side_effects="")
 
 
 class NamedRuleWithOperations(Struct, kw_only=True, gc=False):
@@ -399,7 +403,7 @@ class ValidatingWebhook(Struct, kw_only=True, gc=False):
     applies to.
     """
 
-    admission_review_versions: Sequence[str] = ()
+    admission_review_versions: Nullable[Sequence[str]] = ()
     """AdmissionReviewVersions is an ordered list of preferred `AdmissionReview` versions the
     Webhook expects.
     """
@@ -436,11 +440,14 @@ class ValidatingWebhook(Struct, kw_only=True, gc=False):
     rules: Sequence[RuleWithOperations] = ()
     """Rules describes what operations on what resources/subresources the webhook cares about."""
 
-    side_effects: str = ""
+    side_effects: Nullable[str] = ""
     """SideEffects states whether this webhook has side effects."""
 
     timeout_seconds: int | None = None
     """TimeoutSeconds specifies the timeout for this webhook."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, admission_review_versions=(), side_effects="")
 
 
 class Validation(Struct, kw_only=True, gc=False):

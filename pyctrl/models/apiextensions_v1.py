@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 
 __all__ = [
@@ -79,8 +80,11 @@ class CustomResourceDefinitionSpec(Struct, kw_only=True, gc=False):
     scope: str = ""
     """scope indicates whether the defined custom resource is cluster- or namespace-scoped."""
 
-    versions: Sequence[CustomResourceDefinitionVersion] = ()
+    versions: Nullable[Sequence[CustomResourceDefinitionVersion]] = ()
     """versions is the list of all API versions of the defined custom resource."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, versions=())
 
 
 class CustomResourceDefinitionStatus(Struct, kw_only=True, gc=False):
@@ -90,14 +94,17 @@ class CustomResourceDefinitionStatus(Struct, kw_only=True, gc=False):
         default_factory=CustomResourceDefinitionNames)
     """acceptedNames are the names that are actually being used to serve discovery."""
 
-    conditions: Sequence[CustomResourceDefinitionCondition] = ()
+    conditions: Nullable[Sequence[CustomResourceDefinitionCondition]] = ()
     """conditions indicate state for particular aspects of a CustomResourceDefinition"""
 
     observed_generation: int | None = None
     """The generation observed by the CRD controller."""
 
-    stored_versions: Sequence[str] = ()
+    stored_versions: Nullable[Sequence[str]] = ()
     """storedVersions lists all versions of CustomResources that were ever persisted."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, conditions=(), stored_versions=())
 
 
 @kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", plural="customresourcedefinitions",
@@ -447,7 +454,10 @@ class WebhookConversion(Struct, kw_only=True, gc=False):
     client_config: WebhookClientConfig | None = None
     """clientConfig is the instructions for how to call the webhook if strategy is `Webhook`."""
 
-    conversion_review_versions: Sequence[str] = ()
+    conversion_review_versions: Nullable[Sequence[str]] = ()
     """conversionReviewVersions is an ordered list of preferred `ConversionReview` versions the
     Webhook expects.
     """
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, conversion_review_versions=())

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -75,7 +76,7 @@ class DaemonSetSpec(Struct, kw_only=True, gc=False):
     revision_history_limit: int | None = None
     """The number of old history to retain to allow rollback."""
 
-    selector: meta_v1.LabelSelector = field(default_factory=meta_v1.LabelSelector)
+    selector: Nullable[meta_v1.LabelSelector] = field(default_factory=meta_v1.LabelSelector)
     """A label query over pods that are managed by the daemon set."""
 
     template: core_v1.PodTemplateSpec = field(default_factory=core_v1.PodTemplateSpec)
@@ -83,6 +84,9 @@ class DaemonSetSpec(Struct, kw_only=True, gc=False):
 
     update_strategy: DaemonSetUpdateStrategy = field(default_factory=DaemonSetUpdateStrategy)
     """An update strategy to replace existing DaemonSet pods with new pods."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, selector=meta_v1.LabelSelector())
 
 
 class DaemonSetStatus(Struct, kw_only=True, gc=False):
@@ -174,7 +178,7 @@ class DeploymentSpec(Struct, kw_only=True, gc=False):
     revision_history_limit: int | None = None
     """The number of old ReplicaSets to retain to allow rollback."""
 
-    selector: meta_v1.LabelSelector = field(default_factory=meta_v1.LabelSelector)
+    selector: Nullable[meta_v1.LabelSelector] = field(default_factory=meta_v1.LabelSelector)
     """Label selector for pods."""
 
     strategy: DeploymentStrategy = field(default_factory=DeploymentStrategy)
@@ -182,6 +186,9 @@ class DeploymentSpec(Struct, kw_only=True, gc=False):
 
     template: core_v1.PodTemplateSpec = field(default_factory=core_v1.PodTemplateSpec)
     """Template describes the pods that will be created."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, selector=meta_v1.LabelSelector())
 
 
 class DeploymentStatus(Struct, kw_only=True, gc=False):
@@ -243,13 +250,16 @@ class ReplicaSetSpec(Struct, kw_only=True, gc=False):
     replicas: int | None = None
     """Replicas is the number of desired pods."""
 
-    selector: meta_v1.LabelSelector = field(default_factory=meta_v1.LabelSelector)
+    selector: Nullable[meta_v1.LabelSelector] = field(default_factory=meta_v1.LabelSelector)
     """Selector is a label query over pods that should match the replica count."""
 
     template: core_v1.PodTemplateSpec = field(default_factory=core_v1.PodTemplateSpec)
     """Template is the object that describes the pod that will be created if insufficient
     replicas are detected.
     """
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, selector=meta_v1.LabelSelector())
 
 
 class ReplicaSetStatus(Struct, kw_only=True, gc=False):
@@ -336,7 +346,7 @@ class StatefulSetSpec(Struct, kw_only=True, gc=False):
     StatefulSet's revision history.
     """
 
-    selector: meta_v1.LabelSelector = field(default_factory=meta_v1.LabelSelector)
+    selector: Nullable[meta_v1.LabelSelector] = field(default_factory=meta_v1.LabelSelector)
     """selector is a label query over pods that should match the replica count."""
 
     service_name: str = ""
@@ -354,6 +364,9 @@ class StatefulSetSpec(Struct, kw_only=True, gc=False):
 
     volume_claim_templates: Sequence[core_v1.PersistentVolumeClaim] = ()
     """volumeClaimTemplates is a list of claims that pods are allowed to reference."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, selector=meta_v1.LabelSelector())
 
 
 class StatefulSetStatus(Struct, kw_only=True, gc=False):

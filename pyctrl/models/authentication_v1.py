@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -122,7 +123,7 @@ class BoundObjectReference(Struct, kw_only=True, gc=False):
 class TokenRequestSpec(Struct, kw_only=True, gc=False):
     """TokenRequestSpec contains client provided parameters of a token request."""
 
-    audiences: Sequence[str] = ()
+    audiences: Nullable[Sequence[str]] = ()
     """Audiences are the intendend audiences of the token."""
 
     bound_object_ref: BoundObjectReference | None = None
@@ -130,6 +131,9 @@ class TokenRequestSpec(Struct, kw_only=True, gc=False):
 
     expiration_seconds: int | None = None
     """ExpirationSeconds is the requested duration of validity of the request."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, audiences=())
 
 
 class TokenRequestStatus(Struct, kw_only=True, gc=False):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -122,13 +123,16 @@ class SubjectRulesReviewStatus(Struct, kw_only=True, gc=False):
     incomplete: bool = False
     """Incomplete is true when the rules returned by this call are incomplete."""
 
-    non_resource_rules: Sequence[NonResourceRule] = ()
+    non_resource_rules: Nullable[Sequence[NonResourceRule]] = ()
     """NonResourceRules is the list of actions the subject is allowed to perform on
     non-resources.
     """
 
-    resource_rules: Sequence[ResourceRule] = ()
+    resource_rules: Nullable[Sequence[ResourceRule]] = ()
     """ResourceRules is the list of actions the subject is allowed to perform on resources."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, non_resource_rules=(), resource_rules=())
 
 
 @kind("authorization.k8s.io/v1", "SelfSubjectRulesReview", plural="selfsubjectrulesreviews",
@@ -199,10 +203,13 @@ class NonResourceRule(Struct, kw_only=True, gc=False):
     non_resource_urls: Sequence[str] = field(default=(), name="nonResourceURLs")
     """NonResourceURLs is a set of partial urls that a user should have access to."""
 
-    verbs: Sequence[str] = ()
+    verbs: Nullable[Sequence[str]] = ()
     """Verb is a list of kubernetes non-resource API verbs, like: get, post, put, delete, patch,
     head, options.
     """
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, verbs=())
 
 
 class ResourceAttributes(Struct, kw_only=True, gc=False):
@@ -252,7 +259,10 @@ class ResourceRule(Struct, kw_only=True, gc=False):
     resources: Sequence[str] = ()
     """Resources is a list of resources this rule applies to."""
 
-    verbs: Sequence[str] = ()
+    verbs: Nullable[Sequence[str]] = ()
     """Verb is a list of kubernetes resource API verbs, like: get, list, watch, create, update,
     delete, proxy.
     """
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, verbs=())

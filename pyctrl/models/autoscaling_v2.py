@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -99,7 +100,7 @@ class HorizontalPodAutoscalerStatus(Struct, kw_only=True, gc=False):
     indicates whether or not those conditions are met.
     """
 
-    current_metrics: Sequence[MetricStatus] = ()
+    current_metrics: Nullable[Sequence[MetricStatus]] = ()
     """currentMetrics is the last read state of the metrics used by this autoscaler."""
 
     current_replicas: int | None = None
@@ -119,6 +120,9 @@ class HorizontalPodAutoscalerStatus(Struct, kw_only=True, gc=False):
 
     observed_generation: int | None = None
     """observedGeneration is the most recent generation observed by this autoscaler."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, current_metrics=())
 
 
 @kind("autoscaling/v2", "HorizontalPodAutoscaler", plural="horizontalpodautoscalers",

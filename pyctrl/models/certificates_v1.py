@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 
 __all__ = [
@@ -32,7 +33,7 @@ class CertificateSigningRequestSpec(Struct, kw_only=True, gc=False):
     groups: Sequence[str] = ()
     """groups contains group membership of the user that created the CertificateSigningRequest."""
 
-    request: str = ""
+    request: Nullable[str] = ""
     """request contains an x509 certificate signing request encoded in a "CERTIFICATE REQUEST"
     PEM block.
     """
@@ -48,6 +49,9 @@ class CertificateSigningRequestSpec(Struct, kw_only=True, gc=False):
 
     username: str | None = None
     """username contains the name of the user that created the CertificateSigningRequest."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, request="")
 
 
 class CertificateSigningRequestStatus(Struct, kw_only=True, gc=False):

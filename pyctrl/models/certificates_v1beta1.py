@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -57,7 +58,7 @@ class PodCertificateRequestSpec(Struct, kw_only=True, gc=False):
     node_uid: str = field(default="", name="nodeUID")
     """nodeUID is the UID of the node the pod is assigned to."""
 
-    pkix_public_key: str = ""
+    pkix_public_key: Nullable[str] = ""
     """pkixPublicKey is the PKIX-serialized public key the signer will issue the certificate to."""
 
     pod_name: str = ""
@@ -66,7 +67,7 @@ class PodCertificateRequestSpec(Struct, kw_only=True, gc=False):
     pod_uid: str = field(default="", name="podUID")
     """podUID is the UID of the pod into which the certificate will be mounted."""
 
-    proof_of_possession: str = ""
+    proof_of_possession: Nullable[str] = ""
     """proofOfPossession proves that the requesting kubelet holds the private key corresponding
     to pkixPublicKey.
     """
@@ -84,6 +85,9 @@ class PodCertificateRequestSpec(Struct, kw_only=True, gc=False):
     """unverifiedUserAnnotations allow pod authors to pass additional information to the signer
     implementation.
     """
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, pkix_public_key="", proof_of_possession="")
 
 
 class PodCertificateRequestStatus(Struct, kw_only=True, gc=False):

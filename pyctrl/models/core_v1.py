@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -358,8 +359,11 @@ class Event(Object, kw_only=True, gc=False):
 class LimitRangeSpec(Struct, kw_only=True, gc=False):
     """LimitRangeSpec defines a min/max usage limit for resources that match on kind."""
 
-    limits: Sequence[LimitRangeItem] = ()
+    limits: Nullable[Sequence[LimitRangeItem]] = ()
     """Limits is the list of LimitRangeItem objects that are enforced."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, limits=())
 
 
 @kind("v1", "LimitRange", plural="limitranges", scope="Namespaced", builtin=True,
@@ -801,7 +805,7 @@ class PodSpec(Struct, kw_only=True, gc=False):
     automatically mounted.
     """
 
-    containers: Sequence[Container] = ()
+    containers: Nullable[Sequence[Container]] = ()
     """List of containers belonging to the pod."""
 
     dns_config: PodDNSConfig | None = None
@@ -943,6 +947,9 @@ class PodSpec(Struct, kw_only=True, gc=False):
 
     workload_ref: WorkloadReference | None = None
     """WorkloadRef provides a reference to the Workload object that this Pod belongs to."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, containers=())
 
 
 class PodStatus(Struct, kw_only=True, gc=False):
@@ -1497,7 +1504,7 @@ class CephFSPersistentVolumeSource(Struct, kw_only=True, gc=False):
     support ownership management or SELinux relabeling.
     """
 
-    monitors: Sequence[str] = ()
+    monitors: Nullable[Sequence[str]] = ()
     """monitors is Required: Monitors is a collection of Ceph monitors More info:
     https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it
     """
@@ -1524,13 +1531,16 @@ class CephFSPersistentVolumeSource(Struct, kw_only=True, gc=False):
     https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it
     """
 
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, monitors=())
+
 
 class CephFSVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not
     support ownership management or SELinux relabeling.
     """
 
-    monitors: Sequence[str] = ()
+    monitors: Nullable[Sequence[str]] = ()
     """monitors is Required: Monitors is a collection of Ceph monitors More info:
     https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it
     """
@@ -1556,6 +1566,9 @@ class CephFSVolumeSource(Struct, kw_only=True, gc=False):
     """user is optional: User is the rados user name, default is admin More info:
     https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it
     """
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, monitors=())
 
 
 class CinderPersistentVolumeSource(Struct, kw_only=True, gc=False):
@@ -1839,11 +1852,14 @@ class ContainerExtendedResourceRequest(Struct, kw_only=True, gc=False):
 class ContainerImage(Struct, kw_only=True, gc=False):
     """Describe a container image"""
 
-    names: Sequence[str] = ()
+    names: Nullable[Sequence[str]] = ()
     """Names by which this image is known."""
 
     size_bytes: int | None = None
     """The size of the image in bytes."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, names=())
 
 
 class ContainerPort(Struct, kw_only=True, gc=False):
@@ -2412,10 +2428,13 @@ class GRPCAction(Struct, kw_only=True, gc=False):
     port: int = 0
     """Port number of the gRPC service."""
 
-    service: str = ""
+    service: Nullable[str] = ""
     """Service is the name of the service to place in the gRPC HealthCheckRequest (see
     https://github.com/grpc/grpc/blob/master/doc/health-checking.md).
     """
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, service="")
 
 
 class GitRepoVolumeSource(Struct, kw_only=True, gc=False):
@@ -2893,8 +2912,11 @@ class NodeSelector(Struct, kw_only=True, gc=False):
     selector terms.
     """
 
-    node_selector_terms: Sequence[NodeSelectorTerm] = ()
+    node_selector_terms: Nullable[Sequence[NodeSelectorTerm]] = ()
     """Required."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, node_selector_terms=())
 
 
 class NodeSelectorRequirement(Struct, kw_only=True, gc=False):
@@ -3148,7 +3170,7 @@ class PodExtendedResourceClaimStatus(Struct, kw_only=True, gc=False):
     requests backed by DRA.
     """
 
-    request_mappings: Sequence[ContainerExtendedResourceRequest] = ()
+    request_mappings: Nullable[Sequence[ContainerExtendedResourceRequest]] = ()
     """RequestMappings identifies the mapping of <container, extended resource backed by DRA> to
     device request in the generated ResourceClaim.
     """
@@ -3157,6 +3179,9 @@ class PodExtendedResourceClaimStatus(Struct, kw_only=True, gc=False):
     """ResourceClaimName is the name of the ResourceClaim that was generated for the Pod in the
     namespace of the Pod.
     """
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, request_mappings=())
 
 
 class PodIP(Struct, kw_only=True, gc=False):
@@ -3357,8 +3382,11 @@ class ProjectedVolumeSource(Struct, kw_only=True, gc=False):
     default_mode: int | None = None
     """defaultMode are the mode bits used to set permissions on created files by default."""
 
-    sources: Sequence[VolumeProjection] = ()
+    sources: Nullable[Sequence[VolumeProjection]] = ()
     """sources is the list of volume projections."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, sources=())
 
 
 class QuobyteVolumeSource(Struct, kw_only=True, gc=False):
@@ -3400,7 +3428,7 @@ class RBDPersistentVolumeSource(Struct, kw_only=True, gc=False):
     keyring: str = "/etc/ceph/keyring"
     """keyring is the path to key ring for RBDUser."""
 
-    monitors: Sequence[str] = ()
+    monitors: Nullable[Sequence[str]] = ()
     """monitors is a collection of Ceph monitors."""
 
     pool: str = "rbd"
@@ -3415,6 +3443,9 @@ class RBDPersistentVolumeSource(Struct, kw_only=True, gc=False):
     user: str = "admin"
     """user is the rados user name."""
 
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, monitors=())
+
 
 class RBDVolumeSource(Struct, kw_only=True, gc=False):
     """Represents a Rados Block Device mount that lasts the lifetime of a pod."""
@@ -3428,7 +3459,7 @@ class RBDVolumeSource(Struct, kw_only=True, gc=False):
     keyring: str = "/etc/ceph/keyring"
     """keyring is the path to key ring for RBDUser."""
 
-    monitors: Sequence[str] = ()
+    monitors: Nullable[Sequence[str]] = ()
     """monitors is a collection of Ceph monitors."""
 
     pool: str = "rbd"
@@ -3442,6 +3473,9 @@ class RBDVolumeSource(Struct, kw_only=True, gc=False):
 
     user: str = "admin"
     """user is the rados user name."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, monitors=())
 
 
 class ReplicationControllerCondition(Struct, kw_only=True, gc=False):
@@ -3551,7 +3585,7 @@ class ScaleIOPersistentVolumeSource(Struct, kw_only=True, gc=False):
     read_only: bool | None = None
     """readOnly defaults to false (read/write)."""
 
-    secret_ref: SecretReference = field(default_factory=SecretReference)
+    secret_ref: Nullable[SecretReference] = field(default_factory=SecretReference)
     """secretRef references to the secret for ScaleIO user and other sensitive information."""
 
     ssl_enabled: bool | None = None
@@ -3573,6 +3607,9 @@ class ScaleIOPersistentVolumeSource(Struct, kw_only=True, gc=False):
     associated with this volume source.
     """
 
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, secret_ref=SecretReference())
+
 
 class ScaleIOVolumeSource(Struct, kw_only=True, gc=False):
     """ScaleIOVolumeSource represents a persistent ScaleIO volume"""
@@ -3589,7 +3626,7 @@ class ScaleIOVolumeSource(Struct, kw_only=True, gc=False):
     read_only: bool | None = None
     """readOnly Defaults to false (read/write)."""
 
-    secret_ref: LocalObjectReference = field(default_factory=LocalObjectReference)
+    secret_ref: Nullable[LocalObjectReference] = field(default_factory=LocalObjectReference)
     """secretRef references to the secret for ScaleIO user and other sensitive information."""
 
     ssl_enabled: bool | None = None
@@ -3610,6 +3647,9 @@ class ScaleIOVolumeSource(Struct, kw_only=True, gc=False):
     """volumeName is the name of a volume already created in the ScaleIO system that is
     associated with this volume source.
     """
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, secret_ref=LocalObjectReference())
 
 
 class ScopeSelector(Struct, kw_only=True, gc=False):
@@ -3900,8 +3940,11 @@ class TopologySelectorLabelRequirement(Struct, kw_only=True, gc=False):
     key: str = ""
     """The label key that the selector applies to."""
 
-    values: Sequence[str] = ()
+    values: Nullable[Sequence[str]] = ()
     """An array of string values."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, values=())
 
 
 class TopologySelectorTerm(Struct, kw_only=True, gc=False):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import core_v1
 
@@ -31,11 +32,14 @@ class EndpointSlice(Object, kw_only=True, gc=False):
     address_type: str = ""
     """addressType specifies the type of address carried by this EndpointSlice."""
 
-    endpoints: Sequence[Endpoint] = ()
+    endpoints: Nullable[Sequence[Endpoint]] = ()
     """endpoints is a list of unique endpoints in this slice."""
 
-    ports: Sequence[EndpointPort] = ()
+    ports: Nullable[Sequence[EndpointPort]] = ()
     """ports specifies the list of network ports exposed by each endpoint in this slice."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, endpoints=(), ports=())
 
 
 class EndpointConditions(Struct, kw_only=True, gc=False):
@@ -58,7 +62,7 @@ class EndpointConditions(Struct, kw_only=True, gc=False):
 class Endpoint(Struct, kw_only=True, gc=False):
     """Endpoint represents a single logical "backend" implementing a service."""
 
-    addresses: Sequence[str] = ()
+    addresses: Nullable[Sequence[str]] = ()
     """addresses of this endpoint."""
 
     conditions: EndpointConditions = field(default_factory=EndpointConditions)
@@ -81,6 +85,9 @@ class Endpoint(Struct, kw_only=True, gc=False):
 
     zone: str | None = None
     """zone is the name of the Zone this endpoint exists in."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, addresses=())
 
 
 class EndpointHints(Struct, kw_only=True, gc=False):

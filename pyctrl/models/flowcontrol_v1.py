@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import Object, Struct, field
 
 __all__ = [
@@ -211,13 +212,16 @@ class NonResourcePolicyRule(Struct, kw_only=True, gc=False):
     verb and the target non-resource URL.
     """
 
-    non_resource_urls: Sequence[str] = field(default=(), name="nonResourceURLs")
+    non_resource_urls: Nullable[Sequence[str]] = field(default=(), name="nonResourceURLs")
     """`nonResourceURLs` is a set of url prefixes that a user should have access to and may not
     be empty.
     """
 
-    verbs: Sequence[str] = ()
+    verbs: Nullable[Sequence[str]] = ()
     """`verbs` is a list of matching verbs and may not be empty."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, non_resource_urls=(), verbs=())
 
 
 class PolicyRulesWithSubjects(Struct, kw_only=True, gc=False):
@@ -233,8 +237,11 @@ class PolicyRulesWithSubjects(Struct, kw_only=True, gc=False):
     according to their verb and the target resource.
     """
 
-    subjects: Sequence[Subject] = ()
+    subjects: Nullable[Sequence[Subject]] = ()
     """subjects is the list of normal user, serviceaccount, or group that this rule cares about."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, subjects=())
 
 
 class PriorityLevelConfigurationCondition(Struct, kw_only=True, gc=False):
@@ -280,7 +287,7 @@ class ResourcePolicyRule(Struct, kw_only=True, gc=False):
     request's verb and the target resource.
     """
 
-    api_groups: Sequence[str] = ()
+    api_groups: Nullable[Sequence[str]] = ()
     """`apiGroups` is a list of matching API groups and may not be empty."""
 
     cluster_scope: bool | None = None
@@ -289,16 +296,19 @@ class ResourcePolicyRule(Struct, kw_only=True, gc=False):
     namespaces).
     """
 
-    namespaces: Sequence[str] = ()
+    namespaces: Nullable[Sequence[str]] = ()
     """`namespaces` is a list of target namespaces that restricts matches."""
 
-    resources: Sequence[str] = ()
+    resources: Nullable[Sequence[str]] = ()
     """`resources` is a list of matching resources (i.e., lowercase and plural) with, if desired,
     subresource.
     """
 
-    verbs: Sequence[str] = ()
+    verbs: Nullable[Sequence[str]] = ()
     """`verbs` is a list of matching verbs and may not be empty."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, api_groups=(), namespaces=(), resources=(), verbs=())
 
 
 class ServiceAccountSubject(Struct, kw_only=True, gc=False):

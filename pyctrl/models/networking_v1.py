@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -218,15 +219,21 @@ class HTTPIngressPath(Struct, kw_only=True, gc=False):
     path: str | None = None
     """path is matched against the path of an incoming request."""
 
-    path_type: str = ""
+    path_type: Nullable[str] = ""
     """pathType determines the interpretation of the path matching."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, path_type="")
 
 
 class HTTPIngressRuleValue(Struct, kw_only=True, gc=False):
     """HTTPIngressRuleValue is a list of http selectors pointing to backends."""
 
-    paths: Sequence[HTTPIngressPath] = ()
+    paths: Nullable[Sequence[HTTPIngressPath]] = ()
     """paths is a collection of paths that map requests to backends."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, paths=())
 
 
 class IPBlock(Struct, kw_only=True, gc=False):

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -96,8 +97,11 @@ class DeviceClaim(Struct, kw_only=True, gc=False):
     claim.
     """
 
-    requests: Sequence[DeviceRequest] = ()
+    requests: Nullable[Sequence[DeviceRequest]] = ()
     """Requests represent individual requests for distinct devices which must all be satisfied."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, requests=())
 
 
 class ResourceClaimSpec(Struct, kw_only=True, gc=False):
@@ -226,7 +230,7 @@ class AllocatedDeviceStatus(Struct, kw_only=True, gc=False):
     report it.
     """
 
-    conditions: Sequence[meta_v1.Condition] = ()
+    conditions: Nullable[Sequence[meta_v1.Condition]] = ()
     """Conditions contains the latest observation of the device's state."""
 
     data: Mapping[str, object] = EMPTY_MAP
@@ -250,6 +254,9 @@ class AllocatedDeviceStatus(Struct, kw_only=True, gc=False):
 
     share_id: str | None = field(default=None, name="shareID")
     """ShareID uniquely identifies an individual allocation share of the device."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, conditions=())
 
 
 class DeviceAllocationResult(Struct, kw_only=True, gc=False):

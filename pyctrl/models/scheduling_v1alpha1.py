@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import Object, Struct, field
 
 __all__ = [
@@ -30,8 +31,11 @@ class WorkloadSpec(Struct, kw_only=True, gc=False):
     Job.
     """
 
-    pod_groups: Sequence[PodGroup] = ()
+    pod_groups: Nullable[Sequence[PodGroup]] = ()
     """PodGroups is the list of pod groups that make up the Workload."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, pod_groups=())
 
 
 @kind("scheduling.k8s.io/v1alpha1", "Workload", plural="workloads", scope="Namespaced",

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable, nulls_to_defaults
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -104,8 +105,11 @@ class CSINodeSpec(Struct, kw_only=True, gc=False):
     node
     """
 
-    drivers: Sequence[CSINodeDriver] = ()
+    drivers: Nullable[Sequence[CSINodeDriver]] = ()
     """drivers is a list of information of all CSI Drivers existing on a node."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, drivers=())
 
 
 @kind("storage.k8s.io/v1", "CSINode", plural="csinodes", scope="Cluster", builtin=True,
@@ -265,8 +269,11 @@ class CSINodeDriver(Struct, kw_only=True, gc=False):
     node_id: str = field(default="", name="nodeID")
     """nodeID of the node from the driver point of view."""
 
-    topology_keys: Sequence[str] = ()
+    topology_keys: Nullable[Sequence[str]] = ()
     """topologyKeys is the list of keys supported by the driver."""
+
+    def __post_init__(self) -> None:
+        nulls_to_defaults(self, topology_keys=())
 
 
 class TokenRequest(Struct, kw_only=True, gc=False):

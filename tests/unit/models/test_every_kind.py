@@ -175,3 +175,33 @@ def test_import_pyctrl_imports_no_model_and_a_model_only_what_it_references() ->
                                  (ROOT / "pyctrl" / "models" / f"{m}.py").read_text(), re.M))
                for m in MODULES}
     assert all(deps <= {"core_v1", "meta_v1", "core_v1, meta_v1"} for deps in imports.values())
+
+
+def test_a_null_the_server_sends_for_a_nil_list_decodes_as_empty() -> None:
+    """An aggregated ClusterRole comes back with ``"rules": null`` (Go writes a nil slice
+    without omitempty so); the field reads ``()`` and encodes as absent."""
+    from pyctrl.models.core_v1 import PodSpec
+    from pyctrl.models.rbac_v1 import ClusterRole, Role
+
+    role = msgspec.json.decode(b'{"metadata": {"name": "admin"}, "aggregationRule": '
+                               b'{"clusterRoleSelectors": []}, "rules": null}', type=ClusterRole)
+    assert role.rules == () and role.metadata.name == "admin"
+    assert "rules" not in api.encode(role)
+    assert msgspec.json.decode(b'{"rules": null}', type=Role).rules == ()
+    assert msgspec.json.decode(b'{"containers": null}', type=PodSpec).containers == ()
+    assert msgspec.json.decode(b'{"rules": [{"verbs": ["get"]}]}', type=Role).rules[
+        0].verbs == ["get"]
+
+
+def test_every_nullable_field_of_the_go_types_decodes_a_null() -> None:
+    checked = 0
+    for full, schema in _snapshot()["schemas"].items():
+        if full in gen.ALIASES or full in gen.TIMES or full in gen.HAND_WRITTEN:
+            continue
+        prefix, _, name = full.rpartition(".")
+        cls = getattr(_module(gen.module_of_prefix(prefix)), name)
+        for prop in schema.get(gen.NULLABLE, ()):
+            obj = msgspec.json.decode(msgspec.json.encode({prop: None}), type=cls)
+            assert obj == cls(), (full, prop)
+            checked += 1
+    assert checked >= 60
