@@ -368,7 +368,7 @@ class _Module:
         self.deps: dict[str, set[str]] = {}
         self.abc: set[str] = set()
         self.uses_empty_map = False
-        self.nulls: dict[str, list[str]] = {}  # class -> "field=default" for null fields
+        self.nulls: dict[str, list[tuple[str, str]]] = {}  # class -> (field, default) of nulls
 
     def ref_type(self, ref: str) -> str:
         if ref in ALIASES:
@@ -446,7 +446,7 @@ class _Module:
             nullable = False  # None is a value of the field already
         if nullable:  # T to a type checker, T | None to msgspec; __post_init__ fills it
             typ = f"Nullable[{typ}]"
-            self.nulls.setdefault(cls, []).append(f"{py_name}={null}")
+            self.nulls.setdefault(cls, []).append((py_name, null))
         line = f"    {py_name}: {typ} = {value}"
         if len(f"    {py_name}: {typ} = field(") > LINE:
             line = f"    {py_name}: (\n        {typ}) = {value}"
@@ -486,10 +486,12 @@ class _Module:
                 continue
             body.append("")
             body += self.field_line(cls, prop, sub, prop in required, prop in nullable)
-        if cls in self.nulls:
-            body += ["", "    def __post_init__(self) -> None:",
-                     *_wrapped_call("        nulls_to_defaults(", ["self", *self.nulls[cls]],
-                                    indent=12)]
+        if cls in self.nulls:  # a decoded null becomes the default (pyctrl.api.nullable)
+            body += ["", "    def __post_init__(self) -> None:"]
+            for py_name, null in self.nulls[cls]:
+                body += [f"        if self.{py_name} is None:",
+                         *_wrapped_call("            force_setattr(",
+                                        ["self", f'"{py_name}"', null], indent=16)]
         if not body:
             return lines[:-1]
         return lines + body[1:]
@@ -539,10 +541,12 @@ class _Module:
                if self.abc else [])
         std += ["from datetime import datetime"] if self.uses_datetime else []
         head += [*std, ""] if std else []
+        if self.nulls:
+            head += ["from msgspec.structs import force_setattr", ""]
         if kinds:
             head.append("from pyctrl.api.markers import kind")
         if self.nulls:
-            head.append("from pyctrl.api.nullable import Nullable, nulls_to_defaults")
+            head.append("from pyctrl.api.nullable import Nullable")
         api_names = [*(["EMPTY_MAP"] if self.uses_empty_map else []), *reexported,
                      *(["Object"] if kinds else []), *(["Struct"] if others else []),
                      *(["field"] if self.uses_field else [])]

@@ -5,19 +5,18 @@ Contract:
 * Go's encoding/json writes ``null`` for a nil slice, map or pointer whose field has no
   ``omitempty`` (an aggregated ClusterRole's ``rules``). ``Nullable[T]`` is ``T`` to a type
   checker and ``T | None`` to msgspec, so such a document decodes instead of failing; the
-  class's ``__post_init__`` then calls :func:`nulls_to_defaults`, so what code reads is never
-  None: ``role.rules`` is ``()`` after a ``null`` as after an absent field, and encodes as
-  absent (the server reads both as nil). The generated models (:mod:`pyctrl.models`) use
-  both for exactly the fields the Go types declare so.
+  class's ``__post_init__`` then puts the field's default in place of the None
+  (``msgspec.structs.force_setattr``: nothing has seen the object yet), so what code reads
+  is never None: ``role.rules`` is ``()`` after a ``null`` as after an absent field, and
+  encodes as absent (the server reads both as nil). The generated models
+  (:mod:`pyctrl.models`) do so for exactly the fields the Go types declare so.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
-import msgspec
-
-__all__ = ["Nullable", "nulls_to_defaults"]
+__all__ = ["Nullable"]
 
 T = TypeVar("T")
 
@@ -32,10 +31,3 @@ else:
 
     Nullable = _Nullable()
 
-
-def nulls_to_defaults(obj: msgspec.Struct, **defaults: object) -> None:
-    """Set each field named in ``defaults`` that holds None (a decoded null) to its value
-    there; a frozen Struct too (only from its ``__post_init__``: nothing has seen it yet)."""
-    for name, default in defaults.items():
-        if getattr(obj, name) is None:
-            msgspec.structs.force_setattr(obj, name, default)

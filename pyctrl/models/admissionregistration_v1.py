@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -293,7 +295,10 @@ class MutatingWebhook(Struct, kw_only=True, gc=False):
     """TimeoutSeconds specifies the timeout for this webhook."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, admission_review_versions=(), side_effects="")
+        if self.admission_review_versions is None:
+            force_setattr(self, "admission_review_versions", ())
+        if self.side_effects is None:
+            force_setattr(self, "side_effects", "")
 
 
 class NamedRuleWithOperations(Struct, kw_only=True, gc=False):
@@ -447,7 +452,10 @@ class ValidatingWebhook(Struct, kw_only=True, gc=False):
     """TimeoutSeconds specifies the timeout for this webhook."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, admission_review_versions=(), side_effects="")
+        if self.admission_review_versions is None:
+            force_setattr(self, "admission_review_versions", ())
+        if self.side_effects is None:
+            force_setattr(self, "side_effects", "")
 
 
 class Validation(Struct, kw_only=True, gc=False):

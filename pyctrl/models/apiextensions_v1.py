@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 
 __all__ = [
@@ -84,7 +86,8 @@ class CustomResourceDefinitionSpec(Struct, kw_only=True, gc=False):
     """versions is the list of all API versions of the defined custom resource."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, versions=())
+        if self.versions is None:
+            force_setattr(self, "versions", ())
 
 
 class CustomResourceDefinitionStatus(Struct, kw_only=True, gc=False):
@@ -104,7 +107,10 @@ class CustomResourceDefinitionStatus(Struct, kw_only=True, gc=False):
     """storedVersions lists all versions of CustomResources that were ever persisted."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, conditions=(), stored_versions=())
+        if self.conditions is None:
+            force_setattr(self, "conditions", ())
+        if self.stored_versions is None:
+            force_setattr(self, "stored_versions", ())
 
 
 @kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", plural="customresourcedefinitions",
@@ -460,4 +466,5 @@ class WebhookConversion(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, conversion_review_versions=())
+        if self.conversion_review_versions is None:
+            force_setattr(self, "conversion_review_versions", ())

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -86,7 +88,8 @@ class DaemonSetSpec(Struct, kw_only=True, gc=False):
     """An update strategy to replace existing DaemonSet pods with new pods."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, selector=meta_v1.LabelSelector())
+        if self.selector is None:
+            force_setattr(self, "selector", meta_v1.LabelSelector())
 
 
 class DaemonSetStatus(Struct, kw_only=True, gc=False):
@@ -188,7 +191,8 @@ class DeploymentSpec(Struct, kw_only=True, gc=False):
     """Template describes the pods that will be created."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, selector=meta_v1.LabelSelector())
+        if self.selector is None:
+            force_setattr(self, "selector", meta_v1.LabelSelector())
 
 
 class DeploymentStatus(Struct, kw_only=True, gc=False):
@@ -259,7 +263,8 @@ class ReplicaSetSpec(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, selector=meta_v1.LabelSelector())
+        if self.selector is None:
+            force_setattr(self, "selector", meta_v1.LabelSelector())
 
 
 class ReplicaSetStatus(Struct, kw_only=True, gc=False):
@@ -366,7 +371,8 @@ class StatefulSetSpec(Struct, kw_only=True, gc=False):
     """volumeClaimTemplates is a list of claims that pods are allowed to reference."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, selector=meta_v1.LabelSelector())
+        if self.selector is None:
+            force_setattr(self, "selector", meta_v1.LabelSelector())
 
 
 class StatefulSetStatus(Struct, kw_only=True, gc=False):

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -133,7 +135,8 @@ class TokenRequestSpec(Struct, kw_only=True, gc=False):
     """ExpirationSeconds is the requested duration of validity of the request."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, audiences=())
+        if self.audiences is None:
+            force_setattr(self, "audiences", ())
 
 
 class TokenRequestStatus(Struct, kw_only=True, gc=False):

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -132,7 +134,10 @@ class SubjectRulesReviewStatus(Struct, kw_only=True, gc=False):
     """ResourceRules is the list of actions the subject is allowed to perform on resources."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, non_resource_rules=(), resource_rules=())
+        if self.non_resource_rules is None:
+            force_setattr(self, "non_resource_rules", ())
+        if self.resource_rules is None:
+            force_setattr(self, "resource_rules", ())
 
 
 @kind("authorization.k8s.io/v1", "SelfSubjectRulesReview", plural="selfsubjectrulesreviews",
@@ -209,7 +214,8 @@ class NonResourceRule(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, verbs=())
+        if self.verbs is None:
+            force_setattr(self, "verbs", ())
 
 
 class ResourceAttributes(Struct, kw_only=True, gc=False):
@@ -265,4 +271,5 @@ class ResourceRule(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, verbs=())
+        if self.verbs is None:
+            force_setattr(self, "verbs", ())

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -122,7 +124,8 @@ class HorizontalPodAutoscalerStatus(Struct, kw_only=True, gc=False):
     """observedGeneration is the most recent generation observed by this autoscaler."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, current_metrics=())
+        if self.current_metrics is None:
+            force_setattr(self, "current_metrics", ())
 
 
 @kind("autoscaling/v2", "HorizontalPodAutoscaler", plural="horizontalpodautoscalers",

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -249,7 +251,8 @@ class PodFailurePolicy(Struct, kw_only=True, gc=False):
     """A list of pod failure policy rules."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, rules=())
+        if self.rules is None:
+            force_setattr(self, "rules", ())
 
 
 class PodFailurePolicyOnExitCodesRequirement(Struct, kw_only=True, gc=False):
@@ -267,7 +270,8 @@ class PodFailurePolicyOnExitCodesRequirement(Struct, kw_only=True, gc=False):
     """Specifies the set of values."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, values=())
+        if self.values is None:
+            force_setattr(self, "values", ())
 
 
 class PodFailurePolicyOnPodConditionsPattern(Struct, kw_only=True, gc=False):
@@ -306,7 +310,8 @@ class SuccessPolicy(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, rules=())
+        if self.rules is None:
+            force_setattr(self, "rules", ())
 
 
 class SuccessPolicyRule(Struct, kw_only=True, gc=False):

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 
 __all__ = [
@@ -51,7 +53,8 @@ class CertificateSigningRequestSpec(Struct, kw_only=True, gc=False):
     """username contains the name of the user that created the CertificateSigningRequest."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, request="")
+        if self.request is None:
+            force_setattr(self, "request", "")
 
 
 class CertificateSigningRequestStatus(Struct, kw_only=True, gc=False):

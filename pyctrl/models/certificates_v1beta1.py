@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -87,7 +89,10 @@ class PodCertificateRequestSpec(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, pkix_public_key="", proof_of_possession="")
+        if self.pkix_public_key is None:
+            force_setattr(self, "pkix_public_key", "")
+        if self.proof_of_possession is None:
+            force_setattr(self, "proof_of_possession", "")
 
 
 class PodCertificateRequestStatus(Struct, kw_only=True, gc=False):

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -363,7 +365,8 @@ class LimitRangeSpec(Struct, kw_only=True, gc=False):
     """Limits is the list of LimitRangeItem objects that are enforced."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, limits=())
+        if self.limits is None:
+            force_setattr(self, "limits", ())
 
 
 @kind("v1", "LimitRange", plural="limitranges", scope="Namespaced", builtin=True,
@@ -949,7 +952,8 @@ class PodSpec(Struct, kw_only=True, gc=False):
     """WorkloadRef provides a reference to the Workload object that this Pod belongs to."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, containers=())
+        if self.containers is None:
+            force_setattr(self, "containers", ())
 
 
 class PodStatus(Struct, kw_only=True, gc=False):
@@ -1532,7 +1536,8 @@ class CephFSPersistentVolumeSource(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, monitors=())
+        if self.monitors is None:
+            force_setattr(self, "monitors", ())
 
 
 class CephFSVolumeSource(Struct, kw_only=True, gc=False):
@@ -1568,7 +1573,8 @@ class CephFSVolumeSource(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, monitors=())
+        if self.monitors is None:
+            force_setattr(self, "monitors", ())
 
 
 class CinderPersistentVolumeSource(Struct, kw_only=True, gc=False):
@@ -1859,7 +1865,8 @@ class ContainerImage(Struct, kw_only=True, gc=False):
     """The size of the image in bytes."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, names=())
+        if self.names is None:
+            force_setattr(self, "names", ())
 
 
 class ContainerPort(Struct, kw_only=True, gc=False):
@@ -2434,7 +2441,8 @@ class GRPCAction(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, service="")
+        if self.service is None:
+            force_setattr(self, "service", "")
 
 
 class GitRepoVolumeSource(Struct, kw_only=True, gc=False):
@@ -2916,7 +2924,8 @@ class NodeSelector(Struct, kw_only=True, gc=False):
     """Required."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, node_selector_terms=())
+        if self.node_selector_terms is None:
+            force_setattr(self, "node_selector_terms", ())
 
 
 class NodeSelectorRequirement(Struct, kw_only=True, gc=False):
@@ -3181,7 +3190,8 @@ class PodExtendedResourceClaimStatus(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, request_mappings=())
+        if self.request_mappings is None:
+            force_setattr(self, "request_mappings", ())
 
 
 class PodIP(Struct, kw_only=True, gc=False):
@@ -3386,7 +3396,8 @@ class ProjectedVolumeSource(Struct, kw_only=True, gc=False):
     """sources is the list of volume projections."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, sources=())
+        if self.sources is None:
+            force_setattr(self, "sources", ())
 
 
 class QuobyteVolumeSource(Struct, kw_only=True, gc=False):
@@ -3444,7 +3455,8 @@ class RBDPersistentVolumeSource(Struct, kw_only=True, gc=False):
     """user is the rados user name."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, monitors=())
+        if self.monitors is None:
+            force_setattr(self, "monitors", ())
 
 
 class RBDVolumeSource(Struct, kw_only=True, gc=False):
@@ -3475,7 +3487,8 @@ class RBDVolumeSource(Struct, kw_only=True, gc=False):
     """user is the rados user name."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, monitors=())
+        if self.monitors is None:
+            force_setattr(self, "monitors", ())
 
 
 class ReplicationControllerCondition(Struct, kw_only=True, gc=False):
@@ -3608,7 +3621,8 @@ class ScaleIOPersistentVolumeSource(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, secret_ref=SecretReference())
+        if self.secret_ref is None:
+            force_setattr(self, "secret_ref", SecretReference())
 
 
 class ScaleIOVolumeSource(Struct, kw_only=True, gc=False):
@@ -3649,7 +3663,8 @@ class ScaleIOVolumeSource(Struct, kw_only=True, gc=False):
     """
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, secret_ref=LocalObjectReference())
+        if self.secret_ref is None:
+            force_setattr(self, "secret_ref", LocalObjectReference())
 
 
 class ScopeSelector(Struct, kw_only=True, gc=False):
@@ -3944,7 +3959,8 @@ class TopologySelectorLabelRequirement(Struct, kw_only=True, gc=False):
     """An array of string values."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, values=())
+        if self.values is None:
+            force_setattr(self, "values", ())
 
 
 class TopologySelectorTerm(Struct, kw_only=True, gc=False):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import core_v1
 
@@ -39,7 +41,10 @@ class EndpointSlice(Object, kw_only=True, gc=False):
     """ports specifies the list of network ports exposed by each endpoint in this slice."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, endpoints=(), ports=())
+        if self.endpoints is None:
+            force_setattr(self, "endpoints", ())
+        if self.ports is None:
+            force_setattr(self, "ports", ())
 
 
 class EndpointConditions(Struct, kw_only=True, gc=False):
@@ -87,7 +92,8 @@ class Endpoint(Struct, kw_only=True, gc=False):
     """zone is the name of the Zone this endpoint exists in."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, addresses=())
+        if self.addresses is None:
+            force_setattr(self, "addresses", ())
 
 
 class EndpointHints(Struct, kw_only=True, gc=False):

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import Object, Struct, field
 
 __all__ = [
@@ -221,7 +223,10 @@ class NonResourcePolicyRule(Struct, kw_only=True, gc=False):
     """`verbs` is a list of matching verbs and may not be empty."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, non_resource_urls=(), verbs=())
+        if self.non_resource_urls is None:
+            force_setattr(self, "non_resource_urls", ())
+        if self.verbs is None:
+            force_setattr(self, "verbs", ())
 
 
 class PolicyRulesWithSubjects(Struct, kw_only=True, gc=False):
@@ -241,7 +246,8 @@ class PolicyRulesWithSubjects(Struct, kw_only=True, gc=False):
     """subjects is the list of normal user, serviceaccount, or group that this rule cares about."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, subjects=())
+        if self.subjects is None:
+            force_setattr(self, "subjects", ())
 
 
 class PriorityLevelConfigurationCondition(Struct, kw_only=True, gc=False):
@@ -308,7 +314,14 @@ class ResourcePolicyRule(Struct, kw_only=True, gc=False):
     """`verbs` is a list of matching verbs and may not be empty."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, api_groups=(), namespaces=(), resources=(), verbs=())
+        if self.api_groups is None:
+            force_setattr(self, "api_groups", ())
+        if self.namespaces is None:
+            force_setattr(self, "namespaces", ())
+        if self.resources is None:
+            force_setattr(self, "resources", ())
+        if self.verbs is None:
+            force_setattr(self, "verbs", ())
 
 
 class ServiceAccountSubject(Struct, kw_only=True, gc=False):

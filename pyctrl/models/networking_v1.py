@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -223,7 +225,8 @@ class HTTPIngressPath(Struct, kw_only=True, gc=False):
     """pathType determines the interpretation of the path matching."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, path_type="")
+        if self.path_type is None:
+            force_setattr(self, "path_type", "")
 
 
 class HTTPIngressRuleValue(Struct, kw_only=True, gc=False):
@@ -233,7 +236,8 @@ class HTTPIngressRuleValue(Struct, kw_only=True, gc=False):
     """paths is a collection of paths that map requests to backends."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, paths=())
+        if self.paths is None:
+            force_setattr(self, "paths", ())
 
 
 class IPBlock(Struct, kw_only=True, gc=False):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -41,7 +43,8 @@ class ClusterRole(Object, kw_only=True, gc=False):
     """Rules holds all the PolicyRules for this ClusterRole"""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, rules=())
+        if self.rules is None:
+            force_setattr(self, "rules", ())
 
 
 class RoleRef(Struct, kw_only=True, gc=False):
@@ -80,7 +83,8 @@ class Role(Object, kw_only=True, gc=False):
     """Rules holds all the PolicyRules for this Role"""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, rules=())
+        if self.rules is None:
+            force_setattr(self, "rules", ())
 
 
 @kind("rbac.authorization.k8s.io/v1", "RoleBinding", plural="rolebindings", scope="Namespaced",
@@ -127,7 +131,8 @@ class PolicyRule(Struct, kw_only=True, gc=False):
     """Verbs is a list of Verbs that apply to ALL the ResourceKinds contained in this rule."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, verbs=())
+        if self.verbs is None:
+            force_setattr(self, "verbs", ())
 
 
 class Subject(Struct, kw_only=True, gc=False):

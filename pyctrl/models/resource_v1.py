@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -101,7 +103,8 @@ class DeviceClaim(Struct, kw_only=True, gc=False):
     """Requests represent individual requests for distinct devices which must all be satisfied."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, requests=())
+        if self.requests is None:
+            force_setattr(self, "requests", ())
 
 
 class ResourceClaimSpec(Struct, kw_only=True, gc=False):
@@ -256,7 +259,8 @@ class AllocatedDeviceStatus(Struct, kw_only=True, gc=False):
     """ShareID uniquely identifies an individual allocation share of the device."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, conditions=())
+        if self.conditions is None:
+            force_setattr(self, "conditions", ())
 
 
 class DeviceAllocationResult(Struct, kw_only=True, gc=False):

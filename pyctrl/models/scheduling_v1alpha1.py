@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import Object, Struct, field
 
 __all__ = [
@@ -35,7 +37,8 @@ class WorkloadSpec(Struct, kw_only=True, gc=False):
     """PodGroups is the list of pod groups that make up the Workload."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, pod_groups=())
+        if self.pod_groups is None:
+            force_setattr(self, "pod_groups", ())
 
 
 @kind("scheduling.k8s.io/v1alpha1", "Workload", plural="workloads", scope="Namespaced",

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
-from pyctrl.api.nullable import Nullable, nulls_to_defaults
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import EMPTY_MAP, Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -109,7 +111,8 @@ class CSINodeSpec(Struct, kw_only=True, gc=False):
     """drivers is a list of information of all CSI Drivers existing on a node."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, drivers=())
+        if self.drivers is None:
+            force_setattr(self, "drivers", ())
 
 
 @kind("storage.k8s.io/v1", "CSINode", plural="csinodes", scope="Cluster", builtin=True,
@@ -273,7 +276,8 @@ class CSINodeDriver(Struct, kw_only=True, gc=False):
     """topologyKeys is the list of keys supported by the driver."""
 
     def __post_init__(self) -> None:
-        nulls_to_defaults(self, topology_keys=())
+        if self.topology_keys is None:
+            force_setattr(self, "topology_keys", ())
 
 
 class TokenRequest(Struct, kw_only=True, gc=False):
