@@ -205,3 +205,9 @@ def test_every_nullable_field_of_the_go_types_decodes_a_null() -> None:
             assert obj == cls(), (full, prop)
             checked += 1
     assert checked >= 60
+
+
+def test_make_models_runs_the_generator() -> None:
+    out = subprocess.run(["make", "-n", "models"], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout
+    assert "hack/gen_models.py" in out.splitlines()[-1]
