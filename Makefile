@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test setup controlplane lint typecheck unit integration scale bench clean \
+.PHONY: run test setup controlplane models lint typecheck unit integration scale bench clean \
 	deploy undeploy image urllib3-range docs pythons dist
 
 setup: $(VENV)/.installed
@@ -28,6 +28,11 @@ $(VENV)/.installed: pyproject.toml requirements/dev.lock
 controlplane:
 	@bash hack/prereqs.sh go
 	bash hack/controlplane/build.sh >/dev/null
+
+# pyctrl/models from the pinned Kubernetes version's OpenAPI spec: the Go module cache's copy
+# when it is there (it then refreshes hack/models-openapi.json), else the committed snapshot.
+models: setup
+	$(VENV)/bin/python hack/gen_models.py
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -24,6 +24,9 @@ Contract:
   budget is spent (it is bounded by its own interval), and carries the count too. So an
   outage of any length costs a handful of lines per signature per interval, and the cause
   stays named in each of them.
+* :meth:`ErrorLog.event` logs one occurrence of something that is not an exception (a
+  refused request, a bad input) under the same budget, its signature (event, ``key``): a
+  flood of them costs ``burst`` lines per interval, each carrying ``suppressed=N``.
 * Time comes from the injected :class:`pyctrl.clock.Clock` (monotonic). Thread-safe; the
   number of signatures kept is bounded (``max_signatures``: the least recently seen is
   forgotten first).
@@ -140,6 +143,16 @@ class ErrorLog:
             emit(event, exc_info=err, **line)
         else:
             emit(event, **line)
+
+    def event(self, event: str, *, key: str = "", level: Level = "info",
+              **fields: Any) -> None:
+        """Log ``event`` at ``level`` with ``fields``, sampled per (event, ``key``)."""
+        _, write, suppressed = self._decide((event, "", key), unexpected=False)
+        if not write:
+            return
+        if suppressed:
+            fields["suppressed"] = suppressed
+        getattr(self._log, level)(event, **fields)
 
     def _decide(self, sig: tuple[str, str, str], *, unexpected: bool) -> tuple[bool, bool, int]:
         """(with traceback, write a line at all, suppressed count to report) for one failure."""

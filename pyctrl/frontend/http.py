@@ -3,11 +3,13 @@
 Contract:
 
 * :func:`parse_head` takes the bytes of a request line and headers (without the blank line
-  that ends them) and returns a :class:`RequestHead`, or a :data:`Reply` (400) for a
-  malformed head. Header names are lower-cased; a repeated header keeps its last value.
+  that ends them) and returns a :class:`RequestHead`, or a :data:`Reply`: 400 for a
+  malformed head, else 505 for a version other than ``HTTP/1.0`` and ``HTTP/1.1``, else 501
+  for a method not in :data:`METHODS` (case matters: ``get`` is not ``GET``). Header names
+  are lower-cased; a repeated header keeps its last value.
   As RFC 9112 asks of a server (a proxy in front could frame the request otherwise, the
   smuggling vectors), these are malformed: a request line that is not exactly ``method SP
-  target SP HTTP/1.d`` with a token for the method (so never empty) and a target without
+  target SP HTTP/d.d`` with a token for the method (so never empty) and a target without
   controls; a field name that is not a token (whitespace before the colon, section 5.1);
   a line starting with whitespace (obs-fold, section 5.2); a field value with a control
   character other than HTAB (a bare CR or LF, NUL); a ``Content-Length`` that is not
@@ -39,8 +41,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 
-__all__ = ["Handler", "Headers", "Reply", "Request", "RequestHead", "Route", "body_length",
-           "parse_head", "response", "take_head", "text", "wants_keep_alive"]
+__all__ = ["METHODS", "Handler", "Headers", "Reply", "Request", "RequestHead", "Route",
+           "body_length", "parse_head", "response", "take_head", "text", "wants_keep_alive"]
 
 Headers = tuple[tuple[str, str], ...]  # extra response header fields, in order
 # status, body, content type[, extra header fields]
@@ -107,7 +109,12 @@ and dropping a bounded amount of the body, so the client sees it instead of a re
 # RFC 9110 section 5.6.2: tchar.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _TARGET = re.compile(r"[\x21-\x7e\x80-\xff]+")  # no whitespace, no controls
-_VERSION = re.compile(r"HTTP/1\.[0-9]")
+_VERSION = re.compile(r"HTTP/[0-9]\.[0-9]")  # RFC 9112 section 2.3: HTTP-version
+_VERSIONS = ("HTTP/1.0", "HTTP/1.1")
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE",
+                     "PATCH"})
+"""The methods the parser passes to a route: RFC 9110 section 9.3's and PATCH (RFC 5789).
+Which of them a server serves is its route's decision (405 for the others)."""
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # controls but HTAB
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -132,9 +139,19 @@ def parse_head(data: bytes) -> RequestHead | Reply:
                                         or headers.get(key, value) != value):
             return text(400, "bad Content-Length")
         headers[key] = value
+    # The whole head is well-formed: only now the version and the method. Another minor
+    # version of 1 would be read as 1.1 (RFC 9112 section 2.3 allows that), but nothing
+    # past 1.1 exists, so it is a client or a fuzzer speaking a protocol we do not: 505,
+    # as for any other major version (RFC 9110 section 15.6.6).
+    if parts[2] not in _VERSIONS:
+        return text(505, "HTTP version not supported")
+    # A token we do not know is a well-formed request for a method this server does not
+    # implement, which RFC 9110 section 9.1 answers 501 (400 is for a malformed request,
+    # 405 for a known method the resource refuses: the route's answer).
+    if parts[0] not in METHODS:
+        return text(501, "method not implemented")
     path, _, query = parts[1].partition("?")
-    version = "HTTP/1.0" if parts[2] == "HTTP/1.0" else "HTTP/1.1"
-    return RequestHead(parts[0], path, query, headers, version)
+    return RequestHead(parts[0], path, query, headers, parts[2])
 
 
 def take_head(buf: bytearray, start: int, max_bytes: int) -> RequestHead | Reply | None:

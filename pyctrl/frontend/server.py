@@ -50,6 +50,10 @@ Contract:
 * :meth:`start` raises the process's soft open-file limit when it is below
   ``max_connections`` plus some headroom (up to the hard limit; Go's runtime raises it at
   start-up), and logs a warning when even the hard limit is below.
+* A handler that raises is answered 500 and logged as ``request handler failed`` through
+  :class:`pyctrl._errorlog.ErrorLog` (its traceback at most once a minute per raise
+  location, at most one line per 10 s otherwise, counting the rest), so a bug every request
+  meets costs a few lines, not one per request.
 * Deadlines run on the event loop's monotonic clock: they bound real sockets, so they are
   real time whatever Clock the rest of the program uses.
 """
@@ -67,6 +71,7 @@ from collections.abc import Callable
 
 import structlog
 
+from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import RealClock
 from pyctrl.frontend.connection import Conn
 from pyctrl.frontend.http import Handler, Reply, Request, Route, text
@@ -110,6 +115,7 @@ class Frontend:
         self._slots = Slots(name, config, self._due)  # loop-thread state from here on
         self._draining = False
         self._drained: asyncio.Event | None = None
+        self._errors = ErrorLog(log, burst=1)  # a handler bug hit by every request
         self._next_log = {"refused": 0.0, "deadline": 0.0, "loop": 0.0, "idle": 0.0,
                           "evicted": 0.0}
 
@@ -363,7 +369,8 @@ class Frontend:
     def _call(self, handler: Handler, request: Request) -> Reply:
         try:
             return handler(request)
-        except Exception:
-            log.exception("request handler failed", server=self.name, path=request.path)
+        except Exception as err:
+            self._errors.failure("request handler failed", err, server=self.name,
+                                 path=request.path)
             return text(500, "internal error")
 

@@ -15,7 +15,8 @@ Decoding: ``msgspec.json.decode(data, type=Job)`` from the apiserver's bytes, or
 ``pyctrl.api.decode(Job, raw)`` from a cached dict. It is tolerant: every field has a default
 (the server omits what is empty) and unknown fields (a newer server's) are ignored. Field
 names are snake_case (``pod.status.pod_ips``, ``job.spec.ttl_seconds_after_finished``; a
-Python keyword gets a trailing underscore) and encode back to the spec's JSON names.
+Python keyword or a type's name gets a trailing underscore) and encode back to the spec's JSON
+names.
 
 Types: a field the spec requires, or that is a Go value field, is never None
 (``job.spec.template.spec.containers``); an optional one is ``T | None``. Lists are
@@ -23,14 +24,52 @@ Types: a field the spec requires, or that is a Go value field, is never None
 be; build a changed copy with ``msgspec.structs.replace``. IntOrString is ``int | str``,
 Quantity ``str``, times are aware ``datetime``.
 
-Only the kinds below and the types they reference are generated (``mypy --strict`` stays
-quick); add a kind to ``KINDS`` in hack/gen_models.py and rerun it.
+Every kind of every group/version of that spec is here (alpha and beta versions too: a
+cluster serves those only when enabled), with every type they reference; the ``...List``
+kinds are not (a LIST's items are decoded one by one). A subresource's body (``Scale``,
+``Eviction``, ``TokenRequest``) is a plain Struct, not a kind. Nothing imports these modules
+but you: ``import pyctrl`` loads none, and a module loads only ``meta_v1`` and ``core_v1``
+besides itself. ``make models`` regenerates them.
 
-* ``apps_v1``: DaemonSet, Deployment, ReplicaSet, StatefulSet.
+* ``admissionregistration_v1``: MutatingWebhookConfiguration, ValidatingAdmissionPolicy,
+  ValidatingAdmissionPolicyBinding, ValidatingWebhookConfiguration.
+* ``admissionregistration_v1alpha1``: MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding.
+* ``admissionregistration_v1beta1``: MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding.
+* ``apiextensions_v1``: CustomResourceDefinition.
+* ``apiregistration_v1``: APIService.
+* ``apiserverinternal_v1alpha1``: StorageVersion.
+* ``apps_v1``: ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet.
+* ``authentication_v1``: SelfSubjectReview, TokenReview.
+* ``authorization_v1``: LocalSubjectAccessReview, SelfSubjectAccessReview,
+  SelfSubjectRulesReview, SubjectAccessReview.
+* ``autoscaling_v1``: HorizontalPodAutoscaler.
+* ``autoscaling_v2``: HorizontalPodAutoscaler.
 * ``batch_v1``: CronJob, Job.
+* ``certificates_v1``: CertificateSigningRequest.
+* ``certificates_v1alpha1``: ClusterTrustBundle.
+* ``certificates_v1beta1``: ClusterTrustBundle, PodCertificateRequest.
 * ``coordination_v1``: Lease.
-* ``core_v1``: ConfigMap, Event, Namespace, Node, PersistentVolumeClaim, Pod, Secret, Service,
-  ServiceAccount.
-* ``networking_v1``: Ingress.
+* ``coordination_v1alpha2``: LeaseCandidate.
+* ``coordination_v1beta1``: LeaseCandidate.
+* ``core_v1``: Binding, ComponentStatus, ConfigMap, Endpoints, Event, LimitRange, Namespace,
+  Node, PersistentVolume, PersistentVolumeClaim, Pod, PodTemplate, ReplicationController,
+  ResourceQuota, Secret, Service, ServiceAccount.
+* ``discovery_v1``: EndpointSlice.
+* ``events_v1``: Event.
+* ``flowcontrol_v1``: FlowSchema, PriorityLevelConfiguration.
+* ``networking_v1``: IPAddress, Ingress, IngressClass, NetworkPolicy, ServiceCIDR.
+* ``networking_v1beta1``: IPAddress, ServiceCIDR.
+* ``node_v1``: RuntimeClass.
+* ``policy_v1``: PodDisruptionBudget.
 * ``rbac_v1``: ClusterRole, ClusterRoleBinding, Role, RoleBinding.
+* ``resource_v1``: DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice.
+* ``resource_v1alpha3``: DeviceTaintRule.
+* ``resource_v1beta1``: DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice.
+* ``resource_v1beta2``: DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice.
+* ``scheduling_v1``: PriorityClass.
+* ``scheduling_v1alpha1``: Workload.
+* ``storage_v1``: CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+  VolumeAttributesClass.
+* ``storage_v1beta1``: VolumeAttributesClass.
+* ``storagemigration_v1beta1``: StorageVersionMigration.
 """

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import core_v1, meta_v1
 
@@ -244,8 +247,12 @@ class JobCondition(Struct, kw_only=True, gc=False):
 class PodFailurePolicy(Struct, kw_only=True, gc=False):
     """PodFailurePolicy describes how failed pods influence the backoffLimit."""
 
-    rules: Sequence[PodFailurePolicyRule] = ()
+    rules: Nullable[Sequence[PodFailurePolicyRule]] = ()
     """A list of pod failure policy rules."""
+
+    def __post_init__(self) -> None:
+        if self.rules is None:
+            force_setattr(self, "rules", ())
 
 
 class PodFailurePolicyOnExitCodesRequirement(Struct, kw_only=True, gc=False):
@@ -259,8 +266,12 @@ class PodFailurePolicyOnExitCodesRequirement(Struct, kw_only=True, gc=False):
     operator: str = ""
     """Represents the relationship between the container exit code(s) and the specified values."""
 
-    values: Sequence[int] = ()
+    values: Nullable[Sequence[int]] = ()
     """Specifies the set of values."""
+
+    def __post_init__(self) -> None:
+        if self.values is None:
+            force_setattr(self, "values", ())
 
 
 class PodFailurePolicyOnPodConditionsPattern(Struct, kw_only=True, gc=False):
@@ -293,10 +304,14 @@ class SuccessPolicy(Struct, kw_only=True, gc=False):
     some indexes.
     """
 
-    rules: Sequence[SuccessPolicyRule] = ()
+    rules: Nullable[Sequence[SuccessPolicyRule]] = ()
     """rules represents the list of alternative rules for the declaring the Jobs as successful
     before `.status.succeeded >= .spec.completions`.
     """
+
+    def __post_init__(self) -> None:
+        if self.rules is None:
+            force_setattr(self, "rules", ())
 
 
 class SuccessPolicyRule(Struct, kw_only=True, gc=False):

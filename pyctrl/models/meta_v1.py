@@ -13,11 +13,68 @@ from pyctrl.api.types import EMPTY_MAP, Condition, ObjectMeta, OwnerReference, S
 
 __all__ = [
     "Condition",
+    "DeleteOptions",
+    "FieldSelectorRequirement",
+    "GroupResource",
     "LabelSelector",
     "LabelSelectorRequirement",
     "ObjectMeta",
     "OwnerReference",
+    "Preconditions",
 ]
+
+
+class DeleteOptions(Struct, kw_only=True, gc=False):
+    """DeleteOptions may be provided when deleting an API object."""
+
+    api_version: str | None = None
+    """APIVersion defines the versioned schema of this representation of an object."""
+
+    dry_run: Sequence[str] = ()
+    """When present, indicates that modifications should not be persisted."""
+
+    grace_period_seconds: int | None = None
+    """The duration in seconds before the object should be deleted."""
+
+    ignore_store_read_error_with_cluster_breaking_potential: bool | None = None
+    """if set to true, it will trigger an unsafe deletion of the resource in case the normal
+    deletion flow fails with a corrupt object error.
+    """
+
+    kind: str | None = None
+    """Kind is a string value representing the REST resource this object represents."""
+
+    orphan_dependents: bool | None = None
+    """Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7."""
+
+    preconditions: Preconditions | None = None
+    """Must be fulfilled before a deletion is carried out."""
+
+    propagation_policy: str | None = None
+    """Whether and how garbage collection will be performed."""
+
+
+class FieldSelectorRequirement(Struct, kw_only=True, gc=False):
+    """FieldSelectorRequirement is a selector that contains values, a key, and an operator that
+    relates the key and values.
+    """
+
+    key: str = ""
+    """key is the field selector key that the requirement applies to."""
+
+    operator: str = ""
+    """operator represents a key's relationship to a set of values."""
+
+    values: Sequence[str] = ()
+    """values is an array of string values."""
+
+
+class GroupResource(Struct, kw_only=True, gc=False):
+    """GroupResource specifies a Group and a Resource, but does not force a version."""
+
+    group: str = ""
+
+    resource: str = ""
 
 
 class LabelSelector(Struct, kw_only=True, gc=False):
@@ -43,3 +100,13 @@ class LabelSelectorRequirement(Struct, kw_only=True, gc=False):
 
     values: Sequence[str] = ()
     """values is an array of string values."""
+
+
+class Preconditions(Struct, kw_only=True, gc=False):
+    """Preconditions must be fulfilled before an operation (update, delete, etc.) is carried out."""
+
+    resource_version: str | None = None
+    """Specifies the target ResourceVersion"""
+
+    uid: str | None = None
+    """Specifies the target UID."""

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec.structs import force_setattr
+
 from pyctrl.api.markers import kind
+from pyctrl.api.nullable import Nullable
 from pyctrl.api.types import Object, Struct, field
 from pyctrl.models import meta_v1
 
@@ -36,8 +39,12 @@ class ClusterRole(Object, kw_only=True, gc=False):
     ClusterRole.
     """
 
-    rules: Sequence[PolicyRule] = ()
+    rules: Nullable[Sequence[PolicyRule]] = ()
     """Rules holds all the PolicyRules for this ClusterRole"""
+
+    def __post_init__(self) -> None:
+        if self.rules is None:
+            force_setattr(self, "rules", ())
 
 
 class RoleRef(Struct, kw_only=True, gc=False):
@@ -72,8 +79,12 @@ class Role(Object, kw_only=True, gc=False):
     a RoleBinding.
     """
 
-    rules: Sequence[PolicyRule] = ()
+    rules: Nullable[Sequence[PolicyRule]] = ()
     """Rules holds all the PolicyRules for this Role"""
+
+    def __post_init__(self) -> None:
+        if self.rules is None:
+            force_setattr(self, "rules", ())
 
 
 @kind("rbac.authorization.k8s.io/v1", "RoleBinding", plural="rolebindings", scope="Namespaced",
@@ -116,8 +127,12 @@ class PolicyRule(Struct, kw_only=True, gc=False):
     resources: Sequence[str] = ()
     """Resources is a list of resources this rule applies to."""
 
-    verbs: Sequence[str] = ()
+    verbs: Nullable[Sequence[str]] = ()
     """Verbs is a list of Verbs that apply to ALL the ResourceKinds contained in this rule."""
+
+    def __post_init__(self) -> None:
+        if self.verbs is None:
+            force_setattr(self, "verbs", ())
 
 
 class Subject(Struct, kw_only=True, gc=False):

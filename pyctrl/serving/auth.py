@@ -31,6 +31,11 @@ scaffolds it since v4):
   ``MetricsOptions.auth_qps``/``auth_burst`` set this bucket, and that client's rate limit
   to the sum of both buckets), so a flood of random tokens spends neither the controller's
   client-side rate limit nor more than ``review_qps`` of the API server's attention.
+* The log stays small under a flood, as under an outage (:mod:`pyctrl._errorlog`, one line
+  per interval of 10 s per kind, the next line counting the rest in ``suppressed``):
+  refusals (401, 403, 429, cached or not) as ``metrics requests refused`` (info; one kind
+  per status), failed reviews as ``metrics authentication failed`` / ``metrics
+  authorization failed`` (warning; a kind per error class and status).
 
 The server's TLS context comes from :func:`pyctrl.serving.certs.serving_context`.
 """
@@ -42,6 +47,7 @@ import threading
 
 import structlog
 
+from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube.interface import Client, Object
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
@@ -118,6 +124,7 @@ class MetricsAuth:
         self._known_ttl = known_ttl
         self._max_known = max_entries
         self._known: dict[str, float] = {}  # token hash -> known until
+        self._errors = ErrorLog(log, self._clock, burst=1)  # a flood: a line per interval
 
     def cached(self) -> tuple[int, int]:
         """How many allowed and refused decisions are cached (for tests and debugging)."""
@@ -132,10 +139,19 @@ class MetricsAuth:
 
     def __call__(self, path: str, authorization: str | None) -> Denial | None:
         """None to serve the request, else the response that refuses it."""
+        decision, failed = self._decide(path, authorization)
+        if decision is not None and not failed:
+            self._errors.event("metrics requests refused", key=str(decision[0]),
+                               status=decision[0], path=path,
+                               message=decision[2].decode().strip())
+        return decision
+
+    def _decide(self, path: str, authorization: str | None) -> tuple[Denial | None, bool]:
+        """The decision, and whether it is a failed review's (logged already)."""
         scheme, _, token = (authorization or "").strip().partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            return _deny(401, "Unauthorized")
+            return _deny(401, "Unauthorized"), False
         digest = hashlib.sha256(token.encode()).hexdigest()
         key = (digest, path)
         now = self._clock.monotonic()
@@ -143,7 +159,7 @@ class MetricsAuth:
             for cache in (self._allowed, self._refused):
                 found, decision = cache.get(key, now)
                 if found:
-                    return decision
+                    return decision, False
             known = self._known.get(digest, 0.0) > now
         decision, cacheable = self._review(token, path, known)
         if cacheable:
@@ -152,7 +168,7 @@ class MetricsAuth:
                 self._known.pop(digest, None)  # re-inserted last when allowed: the newest
                 if decision is None:
                     self._remember(digest, now)
-        return decision
+        return decision, not cacheable and decision is not None and decision[0] != 429
 
     def _remember(self, digest: str, now: float) -> None:
         if len(self._known) >= self._max_known:
@@ -177,7 +193,7 @@ class MetricsAuth:
                 "spec": {"token": token},
             })
         except Exception as err:  # the API server's answer or a transport failure
-            log.warning("metrics authentication failed", error=str(err))
+            self._errors.failure("metrics authentication failed", err, level="warning")
             return _deny(401, "Authentication failed"), False
         status = review.get("status") or {}
         if not status.get("authenticated"):
@@ -198,10 +214,9 @@ class MetricsAuth:
                 "kind": SUBJECT_ACCESS_REVIEWS.kind, "spec": spec,
             })
         except Exception as err:
-            log.warning("metrics authorization failed", user=name, error=str(err))
+            self._errors.failure("metrics authorization failed", err, level="warning",
+                                 user=name)
             return _deny(500, f"Authorization for user {name} failed"), False
         if not (sar.get("status") or {}).get("allowed"):
-            log.debug("metrics access denied", user=name, path=path,
-                      reason=(sar.get("status") or {}).get("reason"))
             return _deny(403, f"Authorization denied for user {name}"), True
         return None, True

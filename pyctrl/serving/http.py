@@ -22,7 +22,9 @@ Contract:
 * Only GET is served (other methods 405). With an ``ssl_context`` the server speaks HTTPS
   only. With ``authorize`` (see :mod:`pyctrl.serving.auth`), ``authorize(path,
   Authorization header)`` runs on a worker before the handler; a response it returns is sent
-  instead of the handler's.
+  instead of the handler's. A handler (or ``authorize``) that raises is answered 500 and
+  logged as ``http handler failed`` through :class:`pyctrl._errorlog.ErrorLog` (a
+  traceback at most once a minute, one line per 10 s otherwise, counting the rest).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from urllib.parse import parse_qs
 
 import structlog
 
+from pyctrl._errorlog import ErrorLog
 from pyctrl.frontend import Frontend, FrontendOptions, Headers, Reply, Request, RequestHead, text
 from pyctrl.frontend import Handler as RequestHandler
 
@@ -77,6 +80,7 @@ class HTTPServerThread:
         self.secure = ssl_context is not None
         self._handler = handler
         self._authorize = authorize
+        self._errors = ErrorLog(log, burst=1)  # a handler bug hit by every scrape
         config = FrontendOptions(host=address[0], port=address[1],
                                  header_timeout_seconds=min(_HEADER_TIMEOUT, request_timeout),
                                  request_timeout_seconds=request_timeout)
@@ -113,7 +117,7 @@ class HTTPServerThread:
             answer = denied or self._handler(
                 path, parse_qs(request.head.query, keep_blank_values=True),
                 request.head.headers)
-        except Exception:
-            log.exception("http handler failed", server=self.name, path=path)
+        except Exception as err:
+            self._errors.failure("http handler failed", err, server=self.name, path=path)
             return 500, b"internal error\n", TEXT
         return answer[0], answer[2], answer[1], answer[3] if len(answer) == 4 else ()

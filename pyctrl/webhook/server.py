@@ -47,6 +47,11 @@ Contract:
   from the moment the review was read, the shorter of the API server's ``?timeout=`` and
   the path's ``Admission.timeout_seconds``, less a margin for writing the answer.
 
+* The log stays small under a flood, as under an outage (:mod:`pyctrl._errorlog`, by the
+  injected Clock): a bad review (400) is ``bad admission request``, one line per path per
+  10 s counting the rest in ``suppressed``; a handler that raises (500) is ``admission
+  handler failed``, its traceback at most once a minute per raise location.
+
 Deadlines are real time (they bound sockets), whatever Clock drives the certificate polling.
 """
 
@@ -63,6 +68,7 @@ from urllib.parse import parse_qs
 import orjson
 import structlog
 
+from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock
 from pyctrl.duration import parse_duration
 from pyctrl.frontend import Frontend, FrontendOptions, Reply, Request, RequestHead, text
@@ -155,6 +161,7 @@ class WebhookServer:
         self._closing = threading.Event()
         self._started = False
         self.ready = threading.Event()  # set while listening with a loaded certificate
+        self._errors = ErrorLog(log, clock, burst=1)  # a flood of bad reviews: a few lines
 
     # -- wiring -------------------------------------------------------------------------
     def register(self, path: str, handler: ServedHandler, *,
@@ -286,9 +293,9 @@ class WebhookServer:
             with review_deadline(self._deadline(request)):
                 answer = orjson.dumps(handle_review(handler, cast(dict[str, object], review)))
         except (orjson.JSONDecodeError, ReviewError) as err:
-            log.info("bad admission request", path=path, error=str(err))
+            self._errors.event("bad admission request", key=path, path=path, error=str(err))
             return text(400, str(err))
-        except Exception:
-            log.exception("admission handler failed", path=path)
+        except Exception as err:
+            self._errors.failure("admission handler failed", err, path=path)
             return text(500, "internal error")
         return 200, answer, "application/json"

@@ -28,7 +28,7 @@ REFUSED = {
     "empty method": b" /ok HTTP/1.1",
     "method not a token": b"G(T /ok HTTP/1.1",
     "two spaces": b"GET  /ok HTTP/1.1",
-    "bad version": b"GET /ok HTTP/2.0",
+    "bad version": b"GET /ok HTTP/1.10",
     "bare LF in a value": b"GET /ok HTTP/1.1\r\nX-A: a\nContent-Length: 3",
     "NUL in a value": b"GET /ok HTTP/1.1\r\nX-A: a\x00b",
     "empty field name": b"GET /ok HTTP/1.1\r\n: a",

@@ -5,8 +5,10 @@ and the lean transport's response reader (:func:`pyctrl.kube.response.read_respo
 * Any bytes as a request head: a :class:`RequestHead` whose fields satisfy RFC 9112 (a token
   method, lower-case token names, values without controls or surrounding whitespace, a
   digits-only Content-Length) and that parses back the same once written out again, or a
-  400; the body length is a non-negative int or a 400/411/413. A valid head (random tokens,
-  values, lengths) parses to its fields; one with a smuggling defect put in is a 400.
+  400, or a 505 (a well-formed version but 1.0 and 1.1), or a 501 (a token method not in
+  METHODS); the body length is a non-negative int or a 400/411/413. A valid head (random
+  tokens, values, lengths) parses to its fields, with another method a 501, with another
+  version a 505; one with a smuggling defect put in is a 400.
 * Any bytes as an answer, read through any read size: a :class:`Response` (status >= 200,
   lower-case names, a body at most MAX_DECODED) or ProtocolError, DecodeError or NoAnswer;
   never another exception. A valid answer (Content-Length, chunked or close-delimited;
@@ -27,7 +29,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from urllib3.exceptions import DecodeError, ProtocolError
 
-from pyctrl.frontend.http import RequestHead, body_length, parse_head
+from pyctrl.frontend.http import METHODS, RequestHead, body_length, parse_head
 from pyctrl.kube.response import MAX_DECODED, NoAnswer, Response, read_response
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -46,7 +48,13 @@ def check_head(data: bytes) -> RequestHead | None:
     """The request-head contract on ``data``; the head when it parsed."""
     head = parse_head(data)
     if not isinstance(head, RequestHead):
-        assert head[0] == 400, (data, head)
+        line = data.decode("latin-1").split("\r\n")[0].split(" ")
+        assert head[0] in (400, 501, 505), (data, head)
+        if head[0] == 505:
+            assert re.fullmatch(r"HTTP/[0-9]\.[0-9]", line[2]), data
+            assert line[2] not in ("HTTP/1.0", "HTTP/1.1"), data
+        elif head[0] == 501:
+            assert _TOKEN.fullmatch(line[0]) and line[0] not in METHODS, data
         return None
     assert _TOKEN.fullmatch(head.method), data
     assert head.version in ("HTTP/1.0", "HTTP/1.1"), data
@@ -109,7 +117,7 @@ def heads(draw: st.DrawFn) -> RequestHead:
     if draw(st.booleans()):
         headers["content-length"] = str(draw(st.integers(0, 10**12)))
     query = draw(st.sampled_from(["", "a=b", "timeout=10s&x"]))
-    return RequestHead(draw(_tokens), draw(_targets), query, headers,
+    return RequestHead(draw(st.sampled_from(sorted(METHODS))), draw(_targets), query, headers,
                        draw(st.sampled_from(["HTTP/1.0", "HTTP/1.1"])))
 
 
@@ -117,6 +125,23 @@ def heads(draw: st.DrawFn) -> RequestHead:
 def test_a_valid_head_parses_to_its_fields(head: RequestHead) -> None:
     assert parse_head(write_head(head)) == head
     assert check_head(write_head(head)) == head
+
+
+@given(heads(), _tokens.filter(lambda m: m not in METHODS))
+def test_a_valid_head_with_another_method_is_a_501(head: RequestHead, method: str) -> None:
+    wire = write_head(RequestHead(method, head.path, head.query, head.headers, head.version))
+    assert parse_head(wire)[0] == 501  # type: ignore[index]
+    check_head(wire)
+
+
+@given(heads(), st.tuples(st.integers(0, 9), st.integers(0, 9)).filter(
+    lambda v: v not in ((1, 0), (1, 1))))
+def test_a_valid_head_with_another_version_is_a_505(head: RequestHead,
+                                                    version: tuple[int, int]) -> None:
+    wire = write_head(RequestHead(head.method, head.path, head.query, head.headers,
+                                  f"HTTP/{version[0]}.{version[1]}"))
+    assert parse_head(wire)[0] == 505  # type: ignore[index]
+    check_head(wire)
 
 
 _DEFECTS = [
@@ -148,7 +173,7 @@ def test_a_smuggling_defect_is_a_400(head: RequestHead, which: int) -> None:
 @example(b"GET / HTTP/1.1\r\nContent-Length: " + b"9" * 5000)
 @example(b"GET / HTTP/1.1\r\nContent-Length: \xb2")
 @example(b"GET /a?b?c HTTP/1.1")
-def test_any_bytes_are_a_head_or_a_400(data: bytes) -> None:
+def test_any_bytes_are_a_head_or_a_refusal(data: bytes) -> None:
     check_head(data)
 
 
