@@ -4,6 +4,8 @@ threads a test started."""
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -63,3 +65,18 @@ def runners() -> Iterator[list[Runner]]:
     for r in made:
         if r.thread.is_alive():
             r.shutdown()
+
+
+def gil_enabled() -> bool:
+    """Whether this interpreter runs with the GIL (always so on a build that has one)."""
+    probe = getattr(sys, "_is_gil_enabled", None)
+    return True if probe is None else bool(probe())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under PYCTRL_EXPECT_NO_GIL=1 (hack/pythons.sh on a free-threaded build), fail the run if
+    the GIL is enabled at its end: an extension module imported by pyctrl or a test that does
+    not declare free-threading support turns it back on for the whole process."""
+    if os.environ.get("PYCTRL_EXPECT_NO_GIL") == "1" and gil_enabled():
+        print("\nthe GIL was enabled during the run (PYCTRL_EXPECT_NO_GIL=1)", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
