@@ -15,6 +15,11 @@ import structlog
 from tests.threads import Runner
 from tests.waiting import poll
 
+# PYCTRL_SWITCH_INTERVAL=1e-5 makes a GIL build switch threads far more often than its 5 ms
+# default, to shake out check-then-act races (docs/DEVELOPMENT.md, "Other Pythons").
+if _interval := os.environ.get("PYCTRL_SWITCH_INTERVAL"):
+    sys.setswitchinterval(float(_interval))
+
 # Threads the interpreter or test tooling may own; never ours.
 _IGNORED_PREFIXES = ("pytest_timeout", "Dummy-", "ThreadPoolExecutor-0")
 
