@@ -16,11 +16,16 @@
 # all ran). Each step's seconds are printed.
 #
 # Usage: bash hack/pythons.sh [extra pytest args...]
-# PYTHONS="3.12 3.14t" picks versions; UNIT_PATHS (default tests/unit) what pytest runs.
+# PYTHONS="3.12 3.14t" picks versions; UNIT_PATHS (default tests/unit) what pytest runs;
+# INTEGRATION_PATHS (empty: none) the integration tests run on INTEGRATION_PYTHON (3.14), with
+# the default warning filters (under -W error they find an SSL socket left open at exit).
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "${here}"
 read -r -a paths <<<"${UNIT_PATHS:-tests/unit}"
+# A small integration subset (a real apiserver from pyctrl.testing.envtest) on one new Python.
+INTEGRATION_PYTHON="${INTEGRATION_PYTHON:-3.14}"
+INTEGRATION_PATHS="${INTEGRATION_PATHS-tests/integration/test_typed_client.py tests/integration/test_configmap_mirror.py}"
 versions="${PYTHONS:-$(python3 - <<'PY'
 import re, tomllib
 classifiers = tomllib.load(open("pyproject.toml", "rb"))["project"]["classifiers"]
@@ -87,6 +92,13 @@ for v in ${versions}; do
   "${run[@]}" "${gil} ${venv}/bin/python -VV && ${gil} ${venv}/bin/python -m pytest \
     ${flags[*]} $(printf '%q ' "${paths[@]}" "$@")" || failed+=("${v} (unit)")
   echo "=== Python ${v}: unit suite took $((SECONDS - start))s"
+  if [[ "${v}" == "${INTEGRATION_PYTHON}" && -n "${INTEGRATION_PATHS}" ]]; then
+    echo "=== Python ${v}: integration subset ${INTEGRATION_PATHS}"
+    start=${SECONDS}
+    "${run[@]}" "${venv}/bin/python -m pytest -q -p no:cacheprovider ${INTEGRATION_PATHS}" \
+      || failed+=("${v} (integration)")
+    echo "=== Python ${v}: integration subset took $((SECONDS - start))s"
+  fi
   echo "=== Python ${v}: mypy --strict --python-version ${v%t}"
   start=${SECONDS}
   "${run[@]}" "${venv}/bin/mypy --strict --python-version ${v%t} --cache-dir .mypy_cache/${v}" \
