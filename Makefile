@@ -55,8 +55,9 @@ dist: setup
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 
-# The unit suite and mypy on each CPython the classifiers name that is installed here (3.11,
-# 3.12, 3.13: python3.X on PATH or under pyenv), each in its own venv (.venv3X); CI runs it.
+# The unit suite and mypy on each CPython the classifiers name (3.11-3.15) and a free-threaded
+# 3.14t where installed, each in its own venv (.venv3X): from the host (PATH, pyenv), else as
+# root from a cached Debian unstable rootfs (hack/pythons_rootfs.sh); CI runs it.
 pythons:
 	bash hack/pythons.sh $(PYTEST_ARGS)
 

@@ -110,7 +110,7 @@ _reconcile_counter = itertools.count(1)
 
 
 def _next_reconcile_id() -> str:
-    """A fresh reconcile ID (``next`` on itertools.count is atomic under the GIL)."""
+    """A fresh reconcile ID (``next`` on itertools.count is atomic, with or without a GIL)."""
     return f"{_RECONCILE_PREFIX}{next(_reconcile_counter):016x}"
 
 

@@ -444,7 +444,8 @@ def _get(url: str, context: ssl.SSLContext | None = None) -> int:
         with urllib.request.urlopen(url, timeout=3, context=context) as resp:
             return int(resp.status)
     except urllib.error.HTTPError as err:
-        return int(err.code)
+        with err:  # closes its response (3.14 warns of one left open)
+            return int(err.code)
     except OSError:
         return 0
 

@@ -4,6 +4,8 @@ threads a test started."""
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -12,6 +14,11 @@ import structlog
 
 from tests.threads import Runner
 from tests.waiting import poll
+
+# PYCTRL_SWITCH_INTERVAL=1e-5 makes a GIL build switch threads far more often than its 5 ms
+# default, to shake out check-then-act races (docs/DEVELOPMENT.md, "Other Pythons").
+if _interval := os.environ.get("PYCTRL_SWITCH_INTERVAL"):
+    sys.setswitchinterval(float(_interval))
 
 # Threads the interpreter or test tooling may own; never ours.
 _IGNORED_PREFIXES = ("pytest_timeout", "Dummy-", "ThreadPoolExecutor-0")
@@ -63,3 +70,18 @@ def runners() -> Iterator[list[Runner]]:
     for r in made:
         if r.thread.is_alive():
             r.shutdown()
+
+
+def gil_enabled() -> bool:
+    """Whether this interpreter runs with the GIL (always so on a build that has one)."""
+    probe = getattr(sys, "_is_gil_enabled", None)
+    return True if probe is None else bool(probe())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under PYCTRL_EXPECT_NO_GIL=1 (hack/pythons.sh on a free-threaded build), fail the run if
+    the GIL is enabled at its end: an extension module imported by pyctrl or a test that does
+    not declare free-threading support turns it back on for the whole process."""
+    if os.environ.get("PYCTRL_EXPECT_NO_GIL") == "1" and gil_enabled():
+        print("\nthe GIL was enabled during the run (PYCTRL_EXPECT_NO_GIL=1)", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -39,8 +39,9 @@ class AdminHttp:
                 raw = resp.read()
                 status = int(resp.status)
         except urllib.error.HTTPError as err:
-            raw = err.read()
-            status = int(err.code)
+            with err:  # closes its response (3.14 warns of one left open)
+                raw = err.read()
+                status = int(err.code)
         try:
             return status, json.loads(raw) if raw else None
         except ValueError:
@@ -57,4 +58,5 @@ def plain_post(url: str, body: Any, timeout: float = 5.0) -> tuple[int, Any]:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return int(resp.status), json.loads(resp.read() or b"null")
     except urllib.error.HTTPError as err:
-        return int(err.code), err.read().decode(errors="replace")
+        with err:  # closes its response (3.14 warns of one left open)
+            return int(err.code), err.read().decode(errors="replace")

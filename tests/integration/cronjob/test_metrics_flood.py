@@ -79,7 +79,8 @@ class Flood:
                 with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
                     code = int(resp.status)
             except urllib.error.HTTPError as err:
-                code = err.code
+                with err:  # closes its response (3.14 warns of one left open)
+                    code = err.code
             except OSError:
                 code = 0
             with self._mu:

@@ -33,7 +33,8 @@ def _get(port: int, path: str) -> tuple[int, str]:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
+        with err:  # closes its response (3.14 warns of one left open)
+            return err.code, err.read().decode()
     except OSError as err:
         return 0, str(err)
 

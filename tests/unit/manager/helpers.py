@@ -25,7 +25,8 @@ def get_url(url: str, token: str | None = None,
         with urllib.request.urlopen(request, timeout=5, context=context) as resp:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
+        with err:  # closes its response (3.14 warns of one left open)
+            return err.code, err.read().decode()
 
 
 def http_get(manager: Manager, path: str) -> tuple[int, str]:

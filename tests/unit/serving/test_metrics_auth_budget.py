@@ -133,7 +133,8 @@ def _flood(url: str, tokens: int) -> list[int]:
             with urllib.request.urlopen(req, timeout=10, context=insecure) as resp:
                 codes.append(resp.status)
         except urllib.error.HTTPError as err:
-            codes.append(err.code)
+            with err:  # closes its response (3.14 warns of one left open)
+                codes.append(err.code)
     return codes
 
 
