@@ -47,6 +47,7 @@ from pyctrl.errors import (
     NotLeader,
     TerminalError,
     TooManyRequests,
+    Undecodable,
 )
 from pyctrl.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from pyctrl.handlers import (
@@ -179,6 +180,7 @@ __all__ = [
     "SharedInformerFactory",
     "ShutDown",
     "TerminalError",
+    "Undecodable",
     "TooManyRequests",
     "TypedClient",
     "add_finalizer",

@@ -11,6 +11,10 @@ a bare ``Lister`` is ``Lister[dict[str, Any]]``) returns dicts, to be deep-copie
 changing them; a typed informer's (a kind class given, ``lister_for(Website)``) returns
 frozen instances of that class, to be changed by making a copy
 (:func:`pyctrl.api.replace`). Reads go through :mod:`pyctrl.kube.meta`, so both work alike.
+A typed informer's cache may hold stand-ins for objects that did not decode into the kind
+(:mod:`pyctrl.cache.quarantine`): ``get`` of such a key raises
+:class:`pyctrl.errors.Undecodable` (the object's metadata and the decode error), ``list``
+and ``by_index`` never return one.
 
 :class:`MultiNamespaceLister` reads the listers of several namespaces (one informer each) as
 one, with the same three methods (controller-runtime's multi-namespace cache): ``get`` and
@@ -26,6 +30,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, cast
 
 from pyctrl.cache.index import NAMESPACE_INDEX
+from pyctrl.cache.quarantine import Quarantined
 from pyctrl.cache.store import Indexer
 from pyctrl.errors import NotFound
 from pyctrl.kube import meta
@@ -63,6 +68,8 @@ class Lister(Generic[T]):
             what = self.resource.plural if self.resource is not None else "object"
             raise NotFound(f'{what} "{name}" not found in cache', 404, "NotFound",
                            {"name": name, "kind": what})
+        if type(obj) is Quarantined:
+            raise obj.error()
         return cast(T, obj)
 
     def list(self, namespace: str | None = None,
@@ -78,6 +85,8 @@ class Lister(Generic[T]):
                 objs = [o for o in self._indexer.list() if meta.namespace(o) == namespace]
         else:
             objs = self._indexer.list()
+        if self._indexer.quarantined:
+            objs = [o for o in objs if type(o) is not Quarantined]
         if selector.empty():
             return cast(_List[T], objs)
         return cast(_List[T], [o for o in objs if selector.matches(meta.labels(o))])

@@ -13,6 +13,9 @@ Contract (mirrors client-go ``cache.Indexer`` / ``threadSafeMap``):
   values do not leak memory.
 * ``add_indexers`` may be called on a non-empty store: existing objects are indexed at once.
 * ``replace`` swaps the whole content in one step and rebuilds the indexes.
+* Stand-ins (:class:`~pyctrl.cache.quarantine.Quarantined`: objects that did not decode into
+  a typed informer's kind) are stored, listed by ``list`` and counted by ``quarantined``, but
+  never given to an index function nor filed in an index: ``by_index`` never returns one.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable, Iterable
 
 from pyctrl.cache.index import Indexers, IndexFunc
 from pyctrl.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
+from pyctrl.cache.quarantine import Quarantined
 from pyctrl.kube.interface import Object
 
 __all__ = ["Indexer", "KeyFunc", "Store"]
@@ -35,7 +39,7 @@ _Keys = list[str]
 class Indexer:
     """A thread-safe keyed store with secondary indexes (see module docstring)."""
 
-    __slots__ = ("_indexers", "_indices", "_items", "_key_func", "_lock")
+    __slots__ = ("_indexers", "_indices", "_items", "_key_func", "_lock", "_quarantined")
 
     def __init__(self, key_func: KeyFunc = deletion_handling_meta_namespace_key,
                  indexers: Indexers | None = None) -> None:
@@ -44,6 +48,7 @@ class Indexer:
         self._items: dict[str, Object] = {}
         self._indexers: Indexers = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
+        self._quarantined: set[str] = set()  # keys of stand-ins
         if indexers:
             self.add_indexers(indexers)
 
@@ -58,8 +63,7 @@ class Indexer:
         with self._lock:
             old = self._items.get(key)
             self._items[key] = obj
-            if self._indexers:
-                self._update_indices(old, obj, key)
+            self._file(old, obj, key)
 
     def add_or_update(self, obj: Object) -> Object | None:
         """Store ``obj`` and return what was stored under its key before (None if new).
@@ -71,8 +75,7 @@ class Indexer:
             items = self._items
             old = items.get(key)
             items[key] = obj
-            if self._indexers:
-                self._update_indices(old, obj, key)
+            self._file(old, obj, key)
             return old
 
     def pop(self, obj: Object | DeletedFinalStateUnknown) -> Object | None:
@@ -80,8 +83,8 @@ class Indexer:
         key = self._key_func(obj)
         with self._lock:
             old = self._items.pop(key, None)
-            if old is not None and self._indexers:
-                self._update_indices(old, None, key)
+            if old is not None:
+                self._file(old, None, key)
             return old
 
     def delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
@@ -93,18 +96,22 @@ class Indexer:
         """Remove whatever is stored under ``key``; a missing key is not an error."""
         with self._lock:
             old = self._items.pop(key, None)
-            if old is not None and self._indexers:
-                self._update_indices(old, None, key)
+            if old is not None:
+                self._file(old, None, key)
 
     def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
         """Make the store hold exactly ``objs``; indexes are rebuilt from scratch."""
         key_func = self._key_func
         items = {key_func(o): o for o in objs}
+        quarantined = {k for k, o in items.items() if type(o) is Quarantined}
         with self._lock:
             self._items = items
+            self._quarantined = quarantined
             self._indices = {name: {} for name in self._indexers}
-            for key, obj in items.items():
-                self._update_indices(None, obj, key)
+            if self._indexers:
+                for key, obj in items.items():
+                    if not quarantined or key not in quarantined:
+                        self._update_indices(None, obj, key)
 
     def resync(self) -> None:
         """No-op: a plain store has nothing to resync (present for the Store protocol)."""
@@ -133,6 +140,11 @@ class Indexer:
         with self._lock:
             return len(self._items)
 
+    @property
+    def quarantined(self) -> int:
+        """How many stored objects are stand-ins (module docstring)."""
+        return len(self._quarantined)
+
     # -- indexes ------------------------------------------------------------------------
     def add_indexers(self, indexers: Indexers) -> None:
         """Register more index functions; existing objects are indexed immediately.
@@ -148,6 +160,8 @@ class Indexer:
                 index: dict[str, set[str]] = {}
                 self._indices[name] = index
                 for key, obj in self._items.items():
+                    if key in self._quarantined:
+                        continue
                     for value in fn(obj):
                         index.setdefault(value, set()).add(key)
 
@@ -194,6 +208,19 @@ class Indexer:
         if fn is None:
             raise KeyError(f"index {name!r} does not exist")
         return fn
+
+    def _file(self, old: Object | None, new: Object | None, key: str) -> None:
+        # Called with the lock held: ``new`` (None: deleted) replaced ``old`` under ``key``.
+        if type(old) is Quarantined or type(new) is Quarantined:
+            if type(new) is Quarantined:
+                self._quarantined.add(key)
+                new = None  # a stand-in is in no index
+            else:
+                self._quarantined.discard(key)
+            if type(old) is Quarantined:
+                old = None
+        if self._indexers:
+            self._update_indices(old, new, key)
 
     def _update_indices(self, old: Object | None, new: Object | None, key: str) -> None:
         # Called with the lock held.
