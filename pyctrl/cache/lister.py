@@ -68,7 +68,7 @@ class Lister(Generic[T]):
             what = self.resource.plural if self.resource is not None else "object"
             raise NotFound(f'{what} "{name}" not found in cache', 404, "NotFound",
                            {"name": name, "kind": what})
-        if type(obj) is Quarantined:
+        if isinstance(obj, Quarantined):
             raise obj.error()
         return cast(T, obj)
 
@@ -86,7 +86,7 @@ class Lister(Generic[T]):
         else:
             objs = self._indexer.list()
         if self._indexer.quarantined:
-            objs = [o for o in objs if type(o) is not Quarantined]
+            objs = [o for o in objs if not isinstance(o, Quarantined)]
         if selector.empty():
             return cast(_List[T], objs)
         return cast(_List[T], [o for o in objs if selector.matches(meta.labels(o))])

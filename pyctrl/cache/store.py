@@ -30,6 +30,9 @@ from pyctrl.kube.interface import Object
 
 __all__ = ["Indexer", "KeyFunc", "Store"]
 
+# Typed as any class, so comparing the type of an Object (a dict, to type checkers) with it
+# is allowed: a typed informer's stand-ins live here too.
+_STAND_IN: type = Quarantined
 KeyFunc = Callable[[Object | DeletedFinalStateUnknown], str]
 # Aliases: inside the class, ``list`` names the method, not the builtin.
 _Objects = list[Object]
@@ -103,7 +106,7 @@ class Indexer:
         """Make the store hold exactly ``objs``; indexes are rebuilt from scratch."""
         key_func = self._key_func
         items = {key_func(o): o for o in objs}
-        quarantined = {k for k, o in items.items() if type(o) is Quarantined}
+        quarantined = {k for k, o in items.items() if type(o) is _STAND_IN}
         with self._lock:
             self._items = items
             self._quarantined = quarantined
@@ -211,13 +214,13 @@ class Indexer:
 
     def _file(self, old: Object | None, new: Object | None, key: str) -> None:
         # Called with the lock held: ``new`` (None: deleted) replaced ``old`` under ``key``.
-        if type(old) is Quarantined or type(new) is Quarantined:
-            if type(new) is Quarantined:
+        if type(old) is _STAND_IN or type(new) is _STAND_IN:
+            if type(new) is _STAND_IN:
                 self._quarantined.add(key)
                 new = None  # a stand-in is in no index
             else:
                 self._quarantined.discard(key)
-            if type(old) is Quarantined:
+            if type(old) is _STAND_IN:
                 old = None
         if self._indexers:
             self._update_indices(old, new, key)

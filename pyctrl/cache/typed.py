@@ -131,7 +131,8 @@ class TypedDecoder(Generic[T]):
 
     def _decode_page(self, body: bytes) -> _Page[Any]:
         try:
-            return self._page.decode(body)
+            page: _Page[Any] = self._page.decode(body)
+            return page
         except msgspec.ValidationError:
             pass  # some item does not match the class: decode them one by one
         page = self._raw_page.decode(body)
