@@ -225,6 +225,8 @@ class _Builder:
                 rules.append(marker.to_schema())
             elif isinstance(marker, m.Embedded):
                 pass
+            elif marker is m.INT32_RANGE or marker is m.INT64_RANGE:
+                pass  # the decoder's range of an Int32/Int64: its format says it
             elif isinstance(marker, msgspec.Meta):
                 raise SchemaError(f"{where}: use pyctrl.api markers, not msgspec.Meta")
         if rules:

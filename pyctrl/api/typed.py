@@ -32,8 +32,10 @@ Contract:
   when someone wrote in between).
 * :class:`TypedLister` wraps a raw-dict :class:`pyctrl.cache.Lister` (or a
   MultiNamespaceLister) and decodes on every ``get``/``list``/``by_index``: each call returns
-  fresh (frozen) objects. A typed informer (``SharedInformerFactory.lister_for(cls)``) decodes
-  once, when the object arrives, instead.
+  fresh (frozen) objects. As a typed informer's lister does, ``get`` of an object that does
+  not decode raises :class:`pyctrl.errors.Undecodable` and ``list``/``by_index`` skip it. A
+  typed informer (``SharedInformerFactory.lister_for(cls)``) decodes once, when the object
+  arrives, instead.
 
 Typed objects are frozen (:class:`pyctrl.api.Struct`); :func:`pyctrl.api.replace` builds a
 changed copy.
@@ -50,6 +52,8 @@ import msgspec
 from pyctrl.api.crd import kind_info
 from pyctrl.api.types import Object, Struct
 from pyctrl.cache.lister import Lister, MultiNamespaceLister
+from pyctrl.cache.quarantine import split_error
+from pyctrl.errors import Undecodable
 from pyctrl.kube.body import json_decoder, prepare
 from pyctrl.kube.resource import Resource
 
@@ -214,15 +218,39 @@ class TypedLister(Generic[T]):
         self.cls = cls
 
     def get(self, namespace: str | None, name: str) -> T:
-        """The typed object; raises :class:`pyctrl.errors.NotFound` as the Lister does."""
-        return decode(self.cls, self.lister.get(namespace, name))
+        """The typed object; raises :class:`pyctrl.errors.NotFound` as the Lister does, and
+        :class:`pyctrl.errors.Undecodable` for one that does not decode."""
+        raw = self.lister.get(namespace, name)
+        prepare(self.cls)
+        try:
+            return msgspec.convert(raw, self.cls, strict=False)
+        except msgspec.ValidationError as err:
+            md = raw.get("metadata") or {}
+            path, problem = split_error(err)
+            raise Undecodable(
+                kind=str(raw.get("kind") or kind_info(self.cls).kind),
+                api_version=str(raw.get("apiVersion") or ""),
+                namespace=str(md.get("namespace") or ""), name=str(md.get("name") or ""),
+                path=path, problem=problem,
+                resource_version=str(md.get("resourceVersion") or ""),
+                uid=str(md.get("uid") or ""), generation=int(md.get("generation") or 0),
+            ) from None
 
     def by_index(self, index: str, value: str) -> list[T]:
         """The cached objects whose ``index`` values include ``value``, typed."""
-        return [decode(self.cls, o) for o in self.lister.by_index(index, value)]
+        return self._decoded(self.lister.by_index(index, value))
 
     def list(self, namespace: str | None = None,
              label_selector: str | None = None) -> list[T]:
         """Every cached object (of ``namespace``, matching ``label_selector``), typed."""
-        return [decode(self.cls, o) for o in self.lister.list(namespace, label_selector)]
+        return self._decoded(self.lister.list(namespace, label_selector))
+
+    def _decoded(self, raws: list[Raw]) -> list[T]:
+        out: list[T] = []
+        for raw in raws:
+            try:
+                out.append(decode(self.cls, raw))
+            except DecodeError:
+                continue  # an undecodable object: get() says what is wrong with it
+        return out
 
