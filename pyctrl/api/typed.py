@@ -44,7 +44,7 @@ changed copy.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -238,19 +238,20 @@ class TypedLister(Generic[T]):
 
     def by_index(self, index: str, value: str) -> list[T]:
         """The cached objects whose ``index`` values include ``value``, typed."""
-        return self._decoded(self.lister.by_index(index, value))
+        return _decoded(self.cls, self.lister.by_index(index, value))
 
     def list(self, namespace: str | None = None,
              label_selector: str | None = None) -> list[T]:
         """Every cached object (of ``namespace``, matching ``label_selector``), typed."""
-        return self._decoded(self.lister.list(namespace, label_selector))
+        return _decoded(self.cls, self.lister.list(namespace, label_selector))
 
-    def _decoded(self, raws: list[Raw]) -> list[T]:
-        out: list[T] = []
-        for raw in raws:
-            try:
-                out.append(decode(self.cls, raw))
-            except DecodeError:
-                continue  # an undecodable object: get() says what is wrong with it
-        return out
+
+def _decoded(cls: type[T], raws: Iterable[Raw]) -> list[T]:
+    out: list[T] = []
+    for raw in raws:
+        try:
+            out.append(decode(cls, raw))
+        except DecodeError:
+            continue  # an undecodable object: get() says what is wrong with it
+    return out
 
