@@ -19,7 +19,7 @@ from tests.unit.cronjob.sync_fixture import NAMESPACE, Fixture, new_cronjob
 STATUS_PATCH = ("patch", "cronjobs", "hello", "status")
 
 # (spec change, the field named, a piece of the problem)
-POISONS = {
+POISONS: dict[str, tuple[dict[str, Any], str, str]] = {
     "wrong-enum": ({"concurrencyPolicy": "Sometimes"}, "spec.concurrencyPolicy",
                    "Invalid enum value 'Sometimes'"),
     "wrong-type": ({"suspend": "yes"}, "spec.suspend", "Expected `bool`, got `str`"),
