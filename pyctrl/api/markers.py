@@ -26,13 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-import msgspec
-
 from pyctrl.kube import meta
 
 __all__ = [
-    "INT32_RANGE",
-    "INT64_RANGE",
     "Default",
     "Embedded",
     "Format",
@@ -103,12 +99,6 @@ class Format:
     """``format``: e.g. ``int32``, ``int64``, ``date-time``, ``byte``, ``duration``."""
 
     name: str
-
-
-# What the decoder holds an Int32/Int64 (pyctrl.api.types) to; not a schema marker (the
-# format says it), so the schema builder skips exactly these two.
-INT32_RANGE = msgspec.Meta(ge=-(2**31), le=2**31 - 1)
-INT64_RANGE = msgspec.Meta(ge=-(2**63), le=2**63 - 1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,8 +33,6 @@ from typing import Annotated, Any, ClassVar, Literal, Never, dataclass_transform
 import msgspec
 
 from pyctrl.api.markers import (
-    INT32_RANGE,
-    INT64_RANGE,
     Embedded,
     Format,
     KindInfo,
@@ -47,6 +45,8 @@ from pyctrl.api.markers import (
 
 __all__ = [
     "EMPTY_MAP",
+    "INT32_RANGE",
+    "INT64_RANGE",
     "Condition",
     "Int32",
     "Int64",
@@ -67,6 +67,10 @@ EMPTY_MAP: Mapping[str, Never] = MappingProxyType({})
 """The default of a ``Mapping`` field: one shared, read-only empty map (an absent map field
 costs no allocation; a ``dict`` default would cost one per object)."""
 
+# What the decoder holds an Int32/Int64 to; not a schema marker (the format says it), so
+# the schema builder skips exactly these two.
+INT32_RANGE = msgspec.Meta(ge=-(2**31), le=2**31 - 1)
+INT64_RANGE = msgspec.Meta(ge=-(2**63), le=2**63 - 1)
 Int32 = Annotated[int, Format("int32"), INT32_RANGE]
 Int64 = Annotated[int, Format("int64"), INT64_RANGE]
 
