@@ -6,7 +6,9 @@ key ``str(request)``, ``namespace/name``, names what the reconciler remembers pe
 1. Read the CronJob (:class:`cronjob_controller.crd.CronJob`) and the Jobs it controls
    (``pyctrl.models`` Jobs, by owner UID through an index) typed from the caches, through
    :class:`ObjectSource` (a typed lister); never LIST. A missing CronJob ends the sync (the
-   API server garbage collects its Jobs). The CronJob is validated once per sync.
+   API server garbage collects its Jobs); one stored that does not decode
+   (:class:`pyctrl.Undecodable`) gets Ready=False and one Warning, and no Job
+   (:mod:`~cronjob_controller.undecodable`). The CronJob is validated once per sync.
 2. Rebuild status from the world (:func:`~cronjob_controller.status.rebuild`): a status
    write that was lost or deferred is recovered, and a run whose Job vanished is never
    created again (the run record, :class:`RunRecord`).
@@ -55,7 +57,8 @@ from cronjob_controller.statuswrite import (
     StatusWriter,
 )
 from cronjob_controller.templatecheck import REASON_INVALID_JOB_TEMPLATE, TemplateCheck
-from pyctrl import Clock, RealClock, Request, Result, is_controlled_by
+from cronjob_controller.undecodable import UndecodableCronJobs
+from pyctrl import Clock, RealClock, Request, Result, Undecodable, is_controlled_by
 from pyctrl import api as typed
 from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
@@ -63,16 +66,9 @@ from pyctrl.kube import JOBS, Client, format_time, meta
 from pyctrl.models.batch_v1 import Job
 from pyctrl.record import EventRecorder
 
-__all__ = [
-    "CACHE_WAIT_SECONDS",
-    "EAGER_STATUS_TTL_SECONDS",
-    "MAX_MESSAGE_LENGTH",
-    "REASON_INVALID_JOB_TEMPLATE",
-    "REQUEUE_SLACK_SECONDS",
-    "CronJobReconciler",
-    "ObjectSource",
-    "skew_histogram",
-]
+__all__ = ["CACHE_WAIT_SECONDS", "EAGER_STATUS_TTL_SECONDS", "MAX_MESSAGE_LENGTH",
+           "REASON_INVALID_JOB_TEMPLATE", "REQUEUE_SLACK_SECONDS", "CronJobReconciler",
+           "ObjectSource", "skew_histogram"]
 
 log = structlog.get_logger(__name__)
 
@@ -145,6 +141,7 @@ class CronJobReconciler:
         self.departures = JobDepartures(client, self.reporter, self.gone)
         self.status_writer = StatusWriter(client, self.clock, self.gone,
                                           defer_after_create=defer_status_after_create)
+        self.undecodable = UndecodableCronJobs(client, self.reporter, self.clock)
 
     @property
     def defer_status_after_create(self) -> bool:
@@ -186,6 +183,8 @@ class CronJobReconciler:
         except NotFound:
             self._forget(key)
             return None
+        except Undecodable as err:  # stored past a laxer schema: say so, create nothing
+            return self.undecodable.report(key, err)
         # 1. What the caches say: the CronJob and the Jobs it controls.
         uid = cronjob.metadata.uid
         owned = [j for j in self.jobs.by_index(CONTROLLER_UID_INDEX, uid)

@@ -9,7 +9,8 @@ Contract of :class:`Reporter` (one per reconciler, thread-safe):
   per distinct problem instead of one per sync. It returns whether it recorded.
 * :meth:`Reporter.forget` drops what was reported for a key (all reasons, or all but
   ``keep``), so the same problem coming back later is reported again; the reconciler forgets
-  a CronJob's entries when it is gone or valid again; :meth:`Reporter.drop` one reason's.
+  a CronJob's entries when it is gone or valid again; :meth:`Reporter.drop` one reason's;
+  :meth:`Reporter.reported` reads the last message of one.
   Memory is O(CronJobs x reasons).
 
 Events go through the recorder, which never blocks a worker (the broadcaster's sink writes
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from cronjob_controller.crd import CronJob
 from pyctrl.record import EventRecorder, EventType
@@ -49,7 +51,8 @@ class Reporter:
         """Record an Event about ``obj`` now."""
         self.recorder.event(obj, type, reason, truncate(message))
 
-    def once(self, key: str, obj: CronJob, type: EventType, reason: str, message: str) -> bool:
+    def once(self, key: str, obj: CronJob | dict[str, Any], type: EventType, reason: str,
+             message: str) -> bool:
         """Record the Event unless ``key`` already reported this ``reason`` with this message."""
         message = truncate(message)
         with self._lock:
@@ -58,6 +61,11 @@ class Reporter:
             self._reported[(key, reason)] = message
         self.recorder.event(obj, type, reason, message)
         return True
+
+    def reported(self, key: str, reason: str) -> str | None:
+        """The message ``key`` last reported for ``reason`` (None: none)."""
+        with self._lock:
+            return self._reported.get((key, reason))
 
     def forget(self, key: str, keep: Sequence[str] = ()) -> None:
         """Forget what ``key`` reported, except the reasons in ``keep``."""

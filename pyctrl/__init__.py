@@ -48,6 +48,7 @@ from pyctrl.errors import (
     NotLeader,
     TerminalError,
     TooManyRequests,
+    Undecodable,
 )
 from pyctrl.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from pyctrl.handlers import (
@@ -184,6 +185,7 @@ __all__ = [
     "TerminalError",
     "TooManyRequests",
     "TypedClient",
+    "Undecodable",
     "add_finalizer",
     "and_",
     "annotations_changed",

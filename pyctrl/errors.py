@@ -14,6 +14,11 @@ leader lease can no longer be trusted; the request was never sent), :class:`Alre
 controller owns; it carries that controller's reference) and its subclass
 :class:`AdoptionRefused` (an apply refused to take over an existing object no controller
 owns).
+
+:class:`Undecodable` is not an API answer: a typed lister's ``get`` found the object stored in
+the cache only as a stand-in, because it does not decode into its kind (see
+:mod:`pyctrl.cache.quarantine`). It is a :class:`TerminalError`: a reconciler that lets it
+escape is not retried hot (the object's next change brings the key back).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ __all__ = [
     "Timeout",
     "TooManyRequests",
     "Unauthorized",
+    "Undecodable",
     "Unreachable",
     "from_status",
     "is_not_found",
@@ -205,6 +211,35 @@ class NotLeader(TerminalError):
     so a reconcile stops at its first refused write and the key is not retried hot; the
     replica that leads now reconciles it.
     """
+
+
+class Undecodable(TerminalError):
+    """The cached object ``namespace/name`` of ``kind`` does not decode into its class.
+
+    ``path`` is where the first mismatch is (``$.spec.concurrencyPolicy``; ``$`` the object),
+    ``problem`` what is wrong there (msgspec's message, e.g. ``Invalid enum value
+    'Sometimes'``); ``resource_version``, ``uid`` and ``generation`` are the stored object's.
+    """
+
+    def __init__(self, *, kind: str, namespace: str, name: str, path: str, problem: str,
+                 resource_version: str = "", uid: str = "", generation: int = 0,
+                 api_version: str = "") -> None:
+        where = f"{namespace}/{name}" if namespace else name
+        super().__init__(f"{kind} {where} does not decode: {problem} at {path}")
+        self.kind = kind
+        self.api_version = api_version
+        self.namespace = namespace
+        self.name = name
+        self.path = path
+        self.problem = problem
+        self.resource_version = resource_version
+        self.uid = uid
+        self.generation = generation
+
+    @property
+    def field(self) -> str:
+        """``path`` without its leading ``$.`` (``spec.concurrencyPolicy``)."""
+        return self.path.removeprefix("$").removeprefix(".")
 
 
 def is_not_found(err: BaseException) -> bool:

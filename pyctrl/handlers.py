@@ -24,6 +24,10 @@ Contract:
   (:func:`or_`) when either does, ``~a`` (:func:`not_`) when ``a`` does not, hook by hook
   (add, update, delete). A missing hook passes, so ``~generation_changed`` drops every add
   and delete (controller-runtime's ``Not`` of a ``Funcs`` does the same).
+* A stand-in for an object that did not decode into its kind
+  (:class:`pyctrl.cache.Quarantined`) passes every predicate unasked (a predicate may read
+  fields it lacks, and its reconciler must run to report it), and so does an update from or
+  to one; the mapper still decides which Requests it makes.
 * Handlers never raise into the informer: any error is logged and the event is dropped.
 * Priorities: when the queue is a :class:`~pyctrl.workqueue.PriorityQueue`, handlers add
   objects from the informer's initial list (``on_add(obj, is_in_initial_list=True)``) and
@@ -47,7 +51,7 @@ from typing import Any, Protocol
 import structlog
 
 from pyctrl._errorlog import ErrorLog
-from pyctrl.cache import DeletedFinalStateUnknown, parse_selector
+from pyctrl.cache import DeletedFinalStateUnknown, Quarantined, parse_selector
 from pyctrl.kube import meta
 from pyctrl.reconcile import Request
 from pyctrl.workqueue.priority import LOW_PRIORITY, NORMAL_PRIORITY, PriorityQueue
@@ -267,14 +271,16 @@ class MapHandler:
 
     def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
         try:
-            if all(p.add is None or p.add(obj) for p in self._predicates):
+            if type(obj) is Quarantined or all(p.add is None or p.add(obj)
+                                               for p in self._predicates):
                 self._enqueue(self._requests(obj), add_priority(is_in_initial_list))
         except Exception as err:
             self._errors.failure("event handler failed on add; event dropped", err)
 
     def on_update(self, old: Object, new: Object) -> None:
         try:
-            if all(p.update is None or p.update(old, new) for p in self._predicates):
+            if (type(new) is Quarantined or type(old) is Quarantined
+                    or all(p.update is None or p.update(old, new) for p in self._predicates)):
                 self._enqueue(self._requests(new, old if self._map_old else None),
                               update_priority(old, new, status_only_low=self._status_only_low))
         except Exception as err:
@@ -283,7 +289,7 @@ class MapHandler:
     def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
         try:
             last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-            if last is not None and not all(
+            if last is not None and type(last) is not Quarantined and not all(
                 p.delete is None or p.delete(last) for p in self._predicates
             ):
                 return

@@ -37,7 +37,8 @@ Contract (controller-runtime's manager, in threads):
 * Probes: ``/healthz`` has ``ping``, ``runnables``, ``controller-<name>-workers`` and, with
   leader election, ``leader-election``; ``/readyz`` has ``ping`` and ``informers-synced``.
   ``/metrics`` serves ``registry`` (HTTPS behind ``MetricsOptions.auth``, default a
-  :class:`pyctrl.serving.MetricsAuth`, when ``MetricsOptions.secure``).
+  :class:`pyctrl.serving.MetricsAuth`, when ``MetricsOptions.secure``), the informers'
+  ``pyctrl_informer_undecodable_objects`` gauge among its series.
 * Leader-scoped writes: :meth:`client_for_leader` (and the event broadcaster) refuse writes
   with :class:`pyctrl.errors.NotLeader` once the lease (or the gate) can not be trusted. Its
   writes are read back by the Manager's listers (:attr:`own_writes`, read-your-own-writes).
@@ -69,6 +70,7 @@ from pyctrl._signals import install_signal_handlers
 from pyctrl.builder import Builder
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.cache.ownwrites import OwnWrites, RecordingClient
+from pyctrl.cache.quarantine import undecodable_collector
 from pyctrl.clock import Clock, RealClock
 from pyctrl.controller import Controller, RequestT
 from pyctrl.extension import ControllerHook, Extension
@@ -114,6 +116,7 @@ class Manager:
         self.informers = SharedInformerFactory(
             client, default_resync=opts.default_resync, namespace=opts.namespace,
             clock=self.clock, watch_list=opts.watch_list, own_writes=self.own_writes)
+        self.registry.register(undecodable_collector(self.informers.undecodable))
         self._controllers: list[Controller[Any]] = []  # any request type
         self._runnables = RunnableGroup(self.clock)
         self._runnable_stop = threading.Event()  # the needs_leader=False runnables' stop

@@ -39,6 +39,7 @@ import msgspec
 
 from pyctrl.api import markers as m
 from pyctrl.api.openapi import GenerateError, embedded_schema, ordered, snapshot
+from pyctrl.api.types import INT32_RANGE, INT64_RANGE
 
 __all__ = ["SchemaError", "check_rule_costs", "object_schema", "type_schema"]
 
@@ -225,6 +226,8 @@ class _Builder:
                 rules.append(marker.to_schema())
             elif isinstance(marker, m.Embedded):
                 pass
+            elif marker is INT32_RANGE or marker is INT64_RANGE:
+                pass  # the decoder's range of an Int32/Int64: its format says it
             elif isinstance(marker, msgspec.Meta):
                 raise SchemaError(f"{where}: use pyctrl.api markers, not msgspec.Meta")
         if rules:

@@ -15,7 +15,9 @@ Contract:
 * :class:`Object` adds ``apiVersion``, ``kind`` and a typed :class:`ObjectMeta`; a kind
   subclasses it, declares ``spec`` (and usually ``status``) and is decorated with
   :func:`pyctrl.api.kind`.
-* :data:`Int32`, :data:`Int64` are ``int`` with the OpenAPI format; ``datetime`` fields are
+* :data:`Int32`, :data:`Int64` are ``int`` with the OpenAPI format, and the decoder holds a
+  value to the format's range (a stored 2**31 in an Int32 field does not decode: a typed
+  informer keeps that object as a stand-in, :mod:`pyctrl.cache.quarantine`); ``datetime`` fields are
   ``format: date-time`` strings (RFC 3339) and decode to aware datetimes.
 * :data:`JobTemplateSpec`, :data:`PodTemplateSpec` are raw dicts whose schema is the real
   Kubernetes one (:class:`~pyctrl.api.markers.Embedded`).
@@ -43,6 +45,8 @@ from pyctrl.api.markers import (
 
 __all__ = [
     "EMPTY_MAP",
+    "INT32_RANGE",
+    "INT64_RANGE",
     "Condition",
     "Int32",
     "Int64",
@@ -63,8 +67,12 @@ EMPTY_MAP: Mapping[str, Never] = MappingProxyType({})
 """The default of a ``Mapping`` field: one shared, read-only empty map (an absent map field
 costs no allocation; a ``dict`` default would cost one per object)."""
 
-Int32 = Annotated[int, Format("int32")]
-Int64 = Annotated[int, Format("int64")]
+# What the decoder holds an Int32/Int64 to; not a schema marker (the format says it), so
+# the schema builder skips exactly these two.
+INT32_RANGE = msgspec.Meta(ge=-(2**31), le=2**31 - 1)
+INT64_RANGE = msgspec.Meta(ge=-(2**63), le=2**63 - 1)
+Int32 = Annotated[int, Format("int32"), INT32_RANGE]
+Int64 = Annotated[int, Format("int64"), INT64_RANGE]
 
 JobTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.batch.v1.JobTemplateSpec")]
 PodTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.PodTemplateSpec")]

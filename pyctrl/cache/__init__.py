@@ -44,6 +44,7 @@ from pyctrl.cache.processor import (
     ResourceEventHandlerFuncs,
     ResourceEventHandlerRegistration,
 )
+from pyctrl.cache.quarantine import Quarantined, is_quarantined
 from pyctrl.cache.reflector import Reflector
 from pyctrl.cache.store import Indexer, Store
 
@@ -76,6 +77,7 @@ __all__ = [
     "ListerWatcher",
     "MultiNamespaceLister",
     "OwnWrites",
+    "Quarantined",
     "RecordingClient",
     "Reflector",
     "ResourceEventHandler",
@@ -89,6 +91,7 @@ __all__ = [
     "controller_uid_index_func",
     "deletion_handling_meta_namespace_key",
     "drop_managed_fields",
+    "is_quarantined",
     "meta_namespace_index_func",
     "meta_namespace_key",
     "parse_selector",

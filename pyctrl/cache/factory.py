@@ -41,6 +41,9 @@ Contract (client-go ``SharedInformerFactory``):
   form. A Resource argument keeps the raw-dict informer unchanged.
 * ``own_writes`` (the Manager's :class:`~pyctrl.cache.ownwrites.OwnWrites`): every lister
   ``lister_for`` makes reads the controller's own writes (see :mod:`pyctrl.cache.ownwrites`).
+* Objects that do not decode into a typed informer's kind are cached as stand-ins (see
+  :mod:`pyctrl.cache.quarantine`); :meth:`undecodable` counts them per typed informer, for
+  the ``pyctrl_informer_undecodable_objects`` gauge.
 * ``start(stop)`` starts every informer not started yet, each in its own named thread; call it
   again after requesting more informers. ``wait_for_cache_sync`` waits for the started ones.
 * ``shutdown()`` sets the factory's own stop signal for all informers and joins every thread
@@ -249,6 +252,14 @@ class SharedInformerFactory:
     def informers(self) -> list[SharedIndexInformer]:
         with self._lock:
             return list(self._informers.values())
+
+    def undecodable(self) -> list[tuple[str, str, int]]:
+        """``(resource, kind, stand-ins cached)`` for every typed informer (``resource`` is
+        ``plural.group``)."""
+        with self._lock:
+            typed = [(k.resource, i) for k, i in self._informers.items() if k.kind_class]
+        return [(r.plural + (f".{r.group}" if r.group else ""), r.kind,
+                 i.get_indexer().quarantined) for r, i in typed]
 
     def resources(self) -> list[Resource]:
         """The resources informers were made for, each once, in creation order."""

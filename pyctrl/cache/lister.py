@@ -22,6 +22,10 @@ Read your own writes: an :class:`IndexerLister` given ``writes`` (the Manager's
 until its Indexer holds the controller's own pending writes the read covers (``get``: that
 key; ``list``: those of its namespace and label selector; ``by_index`` does not wait), see
 :mod:`pyctrl.cache.ownwrites`. ``namespace``/``label_selector`` are its informer's.
+A typed informer's cache may hold stand-ins for objects that did not decode into the kind
+(:mod:`pyctrl.cache.quarantine`): ``get`` of such a key raises
+:class:`pyctrl.errors.Undecodable` (the object's metadata and the decode error), ``list``
+and ``by_index`` never return one.
 
 :class:`MultiNamespaceLister` reads the listers of several namespaces (one informer each) as
 one, with the same three methods (controller-runtime's multi-namespace cache): ``get`` and
@@ -38,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, cast
 
 from pyctrl.cache.index import NAMESPACE_INDEX
 from pyctrl.cache.ownwrites import OwnWrites
+from pyctrl.cache.quarantine import Quarantined
 from pyctrl.cache.store import Indexer
 from pyctrl.errors import NotFound
 from pyctrl.kube import meta
@@ -114,6 +119,8 @@ class IndexerLister(Generic[T]):
         obj = self._indexer.get_by_key(key)
         if obj is None:
             raise not_found(self.resource, name)
+        if isinstance(obj, Quarantined):
+            raise obj.error()
         return cast(T, obj)
 
     def list(self, namespace: str | None = None,
@@ -129,6 +136,8 @@ class IndexerLister(Generic[T]):
                 objs = [o for o in self._indexer.list() if meta.namespace(o) == namespace]
         else:
             objs = self._indexer.list()
+        if self._indexer.quarantined:
+            objs = [o for o in objs if not isinstance(o, Quarantined)]
         if selector.empty():
             return cast(_List[T], objs)
         return cast(_List[T], [o for o in objs if selector.matches(meta.labels(o))])

@@ -18,6 +18,9 @@ Contract (mirrors client-go ``cache.Indexer`` / ``threadSafeMap``):
   deletes) passes a test, woken by every write (a Condition on the store's lock: no
   polling), bounded by a Clock's timeout; a write with nobody waiting pays one integer test.
   Read-your-own-writes (:mod:`pyctrl.cache.ownwrites`) waits through it.
+* Stand-ins (:class:`~pyctrl.cache.quarantine.Quarantined`: objects that did not decode into
+  a typed informer's kind) are stored, listed by ``list`` and counted by ``quarantined``, but
+  never given to an index function nor filed in an index: ``by_index`` never returns one.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Callable, Iterable
 
 from pyctrl.cache.index import Indexers, IndexFunc
 from pyctrl.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
+from pyctrl.cache.quarantine import Quarantined
 from pyctrl.clock import Clock
 from pyctrl.kube import meta
 from pyctrl.kube.interface import Object
@@ -35,6 +39,9 @@ __all__ = ["DELETES_KEPT", "Indexer", "KeyFunc", "Store"]
 
 DELETES_KEPT = 4096
 
+# Typed as any class, so comparing the type of an Object (a dict, to type checkers) with it
+# is allowed: a typed informer's stand-ins live here too.
+_STAND_IN: type = Quarantined
 KeyFunc = Callable[[Object | DeletedFinalStateUnknown], str]
 # Aliases: inside the class, ``list`` names the method, not the builtin.
 _Objects = list[Object]
@@ -45,7 +52,7 @@ class Indexer:
     """A thread-safe keyed store with secondary indexes (see module docstring)."""
 
     __slots__ = ("_changed", "_deleted", "_indexers", "_indices", "_items", "_key_func",
-                 "_lock", "_waiting")
+                 "_lock", "_quarantined", "_waiting")
 
     def __init__(self, key_func: KeyFunc = deletion_handling_meta_namespace_key,
                  indexers: Indexers | None = None) -> None:
@@ -57,6 +64,7 @@ class Indexer:
         self._items: dict[str, Object] = {}
         self._indexers: Indexers = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
+        self._quarantined: set[str] = set()  # keys of stand-ins
         if indexers:
             self.add_indexers(indexers)
 
@@ -71,8 +79,7 @@ class Indexer:
         with self._lock:
             old = self._items.get(key)
             self._items[key] = obj
-            if self._indexers:
-                self._update_indices(old, obj, key)
+            self._file(old, obj, key)
             if self._waiting:
                 self._changed.notify_all()
 
@@ -86,8 +93,7 @@ class Indexer:
             items = self._items
             old = items.get(key)
             items[key] = obj
-            if self._indexers:
-                self._update_indices(old, obj, key)
+            self._file(old, obj, key)
             if self._waiting:
                 self._changed.notify_all()
             return old
@@ -98,8 +104,8 @@ class Indexer:
         rv = "" if isinstance(obj, DeletedFinalStateUnknown) else meta.resource_version(obj)
         with self._lock:
             old = self._items.pop(key, None)
-            if old is not None and self._indexers:
-                self._update_indices(old, None, key)
+            if old is not None:
+                self._file(old, None, key)
             if rv:
                 deleted = self._deleted
                 deleted.pop(key, None)
@@ -119,8 +125,8 @@ class Indexer:
         """Remove whatever is stored under ``key``; a missing key is not an error."""
         with self._lock:
             old = self._items.pop(key, None)
-            if old is not None and self._indexers:
-                self._update_indices(old, None, key)
+            if old is not None:
+                self._file(old, None, key)
             if self._waiting:
                 self._changed.notify_all()
 
@@ -128,11 +134,15 @@ class Indexer:
         """Make the store hold exactly ``objs``; indexes are rebuilt from scratch."""
         key_func = self._key_func
         items = {key_func(o): o for o in objs}
+        quarantined = {k for k, o in items.items() if type(o) is _STAND_IN}
         with self._lock:
             self._items = items
+            self._quarantined = quarantined
             self._indices = {name: {} for name in self._indexers}
-            for key, obj in items.items():
-                self._update_indices(None, obj, key)
+            if self._indexers:
+                for key, obj in items.items():
+                    if not quarantined or key not in quarantined:
+                        self._update_indices(None, obj, key)
             if self._waiting:
                 self._changed.notify_all()
 
@@ -189,6 +199,11 @@ class Indexer:
         with self._lock:
             return len(self._items)
 
+    @property
+    def quarantined(self) -> int:
+        """How many stored objects are stand-ins (module docstring)."""
+        return len(self._quarantined)
+
     # -- indexes ------------------------------------------------------------------------
     def add_indexers(self, indexers: Indexers) -> None:
         """Register more index functions; existing objects are indexed immediately.
@@ -204,6 +219,8 @@ class Indexer:
                 index: dict[str, set[str]] = {}
                 self._indices[name] = index
                 for key, obj in self._items.items():
+                    if key in self._quarantined:
+                        continue
                     for value in fn(obj):
                         index.setdefault(value, set()).add(key)
 
@@ -250,6 +267,19 @@ class Indexer:
         if fn is None:
             raise KeyError(f"index {name!r} does not exist")
         return fn
+
+    def _file(self, old: Object | None, new: Object | None, key: str) -> None:
+        # Called with the lock held: ``new`` (None: deleted) replaced ``old`` under ``key``.
+        if type(old) is _STAND_IN or type(new) is _STAND_IN:
+            if type(new) is _STAND_IN:
+                self._quarantined.add(key)
+                new = None  # a stand-in is in no index
+            else:
+                self._quarantined.discard(key)
+            if type(old) is _STAND_IN:
+                old = None
+        if self._indexers:
+            self._update_indices(old, new, key)
 
     def _update_indices(self, old: Object | None, new: Object | None, key: str) -> None:
         # Called with the lock held.

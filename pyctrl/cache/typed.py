@@ -11,10 +11,18 @@ kind class is a :class:`pyctrl.api.Object` subclass):
   object for ADDED/MODIFIED/DELETED, and the raw dict (a Status, a bookmark) for ERROR and
   BOOKMARK. Fields the class does not declare are skipped by the decoder, never stored:
   ``metadata.managedFields`` (not in :class:`pyctrl.api.ObjectMeta`) among them, so a typed
-  cache needs no managedFields transform. A body or line that is not JSON, or an object that
-  does not match its class (a known field of the wrong type), raises
-  :class:`pyctrl.errors.ApiError` with ``reason="DecodeError"`` naming it: the list or watch
-  fails and the Reflector retries it with backoff (logged), as for any failed list.
+  cache needs no managedFields transform. A body or line that is not JSON raises
+  :class:`pyctrl.errors.ApiError` with ``reason="DecodeError"`` (``"WatchDecodeError"``)
+  naming it: the list or watch fails and the Reflector retries it with backoff (logged), as
+  for any failed list.
+* An object that does not match its class (a wrong enum value or type, an integer out of its
+  bounds, a required field missing) never fails the rest: a page is decoded whole first (the
+  fast path), and only when that fails again item by item (each item kept as
+  ``msgspec.Raw``), so every other item is decoded as usual and the bad one becomes a
+  :class:`~pyctrl.cache.quarantine.Quarantined` stand-in (its metadata and the error) under
+  its own key; a watch event's object likewise. Stand-ins are delivered to handlers as
+  objects are, and replaced by the object once a later event decodes. An item whose
+  metadata does not decode either has no key and is dropped (logged).
 * :class:`TypedListWatch` wraps any :class:`~pyctrl.cache.listwatch.ListerWatcher`. Over a
   :class:`~pyctrl.cache.listwatch.ListWatch` whose client hands out bodies (``list_raw``:
   the RESTClient) pages are decoded from their bytes (pipelined as for dicts); a watch that is
@@ -49,6 +57,7 @@ import msgspec
 import orjson
 
 from pyctrl.cache.listwatch import ListerWatcher, ListWatch, Pages, sequential_pages
+from pyctrl.cache.quarantine import Quarantined, StandIns
 from pyctrl.errors import ApiError
 from pyctrl.kube.body import BULK_BYTES, gc_paused, json_decoder
 from pyctrl.kube.interface import Object, WatchEvent, WatchStream
@@ -74,6 +83,11 @@ class _Page(msgspec.Struct, Generic[T]):
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
 
 
+class _RawPage(msgspec.Struct):
+    items: list[msgspec.Raw] | None = None
+    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+
+
 class _Event(msgspec.Struct, Generic[T]):
     type: str
     object: T
@@ -95,15 +109,18 @@ class TypedDecoder(Generic[T]):
         self._event = json_decoder(_Event[cls])  # type: ignore[valid-type]
         self._envelope = json_decoder(_Envelope)
         self._object = json_decoder(cls)
+        self._raw_page = json_decoder(_RawPage)
+        self._stand_ins = StandIns(cls)
 
     def page(self, body: bytes) -> Object:
-        """One LIST page: its typed items and its list metadata."""
+        """One LIST page: its typed items (stand-ins for undecodable ones) and its list
+        metadata."""
         try:
             if len(body) >= BULK_BYTES:
                 with gc_paused():
-                    page: _Page[Any] = self._page.decode(body)
+                    page: _Page[Any] = self._decode_page(body)
             else:
-                page = self._page.decode(body)
+                page = self._decode_page(body)
         except msgspec.DecodeError as err:
             raise ApiError(f"undecodable {self.cls.__name__} list: {err}",
                            reason="DecodeError") from None
@@ -111,6 +128,23 @@ class TypedDecoder(Generic[T]):
         return {"items": page.items or [],
                 "metadata": {"resourceVersion": md.resource_version,
                              "continue": md.continue_}}
+
+    def _decode_page(self, body: bytes) -> _Page[Any]:
+        try:
+            page: _Page[Any] = self._page.decode(body)
+            return page
+        except msgspec.ValidationError:
+            pass  # some item does not match the class: decode them one by one
+        page = self._raw_page.decode(body)
+        items = [obj for raw in page.items or () if (obj := self.item(raw)) is not None]
+        return _Page(items=items, metadata=page.metadata)
+
+    def item(self, raw: bytes | msgspec.Raw) -> Any:
+        """One object: an instance of the class, else its stand-in (None: no metadata)."""
+        try:
+            return self._object.decode(raw)
+        except msgspec.ValidationError as err:
+            return self._stand_ins.make(raw, err)
 
     def page_from_dict(self, page: Object) -> Object:
         """A page a lister answered as a dict, through the same decoder."""
@@ -120,11 +154,17 @@ class TypedDecoder(Generic[T]):
         """One watch line: a typed object for ADDED/MODIFIED/DELETED, else the raw dict."""
         try:
             if line.startswith(_OBJECT_PREFIXES):
-                event: _Event[Any] = self._event.decode(line)
-                return {"type": event.type, "object": event.object}
+                try:
+                    event: _Event[Any] = self._event.decode(line)
+                    return {"type": event.type, "object": event.object}
+                except msgspec.ValidationError:
+                    pass  # the object does not match the class: a stand-in, below
             envelope = self._envelope.decode(line)
-            if envelope.type in _OBJECT_EVENTS:  # written in another key order
-                return {"type": envelope.type, "object": self._object.decode(envelope.object)}
+            if envelope.type in _OBJECT_EVENTS:  # written in another key order, or a stand-in
+                obj: Object | Quarantined | None = self.item(envelope.object)
+                if obj is None:
+                    raise msgspec.DecodeError("object without readable metadata")
+                return {"type": envelope.type, "object": obj}
             raw: Any = orjson.loads(memoryview(envelope.object))
         except (msgspec.DecodeError, orjson.JSONDecodeError) as err:
             raise ApiError(f"undecodable {self.cls.__name__} watch event: {err}",

@@ -25,11 +25,17 @@ ROOT = Path(__file__).resolve().parents[3]
 CRD_FILE = ROOT / "crds" / "cronjobs.batch.pyctrl.io.yaml"
 
 
+# (section, field) of the lenient CRD that take any value, of any type.
+ANY_VALUE = (("spec", "concurrencyPolicy"), ("spec", "suspend"),
+             ("spec", "successfulJobsHistoryLimit"), ("status", "active"))
+
+
 def lenient_crds() -> list[Obj]:
     """The CronJob CRD as an older, laxer version served it: no CEL rules, nothing required
     under ``spec``, and ``spec.jobTemplate`` kept as-is (unknown fields preserved) instead of
     the embedded batch/v1 schema, whose own ``required`` lists and list-map keys must stay
-    intact if it is kept at all."""
+    intact if it is kept at all. :data:`ANY_VALUE` fields take any value at all (objects that
+    do not decode into the typed CronJob: test_bad_input_poison.py)."""
     crds = [copy.deepcopy(d) for d in load_manifests([CRD_FILE])
             if d.get("kind") == "CustomResourceDefinition"]
     assert crds, f"no CRD in {CRD_FILE}"
@@ -51,6 +57,9 @@ def lenient_crds() -> list[Obj]:
             spec.pop("required", None)
             spec["properties"]["jobTemplate"] = {
                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+            for section, field in ANY_VALUE:
+                root["properties"][section]["properties"][field] = {
+                    "x-kubernetes-preserve-unknown-fields": True}
     return crds
 
 

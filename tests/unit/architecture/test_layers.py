@@ -131,9 +131,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("assembly", frozenset({"rbac", "builder", "manager"})),
     ("entry", frozenset({"pyctrl", "testing", "cli", "__main__"})),
 ]
-# pyctrl.api.typed imports pyctrl.cache.lister (TypedLister); branch `cachereads` (issue 41
-# item 2) removes it. Empty this then.
-KNOWN_UPWARD: set[tuple[str, str]] = {("api", "cache")}
+# None left: the one Lister protocol removed api.typed -> cache.lister (issue 41 item 2).
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 
 def _unit(module: str) -> str:

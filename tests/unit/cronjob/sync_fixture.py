@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+import orjson
 from prometheus_client import CollectorRegistry
 
 from cronjob_controller.api import (
@@ -44,6 +45,7 @@ from pyctrl.cache import (
     controller_uid_index_func,
     meta_namespace_index_func,
 )
+from pyctrl.cache.typed import TypedDecoder
 from pyctrl.kube import JOBS, Object, Resource
 from pyctrl.models.batch_v1 import Job
 from pyctrl.testing import FakeClient, FakeClock, FakeRecorder
@@ -157,20 +159,24 @@ def new_job(
 
 
 class _TypedIndexer(Indexer):
-    """An Indexer of typed objects: the dicts a test seeds are decoded on the way in."""
+    """An Indexer of typed objects: the dicts a test seeds are decoded on the way in, by the
+    typed informer's own decoder (an undecodable one becomes its stand-in, as in production)."""
 
-    __slots__ = ("_cls",)
+    __slots__ = ("_decoder",)
 
     def __init__(self, cls: type[api.Object], indexers: Indexers) -> None:
         super().__init__(indexers=indexers)
-        self._cls = cls
+        self._decoder = TypedDecoder(cls)
+
+    def _decoded(self, obj: Object) -> Object:
+        decoded: Object = self._decoder.item(orjson.dumps(obj))
+        return decoded
 
     def update(self, obj: Object) -> None:
-        super().update(api.decode(self._cls, obj))  # type: ignore[arg-type]
+        super().update(self._decoded(obj))
 
     def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
-        super().replace([api.decode(self._cls, o) for o in objs],  # type: ignore[misc]
-                        resource_version)
+        super().replace([self._decoded(o) for o in objs], resource_version)
 
 
 class Fixture:
