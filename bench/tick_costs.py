@@ -276,7 +276,7 @@ def _informer_run(typed: bool, lines: list[bytes], listed: list[dict[str, Any]])
 
     kwargs: dict[str, Any] = ({"transform": fill_type(CONFIGMAPS), "detect_mutations": False}
                               if typed else {})
-    informer = SharedIndexInformer(LW(), name="tick-costs", **kwargs)  # type: ignore[arg-type]
+    informer = SharedIndexInformer(LW(), name="tick-costs", **kwargs)
     done = threading.Event()
     seen = [0]
 
@@ -405,7 +405,7 @@ def _sync_round(cronjobs: list[Any], answers: dict[str, bytes], patched: bytes,
         profile.disable()
     for cj in cronjobs:  # the informer delivers the created Jobs
         job = decode(Job, orjson.loads(answers[cj.metadata.uid]))
-        job_index.add(job)
+        job_index.add(job)  # type: ignore[arg-type]
     if profile is not None:
         profile.enable()
     mid2 = time.process_time()
@@ -428,9 +428,9 @@ def group_sync(rounds: int, cronjobs_n: int, profile_path: str | None) -> dict[s
         creates.append(c)
         statuses.append(s)
     out: dict[str, Any] = {"writes_per_round": writes}
-    for name, s in (("create_sync", creates), ("status_sync", statuses)):
-        out[name] = {"median_us": round(statistics.median(s), 2), "min_us": round(min(s), 2),
-                     "max_us": round(max(s), 2)}
+    for name, us in (("create_sync", creates), ("status_sync", statuses)):
+        out[name] = {"median_us": round(statistics.median(us), 2),
+                     "min_us": round(min(us), 2), "max_us": round(max(us), 2)}
     if profile_path:
         import cProfile
         import pstats
