@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "typed-read": "bench.typed_read",
     "startup": "bench.startup",
     "models": "bench.models",
+    "tick-costs": "bench.tick_costs",
 }
 
 
