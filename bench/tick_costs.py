@@ -369,14 +369,14 @@ def _sync_round(cronjobs: list[Any], answers: dict[str, bytes], patched: bytes,
     """One tick in-process: every CronJob synced (a create), its Job added to the cache,
     synced again (the deferred status write). CPU µs per create sync and per status sync."""
     from cronjob_controller.controller import CronJobReconciler
-    from cronjob_controller.crd import CRONJOBS
+    from cronjob_controller.crd import CRONJOBS, CronJob
     from cronjob_controller.templatecheck import Verdict
     from pyctrl import Request
     from pyctrl.api.typed import decode
     from pyctrl.cache import (
         CONTROLLER_UID_INDEX,
         Indexer,
-        Lister,
+        IndexerLister,
         controller_uid_index_func,
     )
     from pyctrl.kube import JOBS
@@ -389,8 +389,8 @@ def _sync_round(cronjobs: list[Any], answers: dict[str, bytes], patched: bytes,
         cj_index.add(cj)
     job_index = Indexer(indexers={CONTROLLER_UID_INDEX: controller_uid_index_func})
     client = _CannedClient(answers, patched)
-    rec = CronJobReconciler(client, Lister(cj_index, CRONJOBS),  # type: ignore[arg-type]
-                            Lister(job_index, JOBS), FakeRecorder(), clock=clock)
+    rec = CronJobReconciler(client, IndexerLister[CronJob](cj_index, CRONJOBS),  # type: ignore[arg-type]
+                            IndexerLister[Job](job_index, JOBS), FakeRecorder(), clock=clock)
     requests = [Request(cj.metadata.namespace, cj.metadata.name) for cj in cronjobs]
     for cj, req in zip(cronjobs, requests, strict=True):  # the dry runs of settled CronJobs
         rec.templates.verdicts.put(str(req), cj.metadata.uid, cj.metadata.generation,
