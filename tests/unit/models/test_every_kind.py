@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pkgutil
 import re
 import subprocess
@@ -208,6 +209,9 @@ def test_every_nullable_field_of_the_go_types_decodes_a_null() -> None:
 
 
 def test_make_models_runs_the_generator() -> None:
-    out = subprocess.run(["make", "-n", "models"], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout
+    # Run under another make (make pythons), a child prints "Entering/Leaving directory"
+    # lines: --no-print-directory and a clean MAKEFLAGS keep the output to the recipe.
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
+    out = subprocess.run(["make", "--no-print-directory", "-n", "models"], capture_output=True,
+                         text=True, check=True, cwd=ROOT, env=env).stdout
     assert "hack/gen_models.py" in out.splitlines()[-1]
