@@ -188,8 +188,8 @@ def test_build_sh_s_flock_is_the_same_lock() -> None:
         second.join(30)
         assert result == [install_dir()] and len(said) == 1
     finally:
-        holder.kill()
-        holder.wait()
+        with holder:  # closes its pipes (unclosed, a ResourceWarning under -W error)
+            holder.kill()
 
 
 def test_in_a_checkout_the_lookup_builds(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -99,8 +99,8 @@ def test_run_waits_for_a_build_in_progress(home: Path) -> None:
     finally:
         for proc in (holder, run):
             if proc is not None:
-                proc.kill()
-                proc.wait()
+                with proc:  # closes its pipes (unclosed, a ResourceWarning under -W error)
+                    proc.kill()
 
 
 @pytest.mark.parametrize("kubeconfig, words", [
