@@ -15,6 +15,8 @@
 #     are detached (setsid) and outlive this script; their logs are in <state>/logs.
 #   - Local images (images.sh: pause, busybox) are imported into the node's containerd; pods
 #     must use imagePullPolicy IfNotPresent or Never (no registry is reachable).
+#   - `up.sh --prepare` stops after the prerequisites, the binaries and the local images:
+#     everything but the host changes (CI records the host after it, .ci/run).
 #   - On success stdout carries only the admin kubeconfig's path; the lines to use it go to
 #     stderr. A second call while the cluster runs only prints the path. A failure mid-way
 #     runs down.sh, so nothing is left behind.
@@ -63,6 +65,10 @@ for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube
 done
 bash "${cluster_here}/images.sh" pause
 bash "${cluster_here}/images.sh" busybox
+if [[ "${1:-}" == --prepare ]]; then
+  log "prepared: packages, binaries (${bin}) and local images; nothing started"
+  exit 0
+fi
 
 # -- from here on the host changes: record it first, undo it on failure ----------------------
 mkdir -p "${state}"/{pids,logs,pki,run}
