@@ -7,7 +7,8 @@ MODULE`` writes its CustomResourceDefinition (:func:`crd`, :func:`to_yaml`). A r
 reads cached objects typed (a typed informer's ``pyctrl.Lister[Kind]``, or :func:`decode`)
 and writes status back with :func:`status_patch`; :func:`resource_for` gives the Resource for
 clients and informers.
-:class:`TypedClient` is the client's verbs on kind classes and typed objects.
+:class:`TypedClient` is the client's verbs on kind classes and typed objects;
+:class:`Unstructured` is an object of a kind without a class, behind the same protocol.
 
 Why msgspec Structs (see docs/DESIGN.md for the measurements): decoding a cached object into
 its typed class is the cost every typed read pays, and msgspec's is the lowest of the
@@ -72,6 +73,7 @@ from pyctrl.api.types import (
     field,
     replace,
 )
+from pyctrl.api.unstructured import Unstructured, UnstructuredDecodeError
 
 __all__ = [
     "STASH_ANNOTATION",
@@ -112,6 +114,8 @@ __all__ = [
     "ServiceReference",
     "Struct",
     "TypedClient",
+    "Unstructured",
+    "UnstructuredDecodeError",
     "WebhookConversion",
     "convert",
     "crd",
