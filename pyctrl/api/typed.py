@@ -66,6 +66,7 @@ __all__ = [
 ]
 
 S = TypeVar("S", bound=Struct | Unstructured)
+K = TypeVar("K", bound=Object | Unstructured)
 V = TypeVar("V")
 Equal = Callable[[str, Any, Any], bool]
 """``equal(field, old, new)``: whether two encoded values of a status field mean the same."""
@@ -77,7 +78,7 @@ class DecodeError(ValueError):
     """A raw object does not match its typed class (a known field has the wrong type)."""
 
 
-def resource_for(cls: type[Object] | type[Unstructured]) -> Resource:
+def resource_for(cls: type[K]) -> Resource:
     """The Resource (group, version, plural, kind, scope) a kind's class is served at (an
     Unstructured class: the one it is bound to, :meth:`Unstructured.of`)."""
     if issubclass(cls, Unstructured):

@@ -67,7 +67,7 @@ from pyctrl.cache.mutation import drop_managed_fields
 from pyctrl.cache.ownwrites import OwnWrites
 from pyctrl.cache.typed import TypedListWatch, fill_type
 from pyctrl.clock import Clock, RealClock
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.resource import Resource
 
 __all__ = ["SharedInformerFactory"]
@@ -280,7 +280,7 @@ def _with_type(resource: Resource, transform: TransformFunc | None) -> Transform
     """``transform`` preceded by filling ``apiVersion``/``kind`` from ``resource``."""
     api_version, kind = resource.api_version, resource.kind
 
-    def typed(obj: Object) -> Object:
+    def typed(obj: RawObject) -> RawObject:
         # Mutates the freshly decoded object, as transforms do (never a cached one).
         if not obj.get("kind"):
             obj["kind"] = kind
@@ -296,7 +296,7 @@ def _as_metadata(resource: Resource, transform: TransformFunc | None) -> Transfo
     object from a server that could not convert is reduced to its metadata)."""
     api_version, kind = resource.api_version, resource.kind
 
-    def typed(obj: Object) -> Object:
+    def typed(obj: RawObject) -> RawObject:
         meta = {"apiVersion": api_version, "kind": kind, "metadata": obj.get("metadata") or {}}
         return transform(meta) if transform is not None else meta
 
