@@ -9,7 +9,6 @@ import threading
 import pytest
 
 import pyctrl
-from pyctrl import api
 from pyctrl.cache import SharedInformerFactory
 from pyctrl.errors import Conflict, NotFound
 from pyctrl.kube import CONFIGMAPS, RESTClient
