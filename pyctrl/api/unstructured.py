@@ -8,8 +8,14 @@ Contract (controller-runtime's ``unstructured.Unstructured``, frozen like pyctrl
   (``apiVersion``, ``kind``, ``spec``, ``status``, ``data``, ...) kept as decoded JSON in
   :attr:`~Unstructured.body`. Metadata fields ObjectMeta does not declare (``managedFields``,
   ``selfLink``) are not kept, as for typed kinds. Malformed metadata raises
-  :class:`pyctrl.api.DecodeError` (in an informer: the object becomes a stand-in, as for a
-  typed kind).
+  :class:`UnstructuredDecodeError` (:class:`pyctrl.api.DecodeError` from
+  :func:`pyctrl.api.decode`; in an informer the object is dropped and logged, as a typed
+  kind's object whose metadata does not decode).
+* Reads: ``obj["spec"]``, :meth:`~Unstructured.get` and :attr:`~Unstructured.body` give
+  JSON values (:data:`pyctrl.api.markers.JSONValue`); the ``nested_*`` methods walk a path
+  and hold the value to one type (``obj.nested_int("spec", "replicas")``: None when a step
+  is missing or null, TypeError naming the path when a value has another type), as
+  apimachinery's ``NestedString``/``NestedInt64``/... do.
 * It is frozen by contract: attributes can not be set, and :attr:`~Unstructured.body` is a
   read-only view of the top level. Nested values are plain dicts and lists shared with the
   cache the object may come from: never change them; build a changed copy with
@@ -31,13 +37,13 @@ Contract (controller-runtime's ``unstructured.Unstructured``, frozen like pyctrl
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 import msgspec
 
-from pyctrl.api.markers import KindInfo
+from pyctrl.api.markers import JSONValue, KindInfo
 from pyctrl.api.types import ObjectMeta
 from pyctrl.kube.resource import Resource
 
@@ -70,7 +76,7 @@ class Unstructured:
     _body: dict[str, Any]
     _metadata: ObjectMeta
 
-    def __init__(self, content: Mapping[str, Any] | None = None, /) -> None:
+    def __init__(self, content: Mapping[str, object] | None = None, /) -> None:
         body = dict(content or {})
         metadata = body.pop("metadata", None)
         self._init(body, metadata if isinstance(metadata, ObjectMeta) else _meta_of(metadata))
@@ -120,16 +126,18 @@ class Unstructured:
 
     # -- the content ---------------------------------------------------------------------
     @property
-    def body(self) -> Mapping[str, Any]:
+    def body(self) -> Mapping[str, JSONValue]:
         """Every top-level field but ``metadata``, read-only (nested values: never change)."""
         return MappingProxyType(self._body)
 
-    def __getitem__(self, key: str) -> Any:
-        return self._body[key]
+    def __getitem__(self, key: str) -> JSONValue:
+        value: JSONValue = self._body[key]
+        return value
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: JSONValue = None) -> JSONValue:
         """The top-level field ``key`` (``default`` when missing)."""
-        return self._body.get(key, default)
+        value: JSONValue = self._body.get(key, default)
+        return value
 
     def __contains__(self, key: object) -> bool:
         return key in self._body
@@ -137,13 +145,51 @@ class Unstructured:
     def __iter__(self) -> Iterator[str]:
         return iter(self._body)
 
+    def nested(self, *path: str) -> JSONValue:
+        """The value at ``path`` (``obj.nested("spec", "template")``); None when a step is
+        missing; TypeError naming the path when a step is not an object."""
+        value: JSONValue = self._body
+        for i, key in enumerate(path):
+            if value is None:
+                return None
+            if not isinstance(value, dict):
+                raise TypeError(f"{'.'.join(path[:i])} is {type(value).__name__}, "
+                                "expected an object")
+            value = value.get(key)
+        return value
+
+    def nested_str(self, *path: str) -> str | None:
+        """:meth:`nested` held to a string (TypeError for another type)."""
+        return _held(self.nested(*path), str, path)
+
+    def nested_int(self, *path: str) -> int | None:
+        """:meth:`nested` held to an integer (TypeError for another type, ``bool`` too)."""
+        value = self.nested(*path)
+        if isinstance(value, bool):
+            raise TypeError(f"{'.'.join(path)} is bool, expected int")
+        return _held(value, int, path)
+
+    def nested_bool(self, *path: str) -> bool | None:
+        """:meth:`nested` held to a boolean (TypeError for another type)."""
+        return _held(self.nested(*path), bool, path)
+
+    def nested_map(self, *path: str) -> Mapping[str, JSONValue] | None:
+        """:meth:`nested` held to an object (TypeError for another type), read-only."""
+        found = _held(self.nested(*path), dict, path)
+        return None if found is None else MappingProxyType(found)
+
+    def nested_list(self, *path: str) -> Sequence[JSONValue] | None:
+        """:meth:`nested` held to a list (TypeError for another type), as a tuple."""
+        found = _held(self.nested(*path), list, path)
+        return None if found is None else tuple(found)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON content: ``apiVersion``, ``kind``, ``metadata`` (encoded), the rest."""
         head: dict[str, Any] = {k: self._body[k] for k in ("apiVersion", "kind")
                                 if k in self._body}
         return {**head, "metadata": msgspec.to_builtins(self._metadata), **self._body}
 
-    def replace(self, *, metadata: ObjectMeta | None = None, **fields: Any) -> Self:
+    def replace(self, *, metadata: ObjectMeta | None = None, **fields: object) -> Self:
         """A copy with ``metadata`` and the given top-level fields replaced (a field given as
         None is removed)."""
         body = {**self._body, **fields}
@@ -172,8 +218,19 @@ class Unstructured:
         where = f"{md.namespace}/{md.name}" if md.namespace else md.name
         return f"{type(self).__name__}({self.api_version} {self.kind} {where!r})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return _rebuild, (self.__resource__, self.to_dict())
+
+
+J = TypeVar("J")
+
+
+def _held(value: JSONValue, kind: type[J], path: tuple[str, ...]) -> J | None:
+    if value is None:
+        return None
+    if not isinstance(value, kind):
+        raise TypeError(f"{'.'.join(path)} is {type(value).__name__}, expected {kind.__name__}")
+    return value
 
 
 def _rebuild(resource: Resource | None, content: dict[str, Any]) -> Unstructured:

@@ -86,3 +86,26 @@ def test_content_that_is_not_an_object_with_metadata_is_a_decode_error(raw: byte
         api.decode(ConfigMapU, raw)
     with pytest.raises(api.UnstructuredDecodeError):
         ConfigMapU.from_json(orjson.loads(raw))
+
+
+def test_nested_reads_are_typed_and_name_a_wrong_type() -> None:
+    job = pyctrl.Unstructured.of(JOBS)({"metadata": {"name": "j"}, "spec": {
+        "parallelism": 2, "suspend": False, "template": {"spec": {"containers": [
+            {"name": "c", "image": "busybox"}]}}, "selector": None}})
+    assert job.nested_int("spec", "parallelism") == 2
+    assert job.nested_bool("spec", "suspend") is False
+    assert job.nested_map("spec", "template") == {"spec": {"containers": [
+        {"name": "c", "image": "busybox"}]}}
+    assert job.nested_list("spec", "template", "spec", "containers") == (
+        {"name": "c", "image": "busybox"},)
+    assert job.nested_str("spec", "missing") is None
+    assert job.nested("spec", "selector", "matchLabels") is None  # a null step: missing
+    assert job.nested("status", "active") is None
+    with pytest.raises(TypeError, match=r"spec\.parallelism is int, expected str"):
+        job.nested_str("spec", "parallelism")
+    with pytest.raises(TypeError, match="is bool, expected int"):
+        job.nested_int("spec", "suspend")
+    with pytest.raises(TypeError, match=r"spec\.parallelism is int, expected an object"):
+        job.nested("spec", "parallelism", "x")
+    with pytest.raises(TypeError):
+        job.nested_map("spec", "template")["spec"] = {}  # type: ignore[index]

@@ -29,9 +29,9 @@ class Mirror:
     def reconcile(self, request: pyctrl.Request, gizmo: pyctrl.Unstructured) -> None:
         assert type(gizmo) is Gizmo
         with self.mu:
-            self.seen.append((request.key, gizmo["spec"]["size"]))
+            self.seen.append((request.key, gizmo.nested_int("spec", "size") or 0))
         child = ConfigMapU({"metadata": {"name": request.name, "namespace": request.namespace},
-                            "data": {"size": str(gizmo["spec"]["size"])}})
+                            "data": {"size": str(gizmo.nested_int("spec", "size"))}})
         self.writer.apply(pyctrl.set_controller_reference(gizmo, child), "gizmos", force=True)
 
 

@@ -55,7 +55,7 @@ def test_mutate_sees_the_existing_object_unstructured_too(fake: FakeClient) -> N
                                           "labels": {"keep": "me"}}, "data": {"a": "1"}})
 
     def add_key(obj: pyctrl.Unstructured) -> pyctrl.Unstructured:
-        return obj.replace(data={**obj["data"], "b": "2"})
+        return obj.replace(data={**(obj.nested_map("data") or {}), "b": "2"})
 
     _, result = pyctrl.create_or_update(
         pyctrl.TypedClient(fake), ConfigMapU({"metadata": {"name": "c", "namespace": "ns"}}),
