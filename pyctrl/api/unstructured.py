@@ -36,7 +36,7 @@ Contract (controller-runtime's ``unstructured.Unstructured``, frozen like pyctrl
 
 from __future__ import annotations
 
-import functools
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Self, TypeVar
@@ -238,8 +238,24 @@ def _rebuild(resource: Resource | None, content: dict[str, Any]) -> Unstructured
     return cls(content)
 
 
-@functools.cache
+_BOUND: dict[Resource, type[Unstructured]] = {}
+_BOUND_LOCK = threading.Lock()
+
+
 def _bound(resource: Resource) -> type[Unstructured]:
+    """The one class per Resource: made under a lock, so two threads asking at once get the
+    same class (informers and listers are keyed by it)."""
+    found = _BOUND.get(resource)
+    if found is not None:
+        return found
+    with _BOUND_LOCK:
+        found = _BOUND.get(resource)
+        if found is None:
+            found = _BOUND[resource] = _make_bound(resource)
+        return found
+
+
+def _make_bound(resource: Resource) -> type[Unstructured]:
     info = KindInfo(group=resource.group, version=resource.version, kind=resource.kind,
                     plural=resource.plural, singular=resource.kind.lower(),
                     list_kind=f"{resource.kind}List",

@@ -3,7 +3,9 @@ through pyctrl.kube.meta as typed kinds are, decoded by the same msgspec decoder
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
+import threading
 
 import orjson
 import pytest
@@ -109,3 +111,20 @@ def test_nested_reads_are_typed_and_name_a_wrong_type() -> None:
         job.nested("spec", "parallelism", "x")
     with pytest.raises(TypeError):
         job.nested_map("spec", "template")["spec"] = {}  # type: ignore[index]
+
+
+def test_threads_binding_one_resource_at_once_get_one_class() -> None:
+    resource = dataclasses.replace(JOBS, plural="racejobs", kind="RaceJob")
+    start = threading.Barrier(8)
+    got: list[type[pyctrl.Unstructured]] = []
+
+    def bind() -> None:
+        start.wait()
+        got.append(pyctrl.Unstructured.of(resource))
+
+    threads = [threading.Thread(target=bind) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and len(set(got)) == 1
