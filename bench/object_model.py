@@ -15,9 +15,9 @@ Forms: ``dict`` (``orjson.loads``, what a raw informer caches), ``typed`` (the
 (``Unstructured.of(R)``: typed metadata, the rest as JSON); and for the metadata-only
 informers, decoding a ``PartialObjectMetadata`` body: ``meta-dict`` (the ``{apiVersion,
 kind, metadata}`` dict a metadata-only informer caches today), ``meta-unstructured``
-(an Unstructured holding only the metadata) and ``meta-typed`` (a bare
-:class:`pyctrl.api.Object`: apiVersion, kind, typed metadata). docs/DESIGN.md ("One object
-model") quotes the figures.
+(an Unstructured holding only the metadata) and ``meta-typed``
+(:class:`pyctrl.api.PartialObjectMetadata`: apiVersion, kind, typed metadata).
+docs/DESIGN.md ("One object model") quotes the figures.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def forms() -> dict[str, dict[str, tuple[Decode, bytes]]]:
     meta_forms: dict[str, Callable[[Any], Decode]] = {
         "meta-dict": lambda r: _meta_dict(r.api_version, r.kind),
         "meta-unstructured": lambda r: api.json_decoder(Unstructured.of(r)).decode,
-        "meta-typed": lambda r: api.json_decoder(api.Object).decode,
+        "meta-typed": lambda r: api.json_decoder(api.PartialObjectMetadata.of(r)).decode,
     }
     for name, make in meta_forms.items():
         out[name] = {"configmap": (make(CONFIGMAPS), partial(cm)),

@@ -36,13 +36,13 @@ Contract (controller-runtime's ``unstructured.Unstructured``, frozen like pyctrl
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Self, TypeVar
 
 import msgspec
 
+from pyctrl.api.bound import bind
 from pyctrl.api.markers import JSONValue, KindInfo
 from pyctrl.api.types import ObjectMeta
 from pyctrl.kube.resource import Resource
@@ -238,29 +238,5 @@ def _rebuild(resource: Resource | None, content: dict[str, Any]) -> Unstructured
     return cls(content)
 
 
-_BOUND: dict[Resource, type[Unstructured]] = {}
-_BOUND_LOCK = threading.Lock()
-
-
 def _bound(resource: Resource) -> type[Unstructured]:
-    """The one class per Resource: made under a lock, so two threads asking at once get the
-    same class (informers and listers are keyed by it)."""
-    found = _BOUND.get(resource)
-    if found is not None:
-        return found
-    with _BOUND_LOCK:
-        found = _BOUND.get(resource)
-        if found is None:
-            found = _BOUND[resource] = _make_bound(resource)
-        return found
-
-
-def _make_bound(resource: Resource) -> type[Unstructured]:
-    info = KindInfo(group=resource.group, version=resource.version, kind=resource.kind,
-                    plural=resource.plural, singular=resource.kind.lower(),
-                    list_kind=f"{resource.kind}List",
-                    scope="Namespaced" if resource.namespaced else "Cluster", builtin=True)
-    name = f"Unstructured[{resource.api_version} {resource.kind}]"
-    return type(name, (Unstructured,), {"__slots__": (), "__kind__": info,
-                                        "__resource__": resource,
-                                        "__module__": __name__, "__qualname__": name})
+    return bind(Unstructured, resource, {"__slots__": ()})

@@ -254,17 +254,19 @@ class TypedListWatch(Generic[T]):
         return open_typed
 
 
-def fill_type(resource: Resource) -> Callable[[Any], Any]:
-    """The typed informer's transform (see module docstring)."""
+def fill_type(resource: Resource, *, retype: bool = False) -> Callable[[Any], Any]:
+    """The typed informer's transform (see module docstring); ``retype``: set the
+    resource's apiVersion and kind even over the ones decoded (a metadata-only informer's
+    ``PartialObjectMetadata``)."""
     api_version, kind = resource.api_version, resource.kind
     force_setattr = msgspec.structs.force_setattr
     intern = sys.intern
 
     def fill(obj: Any) -> Any:
         # Only ever given an object just decoded, which no one else holds yet.
-        if not obj.kind:
+        if retype or not obj.kind:
             force_setattr(obj, "kind", kind)
-        if not obj.api_version:
+        if retype or not obj.api_version:
             force_setattr(obj, "api_version", api_version)
         md = obj.metadata
         if md.namespace:

@@ -61,7 +61,8 @@ class _SyncedLister(IndexerLister[T]):
         self._client = client
         self._kind = kind
         self._decoder = TypedDecoder(kind) if kind is not None else None
-        self._fill = fill_type(resource)
+        self._fill = fill_type(resource,
+                               retype=getattr(kind, "__metadata_only__", False) is True)
 
     def _refresh(self) -> None:
         assert self.resource is not None
