@@ -60,3 +60,30 @@ def test_unstructured_through_the_client_and_a_typed_informer(client: RESTClient
     finally:
         stop.set()
         factory.shutdown()
+
+
+def test_a_typed_metadata_only_informer(client: RESTClient, namespace: str) -> None:
+    typed = pyctrl.TypedClient(client)
+    for i in range(5):
+        typed.create(ConfigMapU({"metadata": {"name": f"m{i}", "namespace": namespace,
+                                              "labels": {"meta": "yes"}},
+                                 "data": {"big": "x" * 1000}}))
+    factory = SharedInformerFactory(client, namespace=namespace, page_size=2)
+    lister = factory.lister_for(pyctrl.api.PartialObjectMetadata.of(CONFIGMAPS),
+                                label_selector="meta=yes")
+    stop = threading.Event()
+    factory.start(stop)
+    try:
+        assert factory.wait_for_cache_sync(stop, timeout=60)
+        cached = lister.list()
+        assert sorted(o.metadata.name for o in cached) == [f"m{i}" for i in range(5)]
+        assert {(o.api_version, o.kind) for o in cached} == {("v1", "ConfigMap")}
+        assert all(o.metadata.uid and o.metadata.labels == {"meta": "yes"} for o in cached)
+        typed.patch(ConfigMapU, "m0", {"metadata": {"labels": {"extra": "1"}}}, namespace,
+                    patch_type="merge")
+        eventually(lambda: lister.get(namespace, "m0").metadata.labels.get("extra") == "1",
+                   timeout=30, what="the watched metadata change")
+        assert lister.get(namespace, "m0").kind == "ConfigMap"  # a watch event, retyped
+    finally:
+        stop.set()
+        factory.shutdown()
