@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "startup": "bench.startup",
     "models": "bench.models",
     "tick-costs": "bench.tick_costs",
+    "object-model": "bench.object_model",
 }
 
 

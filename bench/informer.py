@@ -148,7 +148,7 @@ def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
     from pyctrl.cache.listwatch import ListerWatcher, ListWatch
     from pyctrl.cache.processor import ResourceEventHandlerFuncs
     from pyctrl.cache.typed import TypedListWatch, fill_type
-    from pyctrl.kube.interface import Object, WatchStream
+    from pyctrl.kube.interface import RawObject, WatchStream
     from pyctrl.kube.resource import CONFIGMAPS
 
     kind = configmap_kind() if typed else None
@@ -184,13 +184,13 @@ def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
     del informer
     gc.collect()
 
-    snapshot: Object = client.list(CONFIGMAPS, namespace, resource_version=rv_before,
+    snapshot: RawObject = client.list(CONFIGMAPS, namespace, resource_version=rv_before,
                            resource_version_match="Exact")
     watch_start: list[float] = []
 
     class SnapshotListWatch(ListWatch):
         def list(self, *, limit: int | None, continue_: str | None,
-                 resource_version: str | None) -> Object:
+                 resource_version: str | None) -> RawObject:
             return snapshot
 
         def watch(self, *, resource_version: str, timeout_seconds: int,
@@ -204,7 +204,7 @@ def child_pyctrl(kubeconfig: str, namespace: str, n: int, rv_before: str,
     done = threading.Event()
     seen = [0]
 
-    def on_update(old: Object, new: Object) -> None:
+    def on_update(old: RawObject, new: RawObject) -> None:
         seen[0] += 1
         if seen[0] == n:
             done.set()

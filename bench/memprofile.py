@@ -42,7 +42,7 @@ from bench.cronjob_skew import job_template
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.wiring import CronJobController, build
 from pyctrl import Manager, ManagerOptions
-from pyctrl.kube import EVENTS, JOBS, Object
+from pyctrl.kube import EVENTS, JOBS, RawObject
 from pyctrl.log import configure_logging
 from pyctrl.testing import FakeClient, FakeClock
 
@@ -144,7 +144,7 @@ def _type_counts() -> Counter[str]:
     return Counter(type(o).__qualname__ for o in gc.get_objects())
 
 
-def _cronjob(name: str) -> Object:
+def _cronjob(name: str) -> RawObject:
     return {"metadata": {"name": name, "namespace": NAMESPACE},
             "spec": {"schedule": "* * * * *", "successfulJobsHistoryLimit": 1,
                      "failedJobsHistoryLimit": 1, "jobTemplate": job_template()}}
@@ -219,7 +219,7 @@ class Simulation:
         stamp = minute.strftime("%Y-%m-%dT%H:%M:%SZ")
         suffix = f"-{int(minute.timestamp()) // 60}"
 
-        def created() -> list[Object]:
+        def created() -> list[RawObject]:
             return [j for j in client.list_objects(JOBS, NAMESPACE)
                     if j["metadata"]["name"].endswith(suffix)]
 

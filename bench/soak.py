@@ -62,7 +62,7 @@ from bench.cronjob_skew.probe import (
     summary,
 )
 from pyctrl.errors import AlreadyExists, ApiError, NotFound
-from pyctrl.kube import JOBS, NAMESPACES, Object, Resource, RESTClient
+from pyctrl.kube import JOBS, NAMESPACES, RawObject, Resource, RESTClient
 from pyctrl.testing.envtest import ControlPlane
 from pyctrl.testing.envtest.process import Proc, spawn
 
@@ -198,7 +198,7 @@ def check_churn(cronjobs: int, minutes_run: int, jobs_created: int) -> str | Non
 
 
 # -- the completer ------------------------------------------------------------------------------
-def _finished(job: Object) -> bool:
+def _finished(job: RawObject) -> bool:
     for cond in (job.get("status") or {}).get("conditions") or []:
         if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
             return True
@@ -247,7 +247,7 @@ class Completer:
                     "jobs_existing": len(self._live), "completer_errors": len(self.errors),
                     "completer_backlog": len(self._queued)}
 
-    def _see(self, job: Object, now: float) -> None:
+    def _see(self, job: RawObject, now: float) -> None:
         meta = job["metadata"]
         uid, name = str(meta["uid"]), str(meta["name"])
         with self._lock:
@@ -339,7 +339,7 @@ class Completer:
 
 
 # -- setup --------------------------------------------------------------------------------------
-def cronjob(name: str) -> Object:
+def cronjob(name: str) -> RawObject:
     return {"metadata": {"name": name},
             "spec": {"schedule": "* * * * *", "successfulJobsHistoryLimit": 1,
                      "failedJobsHistoryLimit": 1, "jobTemplate": job_template()}}

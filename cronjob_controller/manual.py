@@ -27,7 +27,7 @@ from cronjob_controller import api, jobs
 from cronjob_controller.wiring import CONTROLLER_NAME
 from pyctrl import api as typed
 from pyctrl.errors import ApiError
-from pyctrl.kube import JOBS, Client, Object, meta
+from pyctrl.kube import JOBS, Client, RawObject, meta
 from pyctrl.sharding import add_to_handover
 
 __all__ = ["ManualRun", "manual_job", "run_now"]
@@ -62,7 +62,7 @@ def manual_job(cronjob: api.CronJob, now: datetime) -> dict[str, Any]:
     return body
 
 
-def run_now(client: Client, cronjob: Object, now: datetime) -> ManualRun:
+def run_now(client: Client, cronjob: RawObject, now: datetime) -> ManualRun:
     """Create the manual run's Job of ``cronjob`` (a raw object, as read just before) and
     hand it to the CronJob's shard (see module docstring). The create's ApiError is raised; a
     failed listing is reported in the result (the Job exists)."""

@@ -10,7 +10,8 @@ Subpackages (``pyctrl.cache``, ``pyctrl.workqueue``, ``pyctrl.kube``, ``pyctrl.r
 
 from pyctrl._version import __version__ as __version__
 from pyctrl.api.client import TypedClient
-from pyctrl.apply import OperationResult, apply, create_or_update
+from pyctrl.api.unstructured import Unstructured
+from pyctrl.apply import OperationResult, create_or_update
 from pyctrl.builder import Builder
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
@@ -50,7 +51,7 @@ from pyctrl.errors import (
     TooManyRequests,
     Undecodable,
 )
-from pyctrl.finalizers import add_finalizer, has_finalizer, remove_finalizer
+from pyctrl.finalizers import has_finalizer
 from pyctrl.handlers import (
     MapFunc,
     Predicate,
@@ -69,11 +70,11 @@ from pyctrl.handlers import (
 from pyctrl.kube import (
     Client,
     FencedClient,
-    Object,
     RESTClient,
     load_config,
 )
 from pyctrl.kube import resource as _resource
+from pyctrl.kube.meta import Object
 from pyctrl.kube.resource import *  # noqa: F403
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElector, LeaseLock
 from pyctrl.log import configure_logging, get_logger
@@ -186,10 +187,9 @@ __all__ = [
     "TooManyRequests",
     "TypedClient",
     "Undecodable",
-    "add_finalizer",
+    "Unstructured",
     "and_",
     "annotations_changed",
-    "apply",
     "configure_logging",
     "controller_of",
     "controller_uid_index_func",
@@ -213,7 +213,6 @@ __all__ = [
     "on_error",
     "or_",
     "owner_reference",
-    "remove_finalizer",
     "remove_status_condition",
     "resource_version_changed",
     "retry_on_conflict",

@@ -1,116 +1,84 @@
-"""Writing desired state: ``create_or_update`` and server-side ``apply``.
+"""Writing desired state by read-modify-write: ``create_or_update``.
 
-The contracts are in the two functions' docstrings, so ``help(pyctrl.apply)`` shows them:
-the facade binds ``pyctrl.apply`` to the function, which hides this module's docstring.
+The contract is in the function's docstring, so ``help(pyctrl.create_or_update)`` shows it.
+Server-side apply is :meth:`pyctrl.TypedClient.apply` (the same adoption rules).
 """
 
 from __future__ import annotations
 
-import copy
-import threading
-import weakref
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, TypeVar
 
-from pyctrl.errors import NotFound
+from pyctrl.api.client import TypedClient
+from pyctrl.api.types import Object
+from pyctrl.api.unstructured import Unstructured
+from pyctrl.errors import AdoptionRefused, AlreadyOwned, NotFound
 from pyctrl.kube import meta
-from pyctrl.kube.adoption import Claims, apply_owned
-from pyctrl.kube.interface import Client, Object
-from pyctrl.kube.resource import Resource
 
-__all__ = ["OperationResult", "apply", "create_or_update"]
+__all__ = ["OperationResult", "create_or_update"]
 
 OperationResult = Literal["created", "updated", "unchanged"]
+T = TypeVar("T", bound=Object | Unstructured)
 
 
-def _name_ns(obj: Object) -> tuple[str, str | None]:
-    name = meta.name(obj)
+def _name_ns(obj: Object | Unstructured) -> tuple[str, str | None]:
+    name = obj.metadata.name
     if not name:
         raise ValueError("the object needs metadata.name")
-    return name, meta.namespace(obj) or None
+    return name, obj.metadata.namespace or None
 
 
-def _replace(obj: Object, content: Object) -> None:
-    obj.clear()
-    obj.update(content)
-
-
-def create_or_update(client: Client, resource: Resource, obj: Object,
-                     mutate: Callable[[Object], None]) -> OperationResult:
+def create_or_update(client: TypedClient, obj: T, mutate: Callable[[T], T], *,
+                     adopt: bool = False) -> tuple[T, OperationResult]:
     """Create ``obj`` or update it if ``mutate`` changed it (controllerutil.CreateOrUpdate).
 
-    ``obj`` names the object (``metadata.name``, ``metadata.namespace``). It GETs the object;
-    if it exists, ``obj``'s content is replaced by the server's copy. Then ``mutate(obj)`` sets
-    the desired state in place (it must not change the name or namespace: ValueError). A
-    missing object is created; an existing one is updated only if ``mutate`` changed it (with
-    its resourceVersion, so a concurrent write raises :class:`pyctrl.errors.Conflict`).
-    Returns ``"created"``, ``"updated"`` or ``"unchanged"``; afterwards ``obj`` holds what the
-    server stored. Reads go to the server, not the cache (as controller-runtime's do through
-    its client); use it for objects you write rarely, or prefer :func:`apply`.
+    ``obj`` (a typed object or an :class:`pyctrl.Unstructured` of a bound class) names the
+    object (``metadata.name``, ``metadata.namespace``). It GETs the object; ``mutate`` is
+    given the server's copy, or ``obj`` when there is none, and returns the desired object
+    (objects are frozen: build it with ``pyctrl.api.replace``); it must not change the name
+    or namespace (ValueError). A missing object is created; an existing one is updated only
+    if ``mutate`` changed it (with its resourceVersion, so a concurrent write raises
+    :class:`pyctrl.errors.Conflict`). Returns the object as the server stored it (the read
+    one when ``"unchanged"``) and ``"created"``, ``"updated"`` or ``"unchanged"``.
+
+    It never adopts silently: when ``mutate`` gives an existing object a controller reference
+    (:func:`pyctrl.set_controller_reference`) and the stored object has no controller (a
+    user's own), :class:`pyctrl.errors.AdoptionRefused` is raised and nothing is written,
+    unless ``adopt=True``; when the stored object has another controller,
+    :class:`pyctrl.errors.AlreadyOwned`. Reads go to the server, not the cache (as
+    controller-runtime's do through its client); an update sends the whole object, so a
+    typed object loses the fields its class does not declare: prefer
+    :meth:`pyctrl.TypedClient.apply` for objects others write too.
     """
     name, namespace = _name_ns(obj)
+    cls = type(obj)
     try:
-        existing = client.get(resource, name, namespace)
+        existing = client.get(cls, name, namespace)
     except NotFound:
-        mutate(obj)
-        if _name_ns(obj) != (name, namespace):
+        desired = mutate(obj)
+        if _name_ns(desired) != (name, namespace):
             raise ValueError("mutate must not change the object's name or namespace") from None
-        _replace(obj, client.create(resource, obj, namespace))
-        return "created"
-    _replace(obj, copy.deepcopy(existing))
-    mutate(obj)
-    if _name_ns(obj) != (name, namespace):
+        return client.create(desired), "created"
+    desired = mutate(existing)
+    if _name_ns(desired) != (name, namespace):
         raise ValueError("mutate must not change the object's name or namespace")
-    if obj == existing:
-        return "unchanged"
-    _replace(obj, client.update(resource, obj, namespace))
-    return "updated"
+    if desired == existing:
+        return existing, "unchanged"
+    _refuse_adoption(existing, desired, adopt)
+    return client.update(desired), "updated"
 
 
-_claims: weakref.WeakKeyDictionary[Client, Claims] = weakref.WeakKeyDictionary()
-_claims_mu = threading.Lock()
+def _refuse_adoption(existing: Object | Unstructured, desired: Object | Unstructured,
+                     adopt: bool) -> None:
+    ours = meta.controller_of(desired)
+    theirs = meta.controller_of(existing)
+    if ours is None or adopt or (theirs is not None and theirs.uid == ours.uid):
+        return
+    name, namespace, kind = existing.metadata.name, existing.metadata.namespace, meta.kind(existing)
+    if theirs is None:
+        raise AdoptionRefused(name, None, claimant=_ref(ours), namespace=namespace, kind=kind)
+    raise AlreadyOwned(name, _ref(theirs), claimant=_ref(ours), namespace=namespace, kind=kind)
 
 
-def _claims_of(client: Client) -> Claims:
-    """The owned objects ``apply`` found ours through ``client`` (a fresh memory for a
-    client that can not be weakly referenced)."""
-    with _claims_mu:
-        try:
-            found = _claims.get(client)
-            if found is None:
-                found = _claims[client] = Claims()
-        except TypeError:
-            return Claims()
-        return found
-
-
-def apply(client: Client, resource: Resource, obj: Object, field_manager: str, *,
-          force: bool = False, subresource: str | None = None, adopt: bool = False) -> Object:
-    """Server-side apply ``obj`` as ``field_manager``; returns the stored object.
-
-    ``obj`` is sent as an ``application/apply-patch+yaml`` patch owned by ``field_manager``:
-    the server creates the object or merges the fields this manager sets and drops those it
-    no longer sets. ``force=True`` takes over fields other managers own (controllers usually
-    want this), otherwise conflicts raise :class:`pyctrl.errors.Conflict`. ``apiVersion`` and
-    ``kind`` are filled from ``resource`` when missing; ``managedFields`` and
-    ``resourceVersion`` are not sent (an apply is not a read-modify-write). ``subresource``
-    (e.g. ``"status"``) applies to that subresource. ``obj`` is not modified.
-
-    An ``obj`` with a controller reference (:func:`pyctrl.set_controller_reference`) never
-    adopts an existing object its owner did not create: one with no controller raises
-    :class:`pyctrl.errors.AdoptionRefused`, one with another :class:`pyctrl.errors.AlreadyOwned`
-    (both terminal, nothing written) unless ``adopt=True``. The first apply of an object
-    through ``client`` reads it once; later ones send its uid as a precondition instead (the
-    contract is :mod:`pyctrl.kube.adoption`'s).
-    """
-    if not field_manager:
-        raise ValueError("server-side apply needs a field_manager")
-    name, namespace = _name_ns(obj)
-    body: Object = {"apiVersion": resource.api_version, "kind": resource.kind,
-                    **copy.deepcopy(obj)}
-    md = body["metadata"]
-    md.pop("managedFields", None)
-    md.pop("resourceVersion", None)
-    return apply_owned(client, resource, name, namespace, body, field_manager=field_manager,
-                       force=force, subresource=subresource, adopt=adopt,
-                       claims=_claims_of(client))
+def _ref(ref: meta.OwnerReferenceLike) -> dict[str, str]:
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name, "uid": ref.uid}

@@ -49,6 +49,7 @@ import structlog
 
 from pyctrl.api.typed import resource_for
 from pyctrl.api.types import Object as Kind
+from pyctrl.api.unstructured import Unstructured
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
@@ -69,7 +70,7 @@ from pyctrl.handlers import (
     enqueue_owner,
     enqueue_requests,
 )
-from pyctrl.kube.interface import Object as Raw
+from pyctrl.kube.interface import RawObject as Raw
 from pyctrl.kube.resource import Resource
 from pyctrl.rbac import DEFAULT_OWNED_WRITES, Declared, PolicyRule
 from pyctrl.reconcile import ReconcileFunc, Reconciler, Request, as_reconciler
@@ -78,7 +79,7 @@ from pyctrl.workqueue import PriorityQueue, RateLimiter
 
 __all__ = ["Builder", "DeleteObserver", "MapFunc"]
 
-K = TypeVar("K", bound=Kind)
+K = TypeVar("K", bound=Kind | Unstructured)
 T = TypeVar("T")  # what a watch's handlers see: a kind's objects, or dicts
 
 DeleteObserver = Callable[[T | DeletedFinalStateUnknown], None]

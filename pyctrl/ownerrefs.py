@@ -9,20 +9,19 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 * :func:`is_controlled_by` is True when that reference's ``uid`` is the owner's uid; the
   owner is given as an object or as its uid (never true for an empty uid). Objects and owners
   may be raw dicts or typed objects (read through :mod:`pyctrl.kube.meta`).
-* :func:`owner_reference` builds a controller reference (a dict) to ``owner``, a raw dict or
-  a typed object (which needs ``apiVersion``, ``kind``, ``metadata.name`` and
-  ``metadata.uid``: objects read from the cache carry apiVersion/kind, see
-  :class:`pyctrl.cache.SharedInformerFactory`; a typed owner's apiVersion and kind come from
-  its class when unset).
-* :func:`set_controller_reference` makes ``owner`` the controller of ``obj``: a reference to
-  the same owner (same API group, kind and name) is replaced, otherwise one is appended. A
-  typed ``obj`` (a :class:`pyctrl.api.Object`; typed objects are frozen and may be shared
-  with a cache) gives a **new** object, returned; a raw dict is changed **in place** (pass
-  a copy, never a cached object) and None is returned. The owner may be typed or raw either
-  way. It raises :class:`pyctrl.errors.AlreadyOwned` (also importable from here) when
-  another object already controls ``obj``, and ValueError when the owner can not own it (a
-  namespaced owner of a cluster-scoped object, or one in another namespace: the garbage
-  collector would delete the object).
+* :func:`owner_reference` builds a controller reference (a typed
+  :class:`pyctrl.api.OwnerReference`) to ``owner``, any :class:`pyctrl.Object` or raw dict
+  (which needs ``apiVersion``, ``kind``, ``metadata.name`` and ``metadata.uid``: objects read
+  from the cache carry apiVersion/kind, see :class:`pyctrl.cache.SharedInformerFactory`; a
+  typed owner's apiVersion and kind come from its class when unset).
+* :func:`set_controller_reference` makes ``owner`` the controller of ``obj``, a
+  :class:`pyctrl.Object` (a typed kind or an :class:`pyctrl.Unstructured`: frozen, maybe
+  shared with a cache): a reference to the same owner (same API group, kind and name) is
+  replaced, otherwise one is appended, in a **new** object, returned. It raises
+  :class:`pyctrl.errors.AlreadyOwned` (also importable from here) when another object already
+  controls ``obj``, and ValueError when the owner can not own it (a namespaced owner of a
+  cluster-scoped object, or one in another namespace: the garbage collector would delete the
+  object).
 * :func:`record_already_owned` records a refused ownership as a Warning Event, reason
   ``AlreadyOwned``, on the claimant the error names (the owner that asked; nothing when the
   error names none), with the error's message. Recording never raises (a recorder that
@@ -31,16 +30,14 @@ Contract (controller-runtime's ``controllerutil`` and apimachinery's ``metav1`` 
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 import structlog
 
-from pyctrl.api.typed import encode
-from pyctrl.api.types import Object as Kind
-from pyctrl.api.types import OwnerReference, replace
+from pyctrl.api.types import Object, OwnerReference, replace
+from pyctrl.api.unstructured import Unstructured
 from pyctrl.errors import AlreadyOwned
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Object
 from pyctrl.kube.meta import AnyObject, controller_of
 from pyctrl.record import EventRecorder
 
@@ -56,7 +53,7 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 
-K = TypeVar("K", bound=Kind)
+K = TypeVar("K", bound=Object | Unstructured)
 
 
 def is_controlled_by(obj: AnyObject, owner: AnyObject | str) -> bool:
@@ -69,76 +66,51 @@ def is_controlled_by(obj: AnyObject, owner: AnyObject | str) -> bool:
 
 
 def owner_reference(owner: AnyObject, *, controller: bool = True,
-                    block_owner_deletion: bool = True) -> dict[str, Any]:
+                    block_owner_deletion: bool = True) -> OwnerReference:
     """An owner reference to ``owner`` (ValueError if it lacks apiVersion/kind/name/uid)."""
-    ref: dict[str, Any] = {"apiVersion": meta.api_version(owner), "kind": meta.kind(owner),
-                           "name": meta.name(owner), "uid": meta.uid(owner)}
-    missing = [k for k, v in ref.items() if not v]
+    fields = {"apiVersion": meta.api_version(owner), "kind": meta.kind(owner),
+              "name": meta.name(owner), "uid": meta.uid(owner)}
+    missing = [k for k, v in fields.items() if not v]
     if missing:
         raise ValueError(f"owner lacks {', '.join(missing)}: can not reference it")
-    ref["controller"] = controller
-    ref["blockOwnerDeletion"] = block_owner_deletion
-    return ref
+    return OwnerReference(api_version=fields["apiVersion"], kind=fields["kind"],
+                          name=fields["name"], uid=fields["uid"], controller=controller,
+                          block_owner_deletion=block_owner_deletion)
 
 
-def _same_object(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return (meta.api_group(a.get("apiVersion")) == meta.api_group(b.get("apiVersion"))
-            and a.get("kind") == b.get("kind") and a.get("name") == b.get("name"))
+def _same_object(a: meta.OwnerReferenceLike, b: meta.OwnerReferenceLike) -> bool:
+    return (meta.api_group(a.api_version) == meta.api_group(b.api_version)
+            and a.kind == b.kind and a.name == b.name)
 
 
-@overload
+def _as_dict(ref: meta.OwnerReferenceLike) -> dict[str, Any]:
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name,
+            "uid": ref.uid, "controller": ref.controller}
+
+
 def set_controller_reference(owner: AnyObject, obj: K, *,
-                             block_owner_deletion: bool = True) -> K: ...
-
-
-@overload
-def set_controller_reference(owner: AnyObject, obj: Object, *,
-                             block_owner_deletion: bool = True) -> None: ...
-
-
-def set_controller_reference(owner: AnyObject, obj: Object | K, *,
-                             block_owner_deletion: bool = True) -> K | None:
-    """Make ``owner`` the controller of ``obj`` (see module docstring)."""
+                             block_owner_deletion: bool = True) -> K:
+    """``obj`` with ``owner`` as its controller (see module docstring)."""
     ref = owner_reference(owner, block_owner_deletion=block_owner_deletion)
     owner_ns, obj_ns = meta.namespace(owner), meta.namespace(obj)
     if owner_ns:
         if not obj_ns:
-            raise ValueError(f"namespaced owner {owner_ns}/{ref['name']} can not own a "
+            raise ValueError(f"namespaced owner {owner_ns}/{ref.name} can not own a "
                              "cluster-scoped object")
         if obj_ns != owner_ns:
-            raise ValueError(f"owner {owner_ns}/{ref['name']} is in another namespace than "
+            raise ValueError(f"owner {owner_ns}/{ref.name} is in another namespace than "
                              f"the object ({obj_ns})")
-    if isinstance(obj, Kind):
-        refs = [encode(r) for r in obj.metadata.owner_references]
-        new = [OwnerReference(api_version=r["apiVersion"], kind=r["kind"], name=r["name"],
-                              uid=r["uid"], controller=True,
-                              block_owner_deletion=block_owner_deletion)
-               if _same_object(r, ref) else old
-               for r, old in zip(refs, obj.metadata.owner_references, strict=True)]
-        _check_controller(meta.name(obj), obj_ns, refs, ref)
-        if not any(_same_object(r, ref) for r in refs):
-            new.append(OwnerReference(api_version=ref["apiVersion"], kind=ref["kind"],
-                                      name=ref["name"], uid=ref["uid"], controller=True,
-                                      block_owner_deletion=block_owner_deletion))
-        return replace(obj, metadata=replace(obj.metadata, owner_references=new))
-    md = obj.setdefault("metadata", {})
-    current: list[dict[str, Any]] = list(md.get("ownerReferences") or [])
-    _check_controller(meta.name(obj), obj_ns, current, ref)
-    for i, existing in enumerate(current):
-        if _same_object(existing, ref):
-            current[i] = ref
-            break
-    else:
-        current.append(ref)
-    md["ownerReferences"] = current
-    return None
-
-
-def _check_controller(name: str, namespace: str, refs: list[dict[str, Any]],
-                      ref: dict[str, Any]) -> None:
-    current = controller_of({"metadata": {"ownerReferences": refs}})
+    current = controller_of(obj)
     if current is not None and not _same_object(current, ref):
-        raise AlreadyOwned(name, current, claimant=ref, namespace=namespace)
+        raise AlreadyOwned(meta.name(obj), _as_dict(current), claimant=_as_dict(ref),
+                           namespace=obj_ns)
+    refs = list(obj.metadata.owner_references)
+    same = [i for i, r in enumerate(refs) if _same_object(r, ref)]
+    if same:
+        refs[same[0]] = ref
+    else:
+        refs.append(ref)
+    return replace(obj, metadata=replace(obj.metadata, owner_references=refs))
 
 
 def record_already_owned(recorder: EventRecorder, err: AlreadyOwned) -> None:

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from pyctrl.errors import AlreadyExists, ApiError
-from pyctrl.kube import JOBS, Object, Resource, RESTClient
+from pyctrl.kube import JOBS, RawObject, Resource, RESTClient
 from pyctrl.testing.envtest import ControlPlane
 
 __all__ = [
@@ -69,7 +69,7 @@ def tick_schedule(tick: float) -> str:
     return f"{at.minute} {at.hour} {at.day} {at.month} *"
 
 
-def cronjob(name: str, tick: float | None = None) -> Object:
+def cronjob(name: str, tick: float | None = None) -> RawObject:
     """The bench's CronJob: every minute, or (``tick`` given) only at ``tick``."""
     spec: dict[str, object] = {"schedule": "* * * * *", "jobTemplate": job_template()}
     if tick is not None:
@@ -77,7 +77,7 @@ def cronjob(name: str, tick: float | None = None) -> Object:
     return {"metadata": {"name": name}, "spec": spec}
 
 
-def history_job(phase: str, owner: Object, minute: int) -> Object:
+def history_job(phase: str, owner: RawObject, minute: int) -> RawObject:
     """A Job ``owner`` (a created CronJob) ran at ``minute`` (unix minutes), before the bench."""
     meta = owner["metadata"]
     scheduled = datetime.fromtimestamp(minute * 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -92,7 +92,7 @@ def history_job(phase: str, owner: Object, minute: int) -> Object:
             "spec": job_template()["spec"]}
 
 
-def finished_status(at: float) -> Object:
+def finished_status(at: float) -> RawObject:
     """A Job status that reads Complete (batch/v1 validation: SuccessCriteriaMet first)."""
     now = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"status": {"startTime": now, "completionTime": now, "succeeded": 1, "conditions": [
@@ -100,7 +100,7 @@ def finished_status(at: float) -> Object:
         {"type": "Complete", "status": "True", "lastTransitionTime": now}]}}
 
 
-def _retrying(call: Callable[[], Object]) -> Object | None:
+def _retrying(call: Callable[[], RawObject]) -> RawObject | None:
     """``call()``, retried on server errors; None on AlreadyExists."""
     for attempt in range(5):
         try:

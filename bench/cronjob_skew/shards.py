@@ -48,7 +48,7 @@ from bench.cronjob_skew.controllers import Controller
 from bench.cronjob_skew.objects import PYCTRL_CRONJOBS
 from bench.cronjob_skew.probe import JobSeen, summary
 from pyctrl.errors import ApiError
-from pyctrl.kube import LEASES, Object, RESTClient
+from pyctrl.kube import LEASES, RawObject, RESTClient
 from pyctrl.sharding import HashRing, ShardingOptions
 from pyctrl.testing.envtest import ControlPlane
 
@@ -142,7 +142,7 @@ class Census:
                 "handing_over": self.handing_over}
 
 
-def census(items: Iterable[Object], ids: Sequence[str], leader: str | None = None,
+def census(items: Iterable[RawObject], ids: Sequence[str], leader: str | None = None,
            leader_weight: float = 1.0) -> Census:
     """Read the shard labels of ``items`` against the shards ``ids`` (module docstring);
     ``leader``'s shard weighs ``leader_weight`` in the ring, as in the leader's sharder."""

@@ -7,7 +7,9 @@ MODULE`` writes its CustomResourceDefinition (:func:`crd`, :func:`to_yaml`). A r
 reads cached objects typed (a typed informer's ``pyctrl.Lister[Kind]``, or :func:`decode`)
 and writes status back with :func:`status_patch`; :func:`resource_for` gives the Resource for
 clients and informers.
-:class:`TypedClient` is the client's verbs on kind classes and typed objects.
+:class:`TypedClient` is the client's verbs on kind classes and typed objects;
+:class:`Unstructured` is an object of a kind without a class, behind the same protocol, and
+:class:`PartialObjectMetadata` the lean metadata-only form.
 
 Why msgspec Structs (see docs/DESIGN.md for the measurements): decoding a cached object into
 its typed class is the cost every typed read pays, and msgspec's is the lowest of the
@@ -44,6 +46,7 @@ from pyctrl.api.markers import (
     is_required,
     kind,
 )
+from pyctrl.api.partial import PartialObjectMetadata
 from pyctrl.api.schema import SchemaError, object_schema, type_schema
 from pyctrl.api.typed import (
     DecodeError,
@@ -72,6 +75,7 @@ from pyctrl.api.types import (
     field,
     replace,
 )
+from pyctrl.api.unstructured import Unstructured, UnstructuredDecodeError
 
 __all__ = [
     "STASH_ANNOTATION",
@@ -101,6 +105,7 @@ __all__ = [
     "Object",
     "ObjectMeta",
     "OwnerReference",
+    "PartialObjectMetadata",
     "Pattern",
     "PodTemplateSpec",
     "PreserveUnknownFields",
@@ -112,6 +117,8 @@ __all__ = [
     "ServiceReference",
     "Struct",
     "TypedClient",
+    "Unstructured",
+    "UnstructuredDecodeError",
     "WebhookConversion",
     "convert",
     "crd",

@@ -1,6 +1,8 @@
 """TypedClient: the :class:`pyctrl.kube.Client` verbs on kind classes and typed objects.
 
-Contract (controller-runtime's client, on :class:`pyctrl.api.Object` subclasses):
+Contract (controller-runtime's client, on :class:`pyctrl.api.Object` subclasses and, for a
+kind with no class, :class:`pyctrl.api.Unstructured` bound to its Resource, e.g.
+``client.get(Unstructured.of(CONFIGMAPS), "app", "web")``):
 
 * ``TypedClient(client)`` wraps any raw-dict :class:`~pyctrl.kube.Client` (the RESTClient,
   the leader-fenced client a Manager hands out, a FakeClient); :attr:`raw` is that client, for
@@ -38,10 +40,15 @@ Contract (controller-runtime's client, on :class:`pyctrl.api.Object` subclasses)
   returned. So ``old`` needs a fresh read: a Manager lister's (it waits for the
   controller's own earlier writes through ``client_for_leader()``, see
   :mod:`pyctrl.cache.ownwrites`), never a copy kept from before another write.
-* :meth:`add_finalizer` / :meth:`remove_finalizer` are :func:`pyctrl.add_finalizer`'s
-  contract on typed objects: one merge patch of ``metadata.finalizers`` with ``obj``'s
-  resourceVersion as a precondition (Conflict when it changed), none when there is nothing
-  to change (``obj`` is returned); ``obj`` needs a fresh read, as for :meth:`patch_status`.
+* :meth:`add_finalizer` / :meth:`remove_finalizer` add or remove one finalizer by one JSON
+  merge patch that replaces ``metadata.finalizers`` with the list plus/minus ``name`` and
+  carries ``obj``'s resourceVersion as a precondition: if the object changed since it was
+  read (someone else's finalizer may have come or gone) the server answers 409 and
+  :class:`pyctrl.errors.Conflict` is raised, so nothing is lost (re-read and retry, e.g.
+  with :func:`pyctrl.retry_on_conflict`). They return the object the server stored, or
+  ``obj`` itself without any request when there is nothing to change; ``obj`` is never
+  changed, and needs a fresh read, as for :meth:`patch_status`. :func:`pyctrl.has_finalizer`
+  reads them.
 * Errors are the raw client's (:mod:`pyctrl.errors`); a class not declared with
   :func:`pyctrl.api.kind` raises :class:`pyctrl.api.SchemaError`.
 """
@@ -49,7 +56,6 @@ Contract (controller-runtime's client, on :class:`pyctrl.api.Object` subclasses)
 from __future__ import annotations
 
 import builtins
-import functools
 from typing import Any, Generic, TypeVar, Unpack, overload
 
 import msgspec
@@ -57,27 +63,33 @@ import msgspec
 from pyctrl.api.typed import Equal, decode, encode, json_decoder, resource_for, status_changes
 from pyctrl.api.typed import unset_equals_empty as _unset_equals_empty
 from pyctrl.api.types import Object, Struct
+from pyctrl.api.unstructured import Unstructured
 from pyctrl.kube.adoption import Claims, apply_owned
 from pyctrl.kube.interface import Client, PatchBody, RawGetter, RawLister
-from pyctrl.kube.interface import Object as Raw
+from pyctrl.kube.interface import RawObject as Raw
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.write_options import DeleteArgs, PatchArgs
 
 __all__ = ["TypedClient"]
 
-T = TypeVar("T", bound=Object)
+T = TypeVar("T", bound=Object | Unstructured)
 
 
 class _Items(msgspec.Struct, Generic[T]):
     items: list[T] = msgspec.field(default_factory=list)
 
 
-@functools.cache
-def _list_decoder(cls: type[Object]) -> msgspec.json.Decoder[_Items[Any]]:
-    return json_decoder(_Items[cls])  # type: ignore[valid-type]
+def _list_decoder(cls: object) -> msgspec.json.Decoder[_Items[Any]]:
+    found = _LIST_DECODERS.get(cls)
+    if found is None:
+        found = _LIST_DECODERS.setdefault(cls, json_decoder(_Items[cls]))  # type: ignore[valid-type]
+    return found
 
 
-def _where(obj: Object) -> tuple[Resource, str, str | None]:
+_LIST_DECODERS: dict[object, msgspec.json.Decoder[_Items[Any]]] = {}
+
+
+def _where(obj: Object | Unstructured) -> tuple[Resource, str, str | None]:
     if not obj.metadata.name:
         raise ValueError(f"{type(obj).__name__} has no metadata.name")
     return resource_for(type(obj)), obj.metadata.name, obj.metadata.namespace or None
@@ -153,15 +165,18 @@ class TypedClient:
     def patch_status(self, old: T, new: T, *, equal: Equal = _unset_equals_empty) -> T:
         """Write what changed between ``old``'s status and ``new``'s (module docstring)."""
         resource, name, namespace = _where(old)
-        before, after = _status_of(old), _status_of(new)
-        if before is None and after is None:
-            return old
-        shown = before if before is not None else after
-        assert shown is not None
-        declared = type(shown)
-        changes = status_changes(_builtins(before), _builtins(after),
-                                 known=frozenset(declared.__struct_encode_fields__),
-                                 equal=equal)
+        if isinstance(old, Unstructured) or isinstance(new, Unstructured):
+            changes = status_changes(_json_status(old), _json_status(new), equal=equal)
+        else:
+            before, after = _status_of(old), _status_of(new)
+            if before is None and after is None:
+                return old
+            shown = before if before is not None else after
+            assert shown is not None
+            declared = type(shown)
+            changes = status_changes(_builtins(before), _builtins(after),
+                                     known=frozenset(declared.__struct_encode_fields__),
+                                     equal=equal)
         if not changes:
             return old
         body: Raw = {"status": changes}
@@ -217,14 +232,24 @@ class TypedClient:
         return decode(type(like), answer)
 
 
-def _status_of(obj: Object) -> Struct | None:
+def _status_of(obj: Object | Unstructured) -> Struct | None:
     """``obj.status`` (None when an optional status is unset)."""
+    if isinstance(obj, Unstructured):
+        raise TypeError("patch_status compares two objects of one form")
     if "status" not in type(obj).__struct_fields__:
         raise TypeError(f"{type(obj).__name__} declares no status")
     status = getattr(obj, "status", None)
     if status is not None and not isinstance(status, Struct):
         raise TypeError(f"{type(obj).__name__}'s status is not a Struct")
     return status
+
+
+def _json_status(obj: Object | Unstructured) -> dict[str, Any]:
+    """An Unstructured's ``status`` (every field is "declared": it holds all it was sent)."""
+    if not isinstance(obj, Unstructured):
+        raise TypeError("patch_status compares two objects of one form")
+    status = obj.get("status")
+    return dict(status) if isinstance(status, dict) else {}
 
 
 def _builtins(status: Struct | None) -> dict[str, Any]:

@@ -44,8 +44,10 @@ from typing import Any, TypeVar
 import msgspec
 
 from pyctrl.api.crd import kind_info
+from pyctrl.api.schema import SchemaError
 from pyctrl.api.types import Object, Struct
-from pyctrl.kube.body import json_decoder, prepare
+from pyctrl.api.unstructured import Unstructured
+from pyctrl.kube.body import dec_hook, json_decoder, prepare
 from pyctrl.kube.resource import Resource
 
 __all__ = [
@@ -63,7 +65,8 @@ __all__ = [
     "unset_equals_empty",
 ]
 
-S = TypeVar("S", bound=Struct)
+S = TypeVar("S", bound=Struct | Unstructured)
+K = TypeVar("K", bound=Object | Unstructured)
 V = TypeVar("V")
 Equal = Callable[[str, Any, Any], bool]
 """``equal(field, old, new)``: whether two encoded values of a status field mean the same."""
@@ -75,8 +78,13 @@ class DecodeError(ValueError):
     """A raw object does not match its typed class (a known field has the wrong type)."""
 
 
-def resource_for(cls: type[Object]) -> Resource:
-    """The Resource (group, version, plural, kind, scope) a kind's class is served at."""
+def resource_for(cls: type[K]) -> Resource:
+    """The Resource (group, version, plural, kind, scope) a kind's class is served at (an
+    Unstructured class: the one it is bound to, :meth:`Unstructured.of`)."""
+    if issubclass(cls, Unstructured):
+        if cls.__resource__ is None:
+            raise SchemaError("Unstructured is bound to no Resource: use Unstructured.of(R)")
+        return cls.__resource__
     info = kind_info(cls)
     return Resource(info.group, info.version, info.plural, info.kind,
                     namespaced=info.scope == "Namespaced")
@@ -89,9 +97,9 @@ def decode(cls: type[S], raw: Raw | bytes) -> S:
         if isinstance(raw, bytes | bytearray | memoryview):
             decoder: msgspec.json.Decoder[S] = _json_decoder(cls)
             return decoder.decode(raw)
-        return msgspec.convert(raw, cls, strict=False)
+        return msgspec.convert(raw, cls, strict=False, dec_hook=dec_hook)
     except msgspec.ValidationError as err:
-        if isinstance(raw, Mapping) and issubclass(cls, Object):
+        if isinstance(raw, Mapping) and issubclass(cls, Object | Unstructured):
             meta = raw.get("metadata") or {}
             name = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
             raise DecodeError(f"{cls.__name__} {name}: {err}") from None
@@ -103,18 +111,26 @@ def convert(cls: type[V], raw: object) -> V:
     (``list[Condition]``, a Struct); raises :class:`DecodeError`."""
     prepare(cls)
     try:
-        return msgspec.convert(raw, cls, strict=False)
+        return msgspec.convert(raw, cls, strict=False, dec_hook=dec_hook)
     except msgspec.ValidationError as err:
         raise DecodeError(f"{getattr(cls, '__name__', cls)}: {err}") from None
 
 
-@functools.cache
-def _json_decoder(cls: type[S]) -> msgspec.json.Decoder[S]:
-    return json_decoder(cls)
+def _json_decoder(cls: object) -> msgspec.json.Decoder[Any]:
+    found = _DECODERS.get(cls)
+    if found is None:
+        found = _DECODERS.setdefault(cls, json_decoder(cls))
+    return found
 
 
-def encode(obj: Struct) -> dict[str, Any]:
-    """The JSON-ready dict of a typed object (camelCase, defaults omitted)."""
+_DECODERS: dict[object, msgspec.json.Decoder[Any]] = {}
+
+
+def encode(obj: Struct | Unstructured) -> dict[str, Any]:
+    """The JSON-ready dict of a typed object (camelCase, defaults omitted) or of an
+    Unstructured (its content)."""
+    if isinstance(obj, Unstructured):
+        return obj.to_dict()
     out: dict[str, Any] = msgspec.to_builtins(obj)
     info = getattr(type(obj), "__kind__", None)
     if isinstance(obj, Object) and info is not None:

@@ -8,8 +8,9 @@ Contract:
   ``omitempty`` does. Declare required fields first (no default), then optional ones.
   Instances are frozen (``frozen=True``, so hashable too): objects from a typed cache are
   shared by every reader, and a frozen object cannot be changed under them. To change one,
-  build a new one with :func:`replace` (``msgspec.structs.replace``, re-exported as
-  ``pyctrl.api.replace``): ``replace(obj, status=replace(obj.status, ready=True))``.
+  build a new one with :func:`replace` (``msgspec.structs.replace`` for a Struct, and the
+  same call for an :class:`pyctrl.api.Unstructured`, as ``pyctrl.api.replace``):
+  ``replace(obj, status=replace(obj.status, ready=True))``.
   Instances are not tracked by the cyclic garbage collector (``gc=False``): an API object is
   a tree, and one that is made to contain itself is never freed.
 * :class:`Object` adds ``apiVersion``, ``kind`` and a typed :class:`ObjectMeta`; a kind
@@ -28,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Annotated, Any, ClassVar, Literal, Never, dataclass_transform
+from typing import Annotated, Any, ClassVar, Literal, Never, TypeVar, dataclass_transform
 
 import msgspec
 
@@ -61,7 +62,20 @@ __all__ = [
 ]
 
 field = msgspec.field
-replace = msgspec.structs.replace
+R = TypeVar("R")
+
+
+def replace(obj: R, /, **changes: object) -> R:
+    """A copy of ``obj`` with ``changes``: a Struct's fields (``msgspec.structs.replace``),
+    or an :class:`pyctrl.api.Unstructured`'s ``metadata`` and top-level fields (its own
+    ``replace``)."""
+    if isinstance(obj, msgspec.Struct):
+        return msgspec.structs.replace(obj, **changes)
+    own = getattr(obj, "replace", None)
+    if own is None:
+        raise TypeError(f"can not replace fields of a {type(obj).__name__}")
+    out: R = own(**changes)
+    return out
 
 EMPTY_MAP: Mapping[str, Never] = MappingProxyType({})
 """The default of a ``Mapping`` field: one shared, read-only empty map (an absent map field

@@ -39,7 +39,7 @@ from typing import Literal, NamedTuple, Protocol
 
 from pyctrl.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
 from pyctrl.cache.store import KeyFunc
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 
 __all__ = [
     "ADDED",
@@ -63,14 +63,14 @@ DELETED: DeltaType = "Deleted"
 REPLACED: DeltaType = "Replaced"
 SYNC: DeltaType = "Sync"
 
-TransformFunc = Callable[[Object], Object]
+TransformFunc = Callable[[RawObject], RawObject]
 
 
 class Delta(NamedTuple):
     """One change to one object: what happened and the object (or tombstone) after it."""
 
     type: DeltaType
-    object: Object | DeletedFinalStateUnknown
+    object: RawObject | DeletedFinalStateUnknown
 
 
 PopProcessFunc = Callable[[list[Delta], bool], None]
@@ -81,7 +81,7 @@ class KeyListerGetter(Protocol):
 
     def list_keys(self) -> list[str]: ...
 
-    def get_by_key(self, key: str) -> Object | None: ...
+    def get_by_key(self, key: str) -> RawObject | None: ...
 
 
 class FIFOClosedError(Exception):
@@ -107,22 +107,22 @@ class DeltaFIFO:
         self._populated = False
         self._initial_population_count = 0
         # The objects stream_initial queued, in order, until the list's replace.
-        self._streamed: list[Object] | None = None
+        self._streamed: list[RawObject] | None = None
         self._closed = False
         self._on_synced = on_synced
 
     # -- producers (the Reflector) --------------------------------------------------------
-    def add(self, obj: Object) -> None:
+    def add(self, obj: RawObject) -> None:
         with self._lock:
             self._populated = True
             self._queue_action(ADDED, obj)
 
-    def update(self, obj: Object) -> None:
+    def update(self, obj: RawObject) -> None:
         with self._lock:
             self._populated = True
             self._queue_action(UPDATED, obj)
 
-    def delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+    def delete(self, obj: RawObject | DeletedFinalStateUnknown) -> None:
         key = self._key_func(obj)
         with self._lock:
             self._populated = True
@@ -132,7 +132,7 @@ class DeltaFIFO:
                 return  # never heard of it: nothing to tell consumers
             self._queue_action(DELETED, obj)
 
-    def stream_initial(self, objs: Iterable[Object]) -> bool:
+    def stream_initial(self, objs: Iterable[RawObject]) -> bool:
         """Queue ``Replaced`` for one page of the first list, before that list ends.
 
         Returns False, queuing nothing, once anything was replaced, added, updated or deleted,
@@ -154,7 +154,7 @@ class DeltaFIFO:
             self._cond.notify_all()
             return True
 
-    def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
+    def replace(self, objs: Iterable[RawObject], resource_version: str = "") -> None:
         with self._lock:
             streamed, self._streamed = self._streamed, None
             listed: set[str] | None = None
@@ -200,7 +200,7 @@ class DeltaFIFO:
                     self._synced()
             self._cond.notify_all()
 
-    def _append_replaced(self, objs: Iterable[Object]) -> int:
+    def _append_replaced(self, objs: Iterable[RawObject]) -> int:
         # Lock held, and the queue holds only Replaced deltas of lists (nothing to dedup):
         # queue Replaced for each object. Returns how many keys it queued.
         key_func = self._key_func
@@ -220,7 +220,7 @@ class DeltaFIFO:
                 deltas.append(Delta(rtype, obj))
         return len(queue) - queued
 
-    def _queue_replaced_unstreamed(self, objs: Iterable[Object]) -> set[str]:
+    def _queue_replaced_unstreamed(self, objs: Iterable[RawObject]) -> set[str]:
         # Lock held, after stream_initial: an object a page queued is still queued (its last
         # delta) or was popped into known_objects; those very objects are skipped, the rest
         # queued. No table of the streamed objects is kept (it would cost memory for the
@@ -337,7 +337,7 @@ class DeltaFIFO:
         if self._on_synced is not None:
             self._on_synced()
 
-    def _queue_action(self, action: DeltaType, obj: Object | DeletedFinalStateUnknown) -> str:
+    def _queue_action(self, action: DeltaType, obj: RawObject | DeletedFinalStateUnknown) -> str:
         # Lock held.
         if (self._transformer is not None and action != SYNC
                 and not isinstance(obj, DeletedFinalStateUnknown)):
@@ -355,7 +355,7 @@ class DeltaFIFO:
         return key
 
 
-def _starts_with(objs: list[Object], prefix: list[Object]) -> bool:
+def _starts_with(objs: list[RawObject], prefix: list[RawObject]) -> bool:
     # The very same objects, in order.
     return len(objs) >= len(prefix) and all(a is b for a, b in zip(objs, prefix, strict=False))
 

@@ -37,8 +37,10 @@ Contract (client-go ``SharedInformerFactory``):
   full update). ``lister_for(Website)`` is an ``IndexerLister[Website]`` (``get``, ``list``,
   ``by_index`` return typed objects; index functions receive them too). A typed informer is
   shared apart from the raw-dict one of the same resource and scope; the factory's
-  ``transform`` (a dict transform) is not applied to it, and it has no ``metadata_only``
-  form. A Resource argument keeps the raw-dict informer unchanged.
+  ``transform`` (a dict transform) is not applied to it. Its metadata-only form is the
+  class ``pyctrl.api.PartialObjectMetadata.of(resource)`` (metadata-only without being
+  asked, its objects retyped as the resource's kind); ``metadata_only=True`` with any other
+  kind class raises ValueError. A Resource argument keeps the raw-dict informer unchanged.
 * ``own_writes`` (the Manager's :class:`~pyctrl.cache.ownwrites.OwnWrites`): every lister
   ``lister_for`` makes reads the controller's own writes (see :mod:`pyctrl.cache.ownwrites`).
 * Objects that do not decode into a typed informer's kind are cached as stand-ins (see
@@ -67,7 +69,7 @@ from pyctrl.cache.mutation import drop_managed_fields
 from pyctrl.cache.ownwrites import OwnWrites
 from pyctrl.cache.typed import TypedListWatch, fill_type
 from pyctrl.clock import Clock, RealClock
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.resource import Resource
 
 __all__ = ["SharedInformerFactory"]
@@ -115,8 +117,11 @@ class SharedInformerFactory:
         scope/selectors (created on first use); ``metadata_only``: one caching only the
         objects' metadata (see module docstring)."""
         resource, kind_class = _resource_of(resource)
-        if kind_class is not None and metadata_only:
-            raise ValueError("a typed informer has no metadata-only form: pass the Resource")
+        lean = getattr(kind_class, "__metadata_only__", False) is True
+        if kind_class is not None and metadata_only and not lean:
+            raise ValueError("a typed informer has no metadata-only form: pass the Resource "
+                             "or pyctrl.api.PartialObjectMetadata.of(resource)")
+        metadata_only = metadata_only or lean
         ns = namespace if namespace is not None else self._namespace
         if not resource.namespaced:
             ns = None
@@ -130,7 +135,7 @@ class SharedInformerFactory:
                     key.field_selector, metadata_only=metadata_only)
                 if kind_class is not None:
                     lw = TypedListWatch(lw, kind_class)
-                    transform: TransformFunc = fill_type(resource)
+                    transform: TransformFunc = fill_type(resource, retype=lean)
                 else:
                     typed = _as_metadata if metadata_only else _with_type
                     transform = typed(resource, self._transform)
@@ -280,7 +285,7 @@ def _with_type(resource: Resource, transform: TransformFunc | None) -> Transform
     """``transform`` preceded by filling ``apiVersion``/``kind`` from ``resource``."""
     api_version, kind = resource.api_version, resource.kind
 
-    def typed(obj: Object) -> Object:
+    def typed(obj: RawObject) -> RawObject:
         # Mutates the freshly decoded object, as transforms do (never a cached one).
         if not obj.get("kind"):
             obj["kind"] = kind
@@ -296,7 +301,7 @@ def _as_metadata(resource: Resource, transform: TransformFunc | None) -> Transfo
     object from a server that could not convert is reduced to its metadata)."""
     api_version, kind = resource.api_version, resource.kind
 
-    def typed(obj: Object) -> Object:
+    def typed(obj: RawObject) -> RawObject:
         meta = {"apiVersion": api_version, "kind": kind, "metadata": obj.get("metadata") or {}}
         return transform(meta) if transform is not None else meta
 

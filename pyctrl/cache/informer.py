@@ -63,7 +63,7 @@ from pyctrl.cache.reflector import Reflector
 from pyctrl.cache.store import Indexer
 from pyctrl.clock import Clock, RealClock
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 
 __all__ = ["MIN_RESYNC_PERIOD", "SharedIndexInformer"]
 
@@ -73,7 +73,7 @@ MIN_RESYNC_PERIOD = 1.0
 _MUTATION_CHECK_PERIOD = 10.0
 
 
-def _rv(obj: Object) -> str:
+def _rv(obj: RawObject) -> str:
     return meta.resource_version(obj)
 
 
@@ -299,7 +299,7 @@ class SharedIndexInformer:
                     distribute((_UPDATE, old, obj, False), sync)
 
     @staticmethod
-    def _release(detector: CacheMutationDetector, old: Object) -> None:
+    def _release(detector: CacheMutationDetector, old: RawObject) -> None:
         # Already logged and recorded in detector.mutations; never raise into the informer.
         with contextlib.suppress(CacheMutationError):
             detector.release_object(old)

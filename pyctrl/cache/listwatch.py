@@ -45,13 +45,13 @@ from typing import Any, Protocol
 import orjson
 
 from pyctrl.kube.body import decode_object, gc_paused
-from pyctrl.kube.interface import Client, Object, RawLister, WatchStream
+from pyctrl.kube.interface import Client, RawLister, RawObject, WatchStream
 from pyctrl.kube.options import ListOptions
 from pyctrl.kube.resource import Resource
 
 __all__ = ["ListWatch", "ListerWatcher", "PageLister", "sequential_pages"]
 
-Pages = Generator[Object, None, None]
+Pages = Generator[RawObject, None, None]
 
 # The list metadata (resourceVersion, continue, remainingItemCount) precedes "items" within
 # this many bytes; a continue token is a few hundred bytes at most.
@@ -63,7 +63,7 @@ class ListerWatcher(Protocol):
 
     def list(
         self, *, limit: int | None, continue_: str | None, resource_version: str | None
-    ) -> Object: ...
+    ) -> RawObject: ...
 
     def watch(
         self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
@@ -107,7 +107,7 @@ class ListWatch:
 
     def list(
         self, *, limit: int | None, continue_: str | None, resource_version: str | None
-    ) -> Object:
+    ) -> RawObject:
         return self.client.list(self.resource, self.namespace, options=self._selectors,
                                 limit=limit, continue_=continue_,
                                 resource_version=resource_version)
@@ -124,7 +124,7 @@ class ListWatch:
                                   decode=decode_object)
 
     def decoded_pages(self, *, limit: int | None, resource_version: str,
-                      decode: Callable[[bytes], Object]) -> Pages:
+                      decode: Callable[[bytes], RawObject]) -> Pages:
         """:meth:`list_pages` with each body decoded by ``decode`` when :attr:`lists_bytes`
         (a typed informer's decoder), else the pages as ``list`` returns them."""
         client = self.client
@@ -222,7 +222,7 @@ class _Fetcher:
 
 
 def pipelined_pages(fetch: Callable[[str | None], bytes], *, name: str,
-                    decode: Callable[[bytes], Object] = decode_object) -> Pages:
+                    decode: Callable[[bytes], RawObject] = decode_object) -> Pages:
     """Pages of one LIST from ``fetch(continue_or_None) -> body``, next page prefetched;
     ``decode`` turns a body into the page (a typed informer's decodes its items typed)."""
     body = fetch(None)

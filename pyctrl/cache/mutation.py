@@ -24,7 +24,7 @@ import threading
 
 import structlog
 
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 
 __all__ = [
     "MUTATION_DETECTOR_ENV",
@@ -39,7 +39,7 @@ log = structlog.get_logger(__name__)
 MUTATION_DETECTOR_ENV = "PYCTRL_CACHE_MUTATION_DETECTOR"
 
 
-def drop_managed_fields(obj: Object) -> Object:
+def drop_managed_fields(obj: RawObject) -> RawObject:
     """Drop ``metadata.managedFields`` and intern the namespace (see module docstring)."""
     md = obj.get("metadata")
     if md is not None:
@@ -67,16 +67,16 @@ class CacheMutationDetector:
         self._raise = raise_on_mutation
         self._lock = threading.Lock()
         # id(obj) -> (obj, copy). Holding obj keeps its id stable while we track it.
-        self._tracked: dict[int, tuple[Object, Object]] = {}
+        self._tracked: dict[int, tuple[RawObject, RawObject]] = {}
         self.mutations: list[str] = []
 
-    def add_object(self, obj: Object) -> None:
+    def add_object(self, obj: RawObject) -> None:
         """Start tracking ``obj`` (called as it enters the cache)."""
         snapshot = copy.deepcopy(obj)
         with self._lock:
             self._tracked[id(obj)] = (obj, snapshot)
 
-    def release_object(self, obj: Object) -> None:
+    def release_object(self, obj: RawObject) -> None:
         """Check ``obj`` one last time and stop tracking it (it left the cache)."""
         with self._lock:
             entry = self._tracked.pop(id(obj), None)
@@ -89,7 +89,7 @@ class CacheMutationDetector:
             entries = list(self._tracked.values())
         self._report([e for e in entries if e[0] != e[1]])
 
-    def _report(self, bad: list[tuple[Object, Object]]) -> None:
+    def _report(self, bad: list[tuple[RawObject, RawObject]]) -> None:
         if not bad:
             return
         keys = []

@@ -48,7 +48,7 @@ from pyctrl.clock import Clock, RealClock
 from pyctrl.collectors import per_registry
 from pyctrl.kube import meta
 from pyctrl.kube.forwarding import ForwardingClient
-from pyctrl.kube.interface import Client, Object, PatchBody
+from pyctrl.kube.interface import Client, PatchBody, RawObject
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.selectors import LabelSelector
 from pyctrl.kube.write_options import DeleteArgs, PatchArgs
@@ -112,12 +112,12 @@ def _at_least(have: str, want: str) -> bool:
         return False
 
 
-def _ready(want: _Expected) -> Callable[[Object | None, str], bool]:
+def _ready(want: _Expected) -> Callable[[RawObject | None, str], bool]:
     if want.gone:
         return lambda obj, _: obj is None or (bool(want.uid) and meta.uid(obj) != want.uid)
     rv = want.resource_version
 
-    def ready(obj: Object | None, deleted: str) -> bool:
+    def ready(obj: RawObject | None, deleted: str) -> bool:
         if obj is not None:
             return _at_least(meta.resource_version(obj), rv)
         return bool(deleted) and _at_least(deleted, rv)  # deleted since our write: seen
@@ -142,7 +142,7 @@ class OwnWrites:
         self._series: dict[str, tuple[Histogram, Counter]] = {}
 
     # -- writes ---------------------------------------------------------------------------
-    def record(self, resource: Resource, answer: Object | None, namespace: str | None,
+    def record(self, resource: Resource, answer: RawObject | None, namespace: str | None,
                name: str | None = None, *, deleted: bool = False) -> None:
         """Remember the write ``answer`` is the server's answer to (module docstring)."""
         if answer is not None and answer.get("kind") == "Status":
@@ -245,32 +245,32 @@ class RecordingClient(ForwardingClient):
         super().__init__(client)
         self.writes = writes
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
-               dry_run: bool = False) -> Object:
+    def create(self, resource: Resource, obj: RawObject, namespace: str | None = None, *,
+               dry_run: bool = False) -> RawObject:
         answer = super().create(resource, obj, namespace, dry_run=dry_run)
         if not dry_run:
             self.writes.record(resource, answer, namespace)
         return answer
 
-    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def update(self, resource: Resource, obj: RawObject, namespace: str | None = None) -> RawObject:
         answer = super().update(resource, obj, namespace)
         self.writes.record(resource, answer, namespace)
         return answer
 
-    def update_status(self, resource: Resource, obj: Object,
-                      namespace: str | None = None) -> Object:
+    def update_status(self, resource: Resource, obj: RawObject,
+                      namespace: str | None = None) -> RawObject:
         answer = super().update_status(resource, obj, namespace)
         self.writes.record(resource, answer, namespace)
         return answer
 
     def patch(self, resource: Resource, name: str, patch: PatchBody,
-              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object:
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> RawObject:
         answer = super().patch(resource, name, patch, namespace, **kwargs)
         self.writes.record(resource, answer, namespace, name)
         return answer
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None,
-               **kwargs: Unpack[DeleteArgs]) -> Object | None:
+               **kwargs: Unpack[DeleteArgs]) -> RawObject | None:
         answer = super().delete(resource, name, namespace, **kwargs)
         self.writes.record(resource, answer, namespace, name, deleted=True)
         return answer

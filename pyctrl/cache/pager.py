@@ -36,7 +36,7 @@ import structlog
 from pyctrl.cache.listwatch import ListerWatcher, sequential_pages
 from pyctrl.errors import ApiError, Gone
 from pyctrl.kube.body import gc_paused
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 
 __all__ = ["Stopped", "is_expired", "list_all"]
 
@@ -56,18 +56,18 @@ def is_expired(err: BaseException) -> bool:
 
 
 def list_all(lw: ListerWatcher, resource_version: str, *, page_size: int,
-             transform: Callable[[Object], Object] | None,
-             stream_to: Callable[[list[Object]], bool] | None,
-             stop: threading.Event, name: str = "") -> tuple[list[Object], str]:
+             transform: Callable[[RawObject], RawObject] | None,
+             stream_to: Callable[[list[RawObject]], bool] | None,
+             stop: threading.Event, name: str = "") -> tuple[list[RawObject], str]:
     """Every object of the list at ``resource_version``, and the list's resourceVersion
     (module docstring). ``name`` names the reflector in log lines."""
     rv = resource_version
-    items: list[Object] = []
+    items: list[RawObject] = []
     limit = page_size if page_size > 0 and rv in ("", "0") else None
     list_pages = getattr(lw, "list_pages", None)
     if stop.is_set():
         raise Stopped
-    pages: Generator[Object, None, None] = (
+    pages: Generator[RawObject, None, None] = (
         list_pages(limit=limit, resource_version=rv) if list_pages is not None
         else sequential_pages(lw, limit=limit, resource_version=rv))
     stream = stream_to
@@ -99,8 +99,8 @@ def list_all(lw: ListerWatcher, resource_version: str, *, page_size: int,
             continued = True
 
 
-def _unpaged(lw: ListerWatcher, transform: Callable[[Object], Object] | None,
-             name: str) -> tuple[list[Object], str]:
+def _unpaged(lw: ListerWatcher, transform: Callable[[RawObject], RawObject] | None,
+             name: str) -> tuple[list[RawObject], str]:
     log.info("list continue expired, restarting unpaged", reflector=name)
     page = lw.list(limit=None, continue_=None, resource_version="")
     md = page.get("metadata") or {}

@@ -28,7 +28,7 @@ import structlog
 
 from pyctrl._errorlog import ErrorLog
 from pyctrl.cache.keys import DeletedFinalStateUnknown
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 
 __all__ = [
     "ResourceEventHandler",
@@ -45,11 +45,11 @@ _ADD, _UPDATE, _DELETE = 0, 1, 2
 class ResourceEventHandler(Protocol):
     """Receives an informer's notifications (see module docstring)."""
 
-    def on_add(self, obj: Object, is_in_initial_list: bool) -> None: ...
+    def on_add(self, obj: RawObject, is_in_initial_list: bool) -> None: ...
 
-    def on_update(self, old: Object, new: Object) -> None: ...
+    def on_update(self, old: RawObject, new: RawObject) -> None: ...
 
-    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None: ...
+    def on_delete(self, obj: RawObject | DeletedFinalStateUnknown) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,19 +60,19 @@ class ResourceEventHandlerFuncs:
     :class:`ResourceEventHandlerDetailedFuncs` to also receive ``is_in_initial_list``.
     """
 
-    add_func: Callable[[Object], None] | None = None
-    update_func: Callable[[Object, Object], None] | None = None
-    delete_func: Callable[[Object | DeletedFinalStateUnknown], None] | None = None
+    add_func: Callable[[RawObject], None] | None = None
+    update_func: Callable[[RawObject, RawObject], None] | None = None
+    delete_func: Callable[[RawObject | DeletedFinalStateUnknown], None] | None = None
 
-    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+    def on_add(self, obj: RawObject, is_in_initial_list: bool) -> None:
         if self.add_func is not None:
             self.add_func(obj)
 
-    def on_update(self, old: Object, new: Object) -> None:
+    def on_update(self, old: RawObject, new: RawObject) -> None:
         if self.update_func is not None:
             self.update_func(old, new)
 
-    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+    def on_delete(self, obj: RawObject | DeletedFinalStateUnknown) -> None:
         if self.delete_func is not None:
             self.delete_func(obj)
 
@@ -81,19 +81,19 @@ class ResourceEventHandlerFuncs:
 class ResourceEventHandlerDetailedFuncs:
     """Like :class:`ResourceEventHandlerFuncs` but ``add_func(obj, is_in_initial_list)``."""
 
-    add_func: Callable[[Object, bool], None] | None = None
-    update_func: Callable[[Object, Object], None] | None = None
-    delete_func: Callable[[Object | DeletedFinalStateUnknown], None] | None = None
+    add_func: Callable[[RawObject, bool], None] | None = None
+    update_func: Callable[[RawObject, RawObject], None] | None = None
+    delete_func: Callable[[RawObject | DeletedFinalStateUnknown], None] | None = None
 
-    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+    def on_add(self, obj: RawObject, is_in_initial_list: bool) -> None:
         if self.add_func is not None:
             self.add_func(obj, is_in_initial_list)
 
-    def on_update(self, old: Object, new: Object) -> None:
+    def on_update(self, old: RawObject, new: RawObject) -> None:
         if self.update_func is not None:
             self.update_func(old, new)
 
-    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+    def on_delete(self, obj: RawObject | DeletedFinalStateUnknown) -> None:
         if self.delete_func is not None:
             self.delete_func(obj)
 

@@ -21,6 +21,7 @@ Contract (used by :mod:`pyctrl.cache.typed`; the stand-ins live in the typed inf
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -82,14 +83,24 @@ def split_error(err: msgspec.ValidationError) -> tuple[str, str]:
     return path.removesuffix("`"), problem
 
 
+def _metadata_type(cls: type[Any]) -> Any:
+    """The type of ``cls``'s metadata: a Struct's field, else its ``metadata`` property's
+    return annotation (an Unstructured's ObjectMeta)."""
+    if issubclass(cls, msgspec.Struct):
+        return next((f.type for f in msgspec.structs.fields(cls) if f.name == "metadata"),
+                    dict[str, Any])
+    prop = getattr(cls, "metadata", None)
+    if isinstance(prop, property) and prop.fget is not None:
+        return typing.get_type_hints(prop.fget).get("return", dict[str, Any])
+    return dict[str, Any]
+
+
 class StandIns:
     """Stand-ins for one kind class (module docstring)."""
 
     def __init__(self, cls: type[Any]) -> None:
         self._kind = getattr(getattr(cls, "__kind__", None), "kind", cls.__name__)
-        meta_type = next((f.type for f in msgspec.structs.fields(cls) if f.name == "metadata"),
-                         dict[str, Any])
-        self._head = json_decoder(_Head[meta_type])  # type: ignore[valid-type]
+        self._head = json_decoder(_Head[_metadata_type(cls)])  # type: ignore[misc]
         self._logged: dict[tuple[str, str], str] = {}
 
     def make(self, raw: bytes | msgspec.Raw, err: msgspec.ValidationError

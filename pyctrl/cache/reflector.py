@@ -84,7 +84,7 @@ from pyctrl.errors import (
 )
 from pyctrl.kube import meta
 from pyctrl.kube.body import gc_paused
-from pyctrl.kube.interface import Object, WatchEvent, WatchStream
+from pyctrl.kube.interface import RawObject, WatchEvent, WatchStream
 from pyctrl.kube.resource import Resource
 
 __all__ = ["Reflector", "ReflectorStore"]
@@ -98,13 +98,13 @@ _SHORT_WATCH_SECONDS = 1.0
 class ReflectorStore(Protocol):
     """The writes a Reflector makes (a DeltaFIFO or a plain Indexer)."""
 
-    def add(self, obj: Object) -> None: ...
+    def add(self, obj: RawObject) -> None: ...
 
-    def update(self, obj: Object) -> None: ...
+    def update(self, obj: RawObject) -> None: ...
 
-    def delete(self, obj: Object | DeletedFinalStateUnknown) -> None: ...
+    def delete(self, obj: RawObject | DeletedFinalStateUnknown) -> None: ...
 
-    def replace(self, objs: Iterable[Object], resource_version: str = "") -> None: ...
+    def replace(self, objs: Iterable[RawObject], resource_version: str = "") -> None: ...
 
 
 class _Relist(Exception):
@@ -139,7 +139,7 @@ class Reflector:
                  backoff_initial: float = 0.8, backoff_max: float = 30.0,
                  backoff_reset: float = 120.0, backoff_jitter: float = 1.0,
                  initial_list_resource_version: str = "",
-                 transform: Callable[[Object], Object] | None = None,
+                 transform: Callable[[RawObject], RawObject] | None = None,
                  rand: random.Random | None = None, watch_list: bool = False) -> None:
         if min_watch_timeout <= 0 or max_watch_timeout < min_watch_timeout:
             raise ValueError("need 0 < min_watch_timeout <= max_watch_timeout")
@@ -344,7 +344,7 @@ class Reflector:
         self._last_rv = list_rv
         log.debug("listed", reflector=self.name, items=len(items), resource_version=list_rv)
 
-    def _paged_list(self, rv: str, stop: threading.Event) -> tuple[list[Object], str]:
+    def _paged_list(self, rv: str, stop: threading.Event) -> tuple[list[RawObject], str]:
         # The first list's pages go to the store as they arrive, when it takes them.
         return list_all(self._lw, rv, page_size=self._page_size, transform=self._transform,
                         stream_to=getattr(self._store, "stream_initial", None), stop=stop,

@@ -33,18 +33,18 @@ from pyctrl.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_n
 from pyctrl.cache.quarantine import Quarantined
 from pyctrl.clock import Clock
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 
 __all__ = ["DELETES_KEPT", "Indexer", "KeyFunc", "Store"]
 
 DELETES_KEPT = 4096
 
-# Typed as any class, so comparing the type of an Object (a dict, to type checkers) with it
+# Typed as any class, so comparing the type of a RawObject (a dict, to type checkers) with it
 # is allowed: a typed informer's stand-ins live here too.
 _STAND_IN: type = Quarantined
-KeyFunc = Callable[[Object | DeletedFinalStateUnknown], str]
+KeyFunc = Callable[[RawObject | DeletedFinalStateUnknown], str]
 # Aliases: inside the class, ``list`` names the method, not the builtin.
-_Objects = list[Object]
+_Objects = list[RawObject]
 _Keys = list[str]
 
 
@@ -61,7 +61,7 @@ class Indexer:
         self._changed = threading.Condition(self._lock)  # wait_for_key's wake-up
         self._waiting = 0  # readers in wait_for_key (writes notify only when some wait)
         self._deleted: dict[str, str] = {}  # key -> resourceVersion its last pop carried
-        self._items: dict[str, Object] = {}
+        self._items: dict[str, RawObject] = {}
         self._indexers: Indexers = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
         self._quarantined: set[str] = set()  # keys of stand-ins
@@ -69,11 +69,11 @@ class Indexer:
             self.add_indexers(indexers)
 
     # -- writes -------------------------------------------------------------------------
-    def add(self, obj: Object) -> None:
+    def add(self, obj: RawObject) -> None:
         """Insert or overwrite ``obj`` under its key."""
         self.update(obj)
 
-    def update(self, obj: Object) -> None:
+    def update(self, obj: RawObject) -> None:
         """Insert or overwrite ``obj`` under its key, re-filing it in every index."""
         key = self._key_func(obj)
         with self._lock:
@@ -83,7 +83,7 @@ class Indexer:
             if self._waiting:
                 self._changed.notify_all()
 
-    def add_or_update(self, obj: Object) -> Object | None:
+    def add_or_update(self, obj: RawObject) -> RawObject | None:
         """Store ``obj`` and return what was stored under its key before (None if new).
 
         One lock hold for the informer's get-then-write, so the pair is atomic.
@@ -98,7 +98,7 @@ class Indexer:
                 self._changed.notify_all()
             return old
 
-    def pop(self, obj: Object | DeletedFinalStateUnknown) -> Object | None:
+    def pop(self, obj: RawObject | DeletedFinalStateUnknown) -> RawObject | None:
         """Delete the object under ``obj``'s key and return it (None if absent)."""
         key = self._key_func(obj)
         rv = "" if isinstance(obj, DeletedFinalStateUnknown) else meta.resource_version(obj)
@@ -116,7 +116,7 @@ class Indexer:
                 self._changed.notify_all()
             return old
 
-    def delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+    def delete(self, obj: RawObject | DeletedFinalStateUnknown) -> None:
         """Remove the object stored under ``obj``'s key (a tombstone works too)."""
         key = self._key_func(obj)
         self.delete_by_key(key)
@@ -130,7 +130,7 @@ class Indexer:
             if self._waiting:
                 self._changed.notify_all()
 
-    def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
+    def replace(self, objs: Iterable[RawObject], resource_version: str = "") -> None:
         """Make the store hold exactly ``objs``; indexes are rebuilt from scratch."""
         key_func = self._key_func
         items = {key_func(o): o for o in objs}
@@ -150,16 +150,16 @@ class Indexer:
         """No-op: a plain store has nothing to resync (present for the Store protocol)."""
 
     # -- reads --------------------------------------------------------------------------
-    def get(self, obj: Object | DeletedFinalStateUnknown) -> Object | None:
+    def get(self, obj: RawObject | DeletedFinalStateUnknown) -> RawObject | None:
         """The stored object with ``obj``'s key, or None."""
         return self.get_by_key(self._key_func(obj))
 
-    def get_by_key(self, key: str) -> Object | None:
+    def get_by_key(self, key: str) -> RawObject | None:
         """The stored object under ``key``, or None."""
         with self._lock:
             return self._items.get(key)
 
-    def wait_for_key(self, key: str, ready: Callable[[Object | None, str], bool],
+    def wait_for_key(self, key: str, ready: Callable[[RawObject | None, str], bool],
                      clock: Clock, timeout: float) -> bool:
         """Block until ``ready(object under key or None, resourceVersion of its last pop or
         "")`` holds (re-tested after every write) or ``timeout`` seconds of ``clock`` pass;
@@ -229,7 +229,7 @@ class Indexer:
         with self._lock:
             return dict(self._indexers)
 
-    def index(self, name: str, obj: Object) -> _Objects:
+    def index(self, name: str, obj: RawObject) -> _Objects:
         """Objects sharing any of ``obj``'s values in index ``name``."""
         fn = self._indexer(name)
         values = fn(obj)
@@ -268,7 +268,7 @@ class Indexer:
             raise KeyError(f"index {name!r} does not exist")
         return fn
 
-    def _file(self, old: Object | None, new: Object | None, key: str) -> None:
+    def _file(self, old: RawObject | None, new: RawObject | None, key: str) -> None:
         # Called with the lock held: ``new`` (None: deleted) replaced ``old`` under ``key``.
         if type(old) is _STAND_IN or type(new) is _STAND_IN:
             if type(new) is _STAND_IN:
@@ -281,7 +281,7 @@ class Indexer:
         if self._indexers:
             self._update_indices(old, new, key)
 
-    def _update_indices(self, old: Object | None, new: Object | None, key: str) -> None:
+    def _update_indices(self, old: RawObject | None, new: RawObject | None, key: str) -> None:
         # Called with the lock held.
         for name, fn in self._indexers.items():
             old_values = fn(old) if old is not None else []

@@ -60,7 +60,7 @@ from pyctrl.cache.listwatch import ListerWatcher, ListWatch, Pages, sequential_p
 from pyctrl.cache.quarantine import Quarantined, StandIns
 from pyctrl.errors import ApiError
 from pyctrl.kube.body import BULK_BYTES, gc_paused, json_decoder
-from pyctrl.kube.interface import Object, WatchEvent, WatchStream
+from pyctrl.kube.interface import RawObject, WatchEvent, WatchStream
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.watch import HTTPWatchStream
 
@@ -112,7 +112,7 @@ class TypedDecoder(Generic[T]):
         self._raw_page = json_decoder(_RawPage)
         self._stand_ins = StandIns(cls)
 
-    def page(self, body: bytes) -> Object:
+    def page(self, body: bytes) -> RawObject:
         """One LIST page: its typed items (stand-ins for undecodable ones) and its list
         metadata."""
         try:
@@ -146,7 +146,7 @@ class TypedDecoder(Generic[T]):
         except msgspec.ValidationError as err:
             return self._stand_ins.make(raw, err)
 
-    def page_from_dict(self, page: Object) -> Object:
+    def page_from_dict(self, page: RawObject) -> RawObject:
         """A page a lister answered as a dict, through the same decoder."""
         return self.page(orjson.dumps(page))
 
@@ -161,7 +161,7 @@ class TypedDecoder(Generic[T]):
                     pass  # the object does not match the class: a stand-in, below
             envelope = self._envelope.decode(line)
             if envelope.type in _OBJECT_EVENTS:  # written in another key order, or a stand-in
-                obj: Object | Quarantined | None = self.item(envelope.object)
+                obj: RawObject | Quarantined | None = self.item(envelope.object)
                 if obj is None:
                     raise msgspec.DecodeError("object without readable metadata")
                 return {"type": envelope.type, "object": obj}
@@ -205,7 +205,7 @@ class TypedListWatch(Generic[T]):
         self.resource: Resource | None = getattr(inner, "resource", None)
 
     def list(self, *, limit: int | None, continue_: str | None,
-             resource_version: str | None) -> Object:
+             resource_version: str | None) -> RawObject:
         return self.decoder.page_from_dict(self.inner.list(
             limit=limit, continue_=continue_, resource_version=resource_version))
 
@@ -254,17 +254,19 @@ class TypedListWatch(Generic[T]):
         return open_typed
 
 
-def fill_type(resource: Resource) -> Callable[[Any], Any]:
-    """The typed informer's transform (see module docstring)."""
+def fill_type(resource: Resource, *, retype: bool = False) -> Callable[[Any], Any]:
+    """The typed informer's transform (see module docstring); ``retype``: set the
+    resource's apiVersion and kind even over the ones decoded (a metadata-only informer's
+    ``PartialObjectMetadata``)."""
     api_version, kind = resource.api_version, resource.kind
     force_setattr = msgspec.structs.force_setattr
     intern = sys.intern
 
     def fill(obj: Any) -> Any:
         # Only ever given an object just decoded, which no one else holds yet.
-        if not obj.kind:
+        if retype or not obj.kind:
             force_setattr(obj, "kind", kind)
-        if not obj.api_version:
+        if retype or not obj.api_version:
             force_setattr(obj, "api_version", api_version)
         md = obj.metadata
         if md.namespace:

@@ -35,7 +35,7 @@ from typing import Protocol
 
 from pyctrl.cache.keys import meta_namespace_key
 from pyctrl.errors import ApiError, BadRequest, Invalid, ServerError, from_status
-from pyctrl.kube.interface import Object, WatchEvent, WatchStream
+from pyctrl.kube.interface import RawObject, WatchEvent, WatchStream
 from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION
 
 __all__ = ["WatchListIncomplete", "WatchLister", "initial_events", "rejects_watch_list"]
@@ -64,16 +64,16 @@ def rejects_watch_list(err: BaseException) -> bool:
 
 
 def initial_events(events: Iterator[WatchEvent], *,
-                   transform: Callable[[Object], Object] | None,
-                   stream_to: Callable[[list[Object]], bool] | None,
+                   transform: Callable[[RawObject], RawObject] | None,
+                   stream_to: Callable[[list[RawObject]], bool] | None,
                    batch_size: int,
                    on_event: Callable[[], None] | None = None,
-                   ) -> tuple[list[Object], str] | None:
+                   ) -> tuple[list[RawObject], str] | None:
     """The objects and resourceVersion up to the initial-events-end bookmark (see the module
     docstring); ``on_event()`` is called for every event (before it is handled) and may raise
     to stop."""
-    items: dict[str, Object] = {}
-    batch: list[Object] = []
+    items: dict[str, RawObject] = {}
+    batch: list[RawObject] = []
     batch_size = max(batch_size, 1)
     for event in events:
         if on_event is not None:

@@ -14,9 +14,9 @@ from pyctrl.kube.config import ConfigError, KubeConfig, in_cluster, load_config
 from pyctrl.kube.fenced import FencedClient, LeaseHolder
 from pyctrl.kube.interface import (
     Client,
-    Object,
     PatchType,
     PropagationPolicy,
+    RawObject,
     WatchEvent,
     WatchStream,
 )
@@ -42,10 +42,10 @@ __all__ = [
     "LabelSelector",
     "LeaseHolder",
     "ListOptions",
-    "Object",
     "PatchType",
     "PropagationPolicy",
     "RESTClient",
+    "RawObject",
     "TokenBucketRateLimiter",
     "WatchDecoder",
     "WatchEvent",

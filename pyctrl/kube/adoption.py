@@ -1,7 +1,7 @@
 """Server-side apply of an owned object that never adopts an object its owner did not create.
 
-Contract (:func:`apply_owned`; :func:`pyctrl.apply` and :meth:`pyctrl.TypedClient.apply` are
-built on it):
+Contract (:func:`apply_owned`, on the transport's raw bodies; :meth:`pyctrl.TypedClient.apply`
+is built on it, and :func:`pyctrl.create_or_update` keeps the same rule):
 
 * A body whose ``metadata.ownerReferences`` names a controller (``controller: true``) is
   applied only onto an object that does not exist yet or that this controller controls
@@ -32,7 +32,7 @@ from typing import Any
 
 from pyctrl.errors import AdoptionRefused, AlreadyOwned, ApiError, Conflict, Invalid, NotFound
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.resource import Resource
 
 __all__ = ["Claims", "apply_owned"]
@@ -74,12 +74,12 @@ class Claims:
 
 
 def apply_owned(client: Client, resource: Resource, name: str, namespace: str | None,
-                body: Object, *, field_manager: str, force: bool, claims: Claims,
-                adopt: bool = False, subresource: str | None = None) -> Object:
+                body: RawObject, *, field_manager: str, force: bool, claims: Claims,
+                adopt: bool = False, subresource: str | None = None) -> RawObject:
     """Server-side apply ``body`` (module docstring); the object as stored."""
     ours = None if adopt or subresource is not None else meta.controller_of(body)
 
-    def send(payload: Object) -> Object:
+    def send(payload: RawObject) -> RawObject:
         try:
             return client.patch(resource, name, payload, namespace, patch_type="apply",
                                 field_manager=field_manager, force=force,
@@ -107,14 +107,14 @@ def apply_owned(client: Client, resource: Resource, name: str, namespace: str | 
     return _remembered(claims, key, send(_with_uid(body, uid)))
 
 
-def _remembered(claims: Claims, key: _Key, answer: Object) -> Object:
+def _remembered(claims: Claims, key: _Key, answer: RawObject) -> RawObject:
     uid = meta.uid(answer)
     if uid:
         claims.remember(key, uid)
     return answer
 
 
-def _with_uid(body: Object, uid: str) -> Object:
+def _with_uid(body: RawObject, uid: str) -> RawObject:
     return {**body, "metadata": {**(body.get("metadata") or {}), "uid": uid}}
 
 
@@ -144,7 +144,7 @@ def _stored_uid(client: Client, resource: Resource, name: str, namespace: str | 
 
 
 def _refuse_second_controller(client: Client, resource: Resource, name: str,
-                              namespace: str | None, body: Object, err: Invalid) -> None:
+                              namespace: str | None, body: RawObject, err: Invalid) -> None:
     """Raise AlreadyOwned when the server refused ``body`` because the stored object has
     another controller (its 422 names ``metadata.ownerReferences``)."""
     ours = meta.controller_of(body)

@@ -13,7 +13,10 @@ Contract:
 * :func:`prepare` and :func:`json_decoder` are the one way pyctrl builds a msgspec decoder
   (typed informers, the typed client, :func:`pyctrl.api.decode`): a type's first use, which
   builds its decoding info, is made under one lock, since two threads making it at once
-  crash the interpreter.
+  crash the interpreter. Their decoders build a type that is not a msgspec type (an
+  :class:`pyctrl.api.Unstructured`) through its ``from_json`` classmethod, given the
+  decoded JSON value (:func:`dec_hook`; a TypeError or ValueError it raises is a
+  ``msgspec.ValidationError`` at that value's path).
 * :func:`gc_paused` restores what it found: if the collector was off when the pause began,
   it stays off. The collector is process-wide, so another thread that turns it off *during*
   a pause sees it turned back on when the pause ends (only programs that manage the
@@ -32,9 +35,9 @@ import msgspec
 import orjson
 
 from pyctrl.errors import ApiError
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 
-__all__ = ["BULK_BYTES", "decode_object", "gc_paused", "json_decoder", "prepare"]
+__all__ = ["BULK_BYTES", "dec_hook", "decode_object", "gc_paused", "json_decoder", "prepare"]
 
 # Bodies at least this long are decoded with the collector paused; smaller ones (single
 # objects, Status errors) are too quick for a collection to matter.
@@ -57,7 +60,7 @@ def gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def decode_object(data: bytes) -> Object:
+def decode_object(data: bytes) -> RawObject:
     """The JSON object in ``data`` (see the module docstring)."""
     try:
         if len(data) >= BULK_BYTES:
@@ -97,4 +100,13 @@ def json_decoder(tp: Any) -> msgspec.json.Decoder[Any]:
     """A new ``msgspec.json.Decoder`` of ``tp`` (any type form: a Struct, ``Page[Job]``),
     built under the lock of :func:`prepare`: every decoder pyctrl builds comes from here."""
     with _PREPARE_LOCK:
-        return msgspec.json.Decoder(tp)
+        return msgspec.json.Decoder(tp, dec_hook=dec_hook)
+
+
+def dec_hook(tp: Any, value: object) -> object:
+    """msgspec's hook for a type it does not know: ``tp.from_json(value)`` (module
+    docstring); TypeError for a type without one."""
+    build = getattr(tp, "from_json", None)
+    if build is None:
+        raise TypeError(f"no decoder for {tp!r}")
+    return build(value)

@@ -58,7 +58,7 @@ from pyctrl.kube._kubeconfig import ConnectionSettings
 from pyctrl.kube.body import decode_object
 from pyctrl.kube.config import KubeConfig, load_config
 from pyctrl.kube.httperrors import error_from_answer, error_from_pool_answer, transport_error
-from pyctrl.kube.interface import Object, PatchBody
+from pyctrl.kube.interface import PatchBody, RawObject
 from pyctrl.kube.metrics import RequestMetrics, request_metrics
 from pyctrl.kube.options import JSON, ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.paths import request_scope, resource_path
@@ -235,13 +235,13 @@ class RESTClient:
                                   seconds=max(0.0, self._clock.monotonic() - start))
 
     def _call(self, method: str, path: str, body: object = None,
-              content_type: str = "application/json") -> Object:
+              content_type: str = "application/json") -> RawObject:
         data = orjson.dumps(body) if body is not None else None
         return decode_object(
             self._request(method, path, data, content_type if data is not None else None))
 
     # -- the Client protocol --------------------------------------------------------------
-    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> RawObject:
         ns = self._scope(resource, namespace)
         return self._call("GET", self._path(resource, ns, name))
 
@@ -252,7 +252,7 @@ class RESTClient:
         return self._request("GET", self._path(resource, ns, name))
 
     def list(self, resource: Resource, namespace: str | None = None, *,
-             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:
+             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> RawObject:
         return decode_object(self.list_raw(resource, namespace, options=options, **kwargs))
 
     def list_raw(self, resource: Resource, namespace: str | None = None, *,
@@ -294,28 +294,28 @@ class RESTClient:
             self._watches.add(stream)
         return stream
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
-               dry_run: bool = False) -> Object:
+    def create(self, resource: Resource, obj: RawObject, namespace: str | None = None, *,
+               dry_run: bool = False) -> RawObject:
         """POST ``obj``; with ``dry_run`` the server validates and admits it (``dryRun=All``)
         and returns what it would store, storing nothing."""
         ns = self._scope(resource, namespace, obj)
         query = {"dryRun": "All"} if dry_run else None
         return self._call("POST", self._path(resource, ns, query=query), _typed(resource, obj))
 
-    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def update(self, resource: Resource, obj: RawObject, namespace: str | None = None) -> RawObject:
         ns = self._scope(resource, namespace, obj)
         path = self._path(resource, ns, _name_of(obj))
         return self._call("PUT", path, _typed(resource, obj))
 
     def update_status(
-        self, resource: Resource, obj: Object, namespace: str | None = None
-    ) -> Object:
+        self, resource: Resource, obj: RawObject, namespace: str | None = None
+    ) -> RawObject:
         ns = self._scope(resource, namespace, obj)
         path = self._path(resource, ns, _name_of(obj), "status")
         return self._call("PUT", path, _typed(resource, obj))
 
     def patch(self, resource: Resource, name: str, patch: PatchBody,
-              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object:
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> RawObject:
         opts = PatchOptions.of(kwargs)
         if opts.patch_type == "apply" and isinstance(patch, dict):
             patch = _typed(resource, patch)
@@ -324,7 +324,7 @@ class RESTClient:
         return self._call("PATCH", path, patch, opts.content_type)
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None,
-               **kwargs: Unpack[DeleteArgs]) -> Object | None:
+               **kwargs: Unpack[DeleteArgs]) -> RawObject | None:
         ns = self._scope(resource, namespace)
         path = self._path(resource, ns, name)
         body = self._call("DELETE", path, DeleteOptions.of(kwargs).body())
@@ -332,13 +332,13 @@ class RESTClient:
         return None if body.get("kind") == "Status" else body
 
 
-def _typed(resource: Resource, obj: Object) -> Object:
+def _typed(resource: Resource, obj: RawObject) -> RawObject:
     if obj.get("apiVersion") and obj.get("kind"):
         return obj
     return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
 
 
-def _name_of(obj: Object) -> str:
+def _name_of(obj: RawObject) -> str:
     name = (obj.get("metadata") or {}).get("name")
     if not name:
         raise ValueError("object has no metadata.name")

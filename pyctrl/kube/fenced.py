@@ -35,7 +35,7 @@ from pyctrl.errors import NotLeader
 from pyctrl.kube import meta
 from pyctrl.kube.forwarding import ForwardingClient
 from pyctrl.kube.guard import guarded
-from pyctrl.kube.interface import Client, Object, PatchBody
+from pyctrl.kube.interface import Client, PatchBody, RawObject
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.write_options import DeleteArgs, PatchArgs
 
@@ -100,37 +100,37 @@ class FencedClient(ForwardingClient):
         with guarded(fence):
             return send()
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
-               dry_run: bool = False) -> Object:
+    def create(self, resource: Resource, obj: RawObject, namespace: str | None = None, *,
+               dry_run: bool = False) -> RawObject:
         if dry_run:  # stores nothing: no lease needed to ask
             return self._client.create(resource, obj, namespace, dry_run=True)
         return self._write("create", resource, _name(obj), namespace or _namespace(obj),
                            lambda: self._client.create(resource, obj, namespace))
 
-    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def update(self, resource: Resource, obj: RawObject, namespace: str | None = None) -> RawObject:
         return self._write("update", resource, _name(obj), namespace or _namespace(obj),
                            lambda: self._client.update(resource, obj, namespace))
 
     def update_status(
-        self, resource: Resource, obj: Object, namespace: str | None = None
-    ) -> Object:
+        self, resource: Resource, obj: RawObject, namespace: str | None = None
+    ) -> RawObject:
         return self._write("update_status", resource, _name(obj), namespace or _namespace(obj),
                            lambda: self._client.update_status(resource, obj, namespace))
 
     def patch(self, resource: Resource, name: str, patch: PatchBody,
-              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object:
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> RawObject:
         return self._write("patch", resource, name, namespace, lambda: self._client.patch(
             resource, name, patch, namespace, **kwargs))
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None,
-               **kwargs: Unpack[DeleteArgs]) -> Object | None:
+               **kwargs: Unpack[DeleteArgs]) -> RawObject | None:
         return self._write("delete", resource, name, namespace, lambda: self._client.delete(
             resource, name, namespace, **kwargs))
 
 
-def _name(obj: Object) -> str | None:  # for the log line of a refused write
+def _name(obj: RawObject) -> str | None:  # for the log line of a refused write
     return meta.name(obj) or meta.generate_name(obj) or None
 
 
-def _namespace(obj: Object) -> str | None:
+def _namespace(obj: RawObject) -> str | None:
     return meta.namespace(obj) or None

@@ -14,7 +14,7 @@ from typing import Unpack
 
 import orjson
 
-from pyctrl.kube.interface import Client, Object, PatchBody, RawGetter, WatchStream
+from pyctrl.kube.interface import Client, PatchBody, RawGetter, RawObject, WatchStream
 from pyctrl.kube.options import ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.write_options import DeleteArgs, PatchArgs
@@ -34,7 +34,7 @@ class ForwardingClient:
         return self._client
 
     # -- reads ----------------------------------------------------------------------------
-    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> RawObject:
         return self._client.get(resource, name, namespace)
 
     def get_raw(self, resource: Resource, name: str, namespace: str | None = None) -> bytes:
@@ -43,7 +43,7 @@ class ForwardingClient:
         return orjson.dumps(self._client.get(resource, name, namespace))
 
     def list(self, resource: Resource, namespace: str | None = None, *,
-             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:
+             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> RawObject:
         return self._client.list(resource, namespace, options=options, **kwargs)
 
     def watch(self, resource: Resource, namespace: str | None = None, *,
@@ -51,22 +51,22 @@ class ForwardingClient:
         return self._client.watch(resource, namespace, options=options, **kwargs)
 
     # -- writes ---------------------------------------------------------------------------
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
-               dry_run: bool = False) -> Object:
+    def create(self, resource: Resource, obj: RawObject, namespace: str | None = None, *,
+               dry_run: bool = False) -> RawObject:
         return self._client.create(resource, obj, namespace, dry_run=dry_run)
 
-    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def update(self, resource: Resource, obj: RawObject, namespace: str | None = None) -> RawObject:
         return self._client.update(resource, obj, namespace)
 
     def update_status(
-        self, resource: Resource, obj: Object, namespace: str | None = None
-    ) -> Object:
+        self, resource: Resource, obj: RawObject, namespace: str | None = None
+    ) -> RawObject:
         return self._client.update_status(resource, obj, namespace)
 
     def patch(self, resource: Resource, name: str, patch: PatchBody,
-              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object:
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> RawObject:
         return self._client.patch(resource, name, patch, namespace, **kwargs)
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None,
-               **kwargs: Unpack[DeleteArgs]) -> Object | None:
+               **kwargs: Unpack[DeleteArgs]) -> RawObject | None:
         return self._client.delete(resource, name, namespace, **kwargs)

@@ -3,7 +3,10 @@
 Contract: :class:`Client` is what informers, the leader elector, the event recorder and
 controllers depend on. :class:`pyctrl.kube.RESTClient` implements it against a real API
 server; :class:`pyctrl.testing.FakeClient` implements it in memory. Objects are plain JSON
-dicts (``dict[str, Any]``) exactly as the server sends them; no generated model classes.
+dicts (:data:`RawObject`, ``dict[str, Any]``) exactly as the server sends them: the
+transport's form. Above it, code deals in ``pyctrl.Object`` (typed kinds and
+:class:`pyctrl.api.Unstructured`) through :class:`pyctrl.TypedClient`, which decodes these
+dicts (or the response bytes) into them.
 
 * Failures raise :mod:`pyctrl.errors` types (NotFound, Conflict, Gone, ...).
 * ``list`` and ``watch`` take a :class:`pyctrl.kube.ListOptions` (``options=``) and/or its
@@ -33,19 +36,19 @@ from pyctrl.kube.write_options import DeleteArgs, PatchArgs, PatchType, Propagat
 
 __all__ = [
     "Client",
-    "Object",
     "PatchBody",
     "PatchType",
     "PropagationPolicy",
     "RawGetter",
     "RawLister",
+    "RawObject",
     "WatchEvent",
     "WatchStream",
 ]
 
-Object = dict[str, Any]
+RawObject = dict[str, Any]
 WatchEvent = dict[str, Any]
-PatchBody = Object | list[Object]  # a JSON patch is a list; the other patch types an object
+PatchBody = RawObject | list[RawObject]  # a JSON patch is a list; the other patch types an object
 
 
 class WatchStream(Protocol):
@@ -59,28 +62,30 @@ class WatchStream(Protocol):
 class Client(Protocol):
     """CRUD + list/watch over raw dicts for any resource (see module docstring)."""
 
-    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object: ...
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> RawObject: ...
 
     def list(self, resource: Resource, namespace: str | None = None, *,
-             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object: ...
+             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> RawObject: ...
 
     def watch(self, resource: Resource, namespace: str | None = None, *,
               options: ListOptions | None = None, **kwargs: Unpack[WatchArgs]) -> WatchStream: ...
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
-               dry_run: bool = False) -> Object: ...
+    def create(self, resource: Resource, obj: RawObject, namespace: str | None = None, *,
+               dry_run: bool = False) -> RawObject: ...
 
-    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object: ...
+    def update(
+        self, resource: Resource, obj: RawObject, namespace: str | None = None
+    ) -> RawObject: ...
 
     def update_status(
-        self, resource: Resource, obj: Object, namespace: str | None = None
-    ) -> Object: ...
+        self, resource: Resource, obj: RawObject, namespace: str | None = None
+    ) -> RawObject: ...
 
     def patch(self, resource: Resource, name: str, patch: PatchBody,
-              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object: ...
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> RawObject: ...
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None,
-               **kwargs: Unpack[DeleteArgs]) -> Object | None: ...
+               **kwargs: Unpack[DeleteArgs]) -> RawObject | None: ...
 
 
 @runtime_checkable

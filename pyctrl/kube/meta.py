@@ -1,10 +1,16 @@
 """Object-metadata accessors every layer shares (apimachinery's ``metav1`` helpers).
 
-Contract: this module is the one place that reads an object's metadata, for a raw dict (as a
-raw-dict informer or the client hands it out) and a typed object (a
-:class:`pyctrl.api.Object`: anything with a ``metadata`` attribute shaped like
-:class:`pyctrl.api.ObjectMeta`, see :class:`TypedObject`) alike. Key functions, indexers,
-handlers, predicates and :mod:`pyctrl.ownerrefs` read through it, so they work on both.
+Contract: this module is the one place that reads an object's metadata. It reads two forms:
+
+* an :class:`Object` (``pyctrl.Object``): anything with a ``metadata`` shaped like
+  :class:`pyctrl.api.ObjectMeta` and ``api_version``/``kind``. Typed kinds
+  (:class:`pyctrl.api.Object` subclasses, :mod:`pyctrl.models`) and
+  :class:`pyctrl.api.Unstructured` are both one, so every helper above the transport reads
+  the one form (and writes it with ``pyctrl.api.replace``);
+* a raw dict (:data:`pyctrl.kube.interface.RawObject`), the transport's form: what the raw
+  client answers, and what raw-dict and metadata-only informers cache. The branch for it
+  stays here, below the API types, so the cache's keys and indexes, the handlers and
+  sharding read either form.
 
 * :func:`name`, :func:`generate_name`, :func:`namespace`, :func:`uid`,
   :func:`resource_version` return ``""`` when
@@ -14,11 +20,11 @@ handlers, predicates and :mod:`pyctrl.ownerrefs` read through it, so they work o
   also reads as None: the API server starts generations at 1, so ``0`` means "not set");
   :func:`labels`, :func:`annotations` an empty mapping, :func:`finalizers` and
   :func:`owner_references` an empty sequence; :func:`deletion_timestamp` None, else the value
-  as the object holds it (an RFC 3339 string in a dict, an aware datetime in a typed object).
+  as the object holds it (an RFC 3339 string in a dict, an aware datetime in an Object).
   Raw dicts are read defensively: a missing or malformed ``metadata`` reads as empty.
 * :func:`controller_of` is the one walk over ``metadata.ownerReferences``: it returns the first
   owner reference with ``controller: true`` (an object has at most one, as
-  ``metav1.GetControllerOf`` assumes), or None; a dict's reference is a dict, a typed object's
+  ``metav1.GetControllerOf`` assumes), or None; a dict's reference is a dict, an Object's
   its typed reference. It reads defensively: a missing or malformed ``ownerReferences``, and
   entries that are not mappings, count as no controller, so a handler or index fed a
   half-formed object never raises. :func:`controller_ref` is the same reference as a
@@ -36,8 +42,8 @@ it is the one metav1 time parser. :func:`group_version` is the one ``apiVersion`
 
 It lives in ``pyctrl.kube`` (the lowest layer) so ``pyctrl.cache`` (keys, the namespace and
 controller-UID indexes), the handlers and :mod:`pyctrl.ownerrefs` all use it; it imports
-nothing from ``pyctrl.api`` (typed objects are recognised by shape: whatever is not a
-mapping is read through its ``metadata`` attribute).
+nothing from ``pyctrl.api`` (an Object is recognised by shape: whatever is not a mapping is
+read through its ``metadata`` attribute).
 """
 
 # No ``from __future__ import annotations``: a function here is named ``annotations``.
@@ -49,10 +55,10 @@ from typing import Any, NamedTuple, Protocol, TypeAlias, overload
 
 __all__ = [
     "AnyObject",
+    "Object",
+    "ObjectMetaLike",
     "OwnerRef",
-    "TypedObject",
-    "TypedObjectMeta",
-    "TypedOwnerReference",
+    "OwnerReferenceLike",
     "annotations",
     "api_group",
     "api_version",
@@ -77,7 +83,7 @@ __all__ = [
 ]
 
 
-class TypedOwnerReference(Protocol):
+class OwnerReferenceLike(Protocol):
     """The read side of a typed owner reference (:class:`pyctrl.api.OwnerReference`)."""
 
     @property
@@ -92,7 +98,7 @@ class TypedOwnerReference(Protocol):
     def controller(self) -> bool | None: ...
 
 
-class TypedObjectMeta(Protocol):
+class ObjectMetaLike(Protocol):
     """The read side of a typed ObjectMeta (:class:`pyctrl.api.ObjectMeta`)."""
 
     @property
@@ -116,18 +122,25 @@ class TypedObjectMeta(Protocol):
     @property
     def finalizers(self) -> Sequence[str]: ...
     @property
-    def owner_references(self) -> Sequence[TypedOwnerReference]: ...
+    def owner_references(self) -> Sequence[OwnerReferenceLike]: ...
 
 
-class TypedObject(Protocol):
-    """A typed object as this module reads it: one with a typed ``metadata``."""
+class Object(Protocol):
+    """``pyctrl.Object``: an API object with a typed ``metadata`` (a typed kind or an
+    :class:`pyctrl.api.Unstructured`; module docstring). ``api_version`` and ``kind`` may be
+    ``""`` on a typed object built in code: :func:`api_version` and :func:`kind` then read
+    its class's."""
 
     @property
-    def metadata(self) -> TypedObjectMeta: ...
+    def metadata(self) -> ObjectMetaLike: ...
+    @property
+    def api_version(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
 
 
-AnyObject: TypeAlias = Mapping[str, Any] | TypedObject
-"""A raw object (a dict, as decoded from JSON) or a typed one."""
+AnyObject: TypeAlias = Mapping[str, Any] | Object
+"""A raw object (the transport's dict) or an :class:`Object`."""
 
 
 class OwnerRef(NamedTuple):
@@ -190,7 +203,7 @@ def api_version(obj: AnyObject) -> str:
     """``apiVersion`` (``""`` when missing; a typed object's class gives it when unset)."""
     if isinstance(obj, Mapping):
         return _str(obj.get("apiVersion"))
-    return _str(getattr(obj, "api_version", "")) or _str(
+    return obj.api_version or _str(
         getattr(getattr(type(obj), "__kind__", None), "api_version", ""))
 
 
@@ -198,8 +211,7 @@ def kind(obj: AnyObject) -> str:
     """``kind`` (``""`` when missing; a typed object's class gives it when unset)."""
     if isinstance(obj, Mapping):
         return _str(obj.get("kind"))
-    return _str(getattr(obj, "kind", "")) or _str(
-        getattr(getattr(type(obj), "__kind__", None), "kind", ""))
+    return obj.kind or _str(getattr(getattr(type(obj), "__kind__", None), "kind", ""))
 
 
 def generation(obj: AnyObject) -> int | None:
@@ -234,7 +246,7 @@ def finalizers(obj: AnyObject) -> Sequence[str]:
     return obj.metadata.finalizers
 
 
-def owner_references(obj: AnyObject) -> Sequence[Mapping[str, Any] | TypedOwnerReference]:
+def owner_references(obj: AnyObject) -> Sequence[Mapping[str, Any] | OwnerReferenceLike]:
     """``metadata.ownerReferences`` (empty when missing), in the object's own form."""
     if isinstance(obj, Mapping):
         found = _raw(obj).get("ownerReferences")
@@ -302,10 +314,10 @@ def parse_micro_time(value: object) -> datetime | None:
 @overload
 def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None: ...
 @overload
-def controller_of(obj: TypedObject) -> TypedOwnerReference | None: ...
+def controller_of(obj: Object) -> OwnerReferenceLike | None: ...
 
 
-def controller_of(obj: AnyObject) -> dict[str, Any] | TypedOwnerReference | None:
+def controller_of(obj: AnyObject) -> dict[str, Any] | OwnerReferenceLike | None:
     """The owner reference of ``obj`` with ``controller: true``, or None."""
     if not isinstance(obj, Mapping):
         for typed in obj.metadata.owner_references:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlencode
 
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.resource import Resource
 
 __all__ = ["request_scope", "resource_path"]
@@ -39,7 +39,7 @@ def resource_path(resource: Resource, namespace: str | None = None, name: str | 
     return f"{path}?{urlencode(query)}" if query else path
 
 
-def request_scope(resource: Resource, namespace: str | None, obj: Object | None = None,
+def request_scope(resource: Resource, namespace: str | None, obj: RawObject | None = None,
                   required: bool = True) -> str | None:
     """The namespace a call on ``resource`` uses (module docstring)."""
     if not resource.namespaced:

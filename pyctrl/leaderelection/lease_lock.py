@@ -15,14 +15,14 @@ import copy
 from collections.abc import Mapping
 
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.resource import LEASES
 from pyctrl.leaderelection.lock import LeaderElectionRecord
 
 __all__ = ["LeaseLock"]
 
 
-def record_from_lease(lease: Object) -> LeaderElectionRecord:
+def record_from_lease(lease: RawObject) -> LeaderElectionRecord:
     """The leader-election record a Lease object holds (its spec)."""
     spec = lease.get("spec") or {}
     return LeaderElectionRecord(
@@ -34,8 +34,8 @@ def record_from_lease(lease: Object) -> LeaderElectionRecord:
     )
 
 
-def _spec_from_record(record: LeaderElectionRecord) -> Object:
-    spec: Object = {
+def _spec_from_record(record: LeaderElectionRecord) -> RawObject:
+    spec: RawObject = {
         "holderIdentity": record.holder_identity,
         "leaseDurationSeconds": record.lease_duration_seconds,
         "leaseTransitions": record.leader_transitions,
@@ -59,7 +59,7 @@ class LeaseLock:
         self._namespace = namespace
         self._name = name
         self._identity = identity
-        self._lease: Object | None = None  # the Lease as last read or written (for its RV)
+        self._lease: RawObject | None = None  # the Lease as last read or written (for its RV)
 
     @property
     def namespace(self) -> str:
@@ -75,7 +75,7 @@ class LeaseLock:
         return record_from_lease(lease)
 
     def create(self, record: LeaderElectionRecord) -> None:
-        lease: Object = {
+        lease: RawObject = {
             "apiVersion": LEASES.api_version,
             "kind": LEASES.kind,
             "metadata": {"name": self._name, "namespace": self._namespace,

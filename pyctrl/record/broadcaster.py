@@ -62,7 +62,7 @@ from pyctrl.errors import (
     TooManyRequests,
 )
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.meta import format_time
 from pyctrl.kube.resource import EVENTS
 from pyctrl.record.correlator import CorrelateResult, EventCorrelator
@@ -71,7 +71,7 @@ __all__ = ["EventBroadcaster", "EventRecorder", "EventType"]
 
 log = structlog.get_logger(__name__)
 
-Involved = Object | Kind
+Involved = RawObject | Kind
 """What an event is about: a raw object or a typed one."""
 
 EventType = Literal["Normal", "Warning"]
@@ -161,7 +161,7 @@ class EventBroadcaster:
         self._correlator = correlator or EventCorrelator(self._clock)
         self._dropped = _dropped_counter(registry)
         self._cond = threading.Condition(threading.Lock())
-        self._buffer: deque[tuple[float, Object]] = deque()  # (Clock monotonic, event)
+        self._buffer: deque[tuple[float, RawObject]] = deque()  # (Clock monotonic, event)
         self._busy = False
         self._closed = False
         self._abort = threading.Event()
@@ -195,7 +195,7 @@ class EventBroadcaster:
 
     # -- producer side ------------------------------------------------------------------
     def _build(self, obj: Involved, component: str, type: str, reason: str,
-               msg: str) -> Object:
+               msg: str) -> RawObject:
         ref: dict[str, Any] = {
             "apiVersion": meta.api_version(obj),
             "kind": meta.kind(obj),
@@ -231,7 +231,7 @@ class EventBroadcaster:
             "reportingInstance": self._host,
         }
 
-    def _enqueue(self, event: Object) -> None:
+    def _enqueue(self, event: RawObject) -> None:
         with self._cond:
             if self._closed:
                 reason = "shutdown"
@@ -336,7 +336,7 @@ class EventBroadcaster:
                 return True
         return False
 
-    def _handle(self, event: Object) -> None:
+    def _handle(self, event: RawObject) -> None:
         result = self._correlator.correlate(event)
         if result.skip:
             self._dropped.labels(reason="spam").inc()
@@ -367,7 +367,7 @@ class EventBroadcaster:
             return
         self._dropped.labels(reason="error").inc()
 
-    def _write(self, result: CorrelateResult) -> Object:
+    def _write(self, result: CorrelateResult) -> RawObject:
         event = result.event
         md = event["metadata"]
         if result.patch is not None:

@@ -49,7 +49,7 @@ import structlog
 
 from pyctrl._errorlog import ErrorLog
 from pyctrl.clock import Clock, RealClock
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.ratelimit import TokenBucketRateLimiter
 from pyctrl.kube.resource import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from pyctrl.serving.http import TEXT as _TEXT
@@ -198,9 +198,9 @@ class MetricsAuth:
         status = review.get("status") or {}
         if not status.get("authenticated"):
             return _deny(401, "Unauthorized"), True
-        user: Object = status.get("user") or {}
+        user: RawObject = status.get("user") or {}
         name = str(user.get("username") or "")
-        spec: Object = {"user": name, "groups": list(user.get("groups") or []),
+        spec: RawObject = {"user": name, "groups": list(user.get("groups") or []),
                         "nonResourceAttributes": {"path": path, "verb": self._verb}}
         if user.get("uid"):
             spec["uid"] = user["uid"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyctrl.clock import Clock
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.leaderelection import LeaseLock
 from pyctrl.sharding.options import LEASE_CONTROLLER_LABEL, LEASE_SHARD_LABEL, ShardingOptions
 
@@ -60,7 +60,7 @@ def _alive(seen: _Seen, now: float) -> bool:
     return seen.holder == seen.shard and now < seen.at + seen.duration
 
 
-def _spec_fingerprint(lease: Object) -> tuple[Any, ...]:
+def _spec_fingerprint(lease: RawObject) -> tuple[Any, ...]:
     spec = lease.get("spec") or {}
     return (spec.get("holderIdentity"), spec.get("leaseDurationSeconds"),
             spec.get("renewTime"), spec.get("acquireTime"), spec.get("leaseTransitions"))
@@ -74,7 +74,7 @@ class ShardMembership:
         self._lock = threading.Lock()
         self._seen: dict[str, _Seen] = {}  # by Lease name
 
-    def observe(self, lease: Object) -> bool:
+    def observe(self, lease: RawObject) -> bool:
         """Record the Lease as seen now (its time only moves when its spec changed); whether
         that can change who is alive (see module docstring)."""
         meta = lease.get("metadata") or {}
@@ -96,7 +96,7 @@ class ShardMembership:
         return ((old.shard, old.holder, old.duration) != (new.shard, new.holder, new.duration)
                 or _alive(old, now) != _alive(new, now))
 
-    def forget(self, lease: Object) -> None:
+    def forget(self, lease: RawObject) -> None:
         """The Lease was deleted: its shard is dead."""
         name = str((lease.get("metadata") or {}).get("name") or "")
         with self._lock:

@@ -53,7 +53,7 @@ import structlog
 from pyctrl.errors import ApiError, Conflict, NotFound
 from pyctrl.kube import meta
 from pyctrl.kube.forwarding import ForwardingClient
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.write_options import DeleteArgs
 from pyctrl.sharding.options import ShardingOptions, handover_annotation_key, shard_label_key
@@ -170,7 +170,7 @@ def add_to_handover(client: Client, resource: Resource, owner: meta.AnyObject,
         listed = _listed(current, annotation)
         if wanted <= listed:
             return "listed"
-        body: Object = {"metadata": {
+        body: RawObject = {"metadata": {
             "resourceVersion": meta.resource_version(current),
             "annotations": {annotation: encode_handover(listed | wanted)}}}
         writes += 1
@@ -251,8 +251,8 @@ class StampingClient(ForwardingClient):
         self.record = record
         self._owned = {r: resource_key(r) for r in options.owned}
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
-               dry_run: bool = False) -> Object:
+    def create(self, resource: Resource, obj: RawObject, namespace: str | None = None, *,
+               dry_run: bool = False) -> RawObject:
         rkey = self._owned.get(resource)
         owner = owner_key(obj, self.options, namespace) if rkey is not None else None
         if owner is None or rkey is None or dry_run:
@@ -265,7 +265,7 @@ class StampingClient(ForwardingClient):
         return self._client.create(resource, stamped, namespace)
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None,
-               **kwargs: Unpack[DeleteArgs]) -> Object | None:
+               **kwargs: Unpack[DeleteArgs]) -> RawObject | None:
         result = self._client.delete(resource, name, namespace, **kwargs)
         rkey = self._owned.get(resource)
         if rkey is not None:
@@ -301,7 +301,7 @@ def adopt(owner: meta.AnyObject, options: ShardingOptions, client: Client,
         pending += 1
         if meta.labels(live).get(options.shard_label) == options.shard_id:
             continue  # ours on the server, not yet in the cache
-        body: Object = {"metadata": {"resourceVersion": meta.resource_version(live),
+        body: RawObject = {"metadata": {"resourceVersion": meta.resource_version(live),
                                      "labels": {options.shard_label: options.shard_id}}}
         try:
             client.patch(resource, name, body, namespace)

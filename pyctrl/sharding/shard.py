@@ -44,7 +44,7 @@ from pyctrl.cache import CONTROLLER_UID_INDEX
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import NotFound
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.resource import Resource
 from pyctrl.reconcile import Reconciler, Request, Result
 from pyctrl.sharding.options import ShardingOptions
@@ -117,7 +117,7 @@ class ShardReconciler:
     def _acknowledge(self, obj: meta.AnyObject, namespace: str | None, name: str) -> None:
         o = self.options
         key = f"{namespace}/{name}" if namespace else name
-        body: Object = {"metadata": {"resourceVersion": meta.resource_version(obj),
+        body: RawObject = {"metadata": {"resourceVersion": meta.resource_version(obj),
                                      "labels": {o.shard_label: None, o.drain_label: None}}}
         if self._owned:
             # The list starts from the one on this cached version (_handed_over) and the write

@@ -68,7 +68,7 @@ import structlog
 
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, Conflict, NotFound, NotLeader
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.sharding.lease import ShardMembership
 from pyctrl.sharding.options import ShardingOptions
 from pyctrl.sharding.owned import encode_handover, handover_of, owner_key, resource_key
@@ -100,12 +100,12 @@ class Action:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
-def _key(meta: Object) -> str:
+def _key(meta: RawObject) -> str:
     ns = meta.get("namespace") or ""
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
 
 
-def plan(objects: Iterable[Object], ring: HashRing, alive: frozenset[str],
+def plan(objects: Iterable[RawObject], ring: HashRing, alive: frozenset[str],
          options: ShardingOptions, *, drain: bool = True) -> list[Action]:
     """The label writes that move ``objects`` towards ``ring`` (see module docstring)."""
     if not len(ring):
@@ -170,14 +170,14 @@ class Sharder:
         o = self.options
         if self._stop.is_set() or self._halt.is_set():
             return "skipped"
-        meta: Object = {"resourceVersion": action.resource_version}
+        meta: RawObject = {"resourceVersion": action.resource_version}
         if action.kind == "assign":
             meta["labels"] = {o.shard_label: action.shard, o.drain_label: None}
         elif action.kind == "drain":
             meta["labels"] = {o.drain_label: "true"}
         if action.handover is not None:
             meta["annotations"] = {o.handover_annotation: action.handover}
-        body: Object = {"metadata": meta}
+        body: RawObject = {"metadata": meta}
         try:
             self._client.patch(o.resource, action.name, body, action.namespace or None)
         except Conflict:
@@ -193,7 +193,7 @@ class Sharder:
             return "failed"
         return "done"
 
-    def sync(self, objects: Iterable[Object]) -> list[Action]:
+    def sync(self, objects: Iterable[RawObject]) -> list[Action]:
         """One pass over ``objects``: plan and write; returns the actions that succeeded."""
         o = self.options
         alive, self._expires_at = self.membership.view()
@@ -238,7 +238,7 @@ class Sharder:
         self.watch.wake_on_change(refused)
         return done
 
-    def _with_handover(self, objects: list[Object], actions: list[Action], now: float
+    def _with_handover(self, objects: list[RawObject], actions: list[Action], now: float
                        ) -> tuple[list[Action], bool]:
         """``actions`` with the owners' handover lists (see module docstring), and False when
         the owned objects could not be listed (the dead shards' owners are then left out)."""

@@ -61,7 +61,7 @@ from pyctrl.cache import (
     meta_namespace_key,
 )
 from pyctrl.clock import Clock, RealClock
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.resource import LEASES, Resource
 from pyctrl.leaderelection import LeaderElector, LeaseLock
 from pyctrl.leaderelection.lease_lock import record_from_lease
@@ -74,13 +74,13 @@ _KEPT = ("name", "namespace", "labels", "resourceVersion", "uid", "deletionTimes
 
 
 def planned_metadata(resource: Resource, annotation: str | None = None
-                     ) -> Callable[[Object], Object]:
+                     ) -> Callable[[RawObject], RawObject]:
     """An informer transform: an object (full or ``PartialObjectMetadata``) reduced to what
     the sharder plans with (and ``annotation``, the handover list, when given), typed as
     ``resource``."""
     api_version, kind = resource.api_version, resource.kind
 
-    def reduce(obj: Object) -> Object:
+    def reduce(obj: RawObject) -> RawObject:
         meta = obj.get("metadata") or {}
         kept = {k: meta[k] for k in _KEPT if k in meta}
         value = (meta.get("annotations") or {}).get(annotation) if annotation else None
@@ -95,24 +95,24 @@ class _Handler:
     """Feeds one informer's events to the watch's subscribers (and to ``on_object``)."""
 
     def __init__(self, watch: ShardWatch,
-                 on_object: Callable[[Object], bool | None] | None = None,
-                 on_gone: Callable[[Object], None] | None = None) -> None:
+                 on_object: Callable[[RawObject], bool | None] | None = None,
+                 on_gone: Callable[[RawObject], None] | None = None) -> None:
         self._watch = watch
         self._on_object = on_object
         self._on_gone = on_gone
 
-    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+    def on_add(self, obj: RawObject, is_in_initial_list: bool) -> None:
         if self._on_object is not None and self._on_object(obj) is False:
             return  # e.g. a live shard's renewal: nothing a pass would plan differently
         self._watch.notify()
 
-    def on_update(self, old: Object, new: Object) -> None:
+    def on_update(self, old: RawObject, new: RawObject) -> None:
         if (self._on_object is None and not self._watch.moves_sharding(old, new)
                 and not self._watch.awaited(new)):
             return  # e.g. a status write: nothing the sharder plans with changed
         self.on_add(new, False)
 
-    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+    def on_delete(self, obj: RawObject | DeletedFinalStateUnknown) -> None:
         last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if self._on_gone is not None and last is not None:
             self._on_gone(last)
@@ -167,7 +167,7 @@ class ShardWatch:
         for informer in self._objects:
             self._registrations.append(informer.add_event_handler(_Handler(self)))
 
-    def moves_sharding(self, old: Object, new: Object) -> bool:
+    def moves_sharding(self, old: RawObject, new: RawObject) -> bool:
         """Whether an update of an object changes what the sharder plans with (its shard or
         drain label); a status write at a tick changes neither and wakes no pass."""
         o = self.options
@@ -192,7 +192,7 @@ class ShardWatch:
                     self._awaited.pop(k, None)
             self.notify()
 
-    def awaited(self, obj: Object) -> bool:
+    def awaited(self, obj: RawObject) -> bool:
         """Whether ``obj`` (an update or delete just seen) is one :meth:`wake_on_change` waits
         for (then forgotten: one wake per refused write)."""
         with self._lock:
@@ -218,7 +218,7 @@ class ShardWatch:
         for fn in subscribers:
             fn()
 
-    def objects(self) -> list[Object]:
+    def objects(self) -> list[RawObject]:
         """The cached objects' metadata (see :func:`planned_metadata`)."""
         return [obj for informer in self._objects for obj in informer.get_store().list()]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, TypeVar, overload
 
 from pyctrl.api import Object as Kind
-from pyctrl.api import resource_for
+from pyctrl.api import Unstructured, resource_for
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
@@ -36,13 +36,13 @@ from pyctrl.cache import (
 from pyctrl.cache.lister import _Selector
 from pyctrl.cache.typed import TypedDecoder, fill_type
 from pyctrl.kube import meta
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.resource import Resource
 from pyctrl.testing.fake_client import FakeClient
 
 __all__ = ["synced_lister"]
 
-K = TypeVar("K", bound=Kind)
+K = TypeVar("K", bound=Kind | Unstructured)
 T = TypeVar("T")
 _List = list
 
@@ -52,7 +52,8 @@ class _SyncedLister(IndexerLister[T]):
 
     __slots__ = ("_client", "_decoder", "_fill", "_kind")
 
-    def __init__(self, client: FakeClient, resource: Resource, kind: type[Kind] | None,
+    def __init__(self, client: FakeClient, resource: Resource,
+                 kind: type[Any] | None,
                  indexers: Indexers | None) -> None:
         super().__init__(Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func,
                                            CONTROLLER_UID_INDEX: controller_uid_index_func,
@@ -60,7 +61,8 @@ class _SyncedLister(IndexerLister[T]):
         self._client = client
         self._kind = kind
         self._decoder = TypedDecoder(kind) if kind is not None else None
-        self._fill = fill_type(resource)
+        self._fill = fill_type(resource,
+                               retype=getattr(kind, "__metadata_only__", False) is True)
 
     def _refresh(self) -> None:
         assert self.resource is not None
@@ -94,7 +96,7 @@ def _identity(obj: Any) -> tuple[str, str, str]:
     return meta.namespace(obj), meta.name(obj), meta.resource_version(obj)
 
 
-def _raw(resource: Resource, obj: Object) -> Object:
+def _raw(resource: Resource, obj: RawObject) -> RawObject:
     obj.setdefault("apiVersion", resource.api_version)
     obj.setdefault("kind", resource.kind)
     return drop_managed_fields(obj)
@@ -114,5 +116,5 @@ def synced_lister(client: FakeClient, kind: type[K] | Resource, *,
                   indexers: Indexers | None = None) -> IndexerLister[K] | IndexerLister:
     """A lister of ``kind`` over ``client``'s objects (module docstring)."""
     if isinstance(kind, Resource):
-        return _SyncedLister[Object](client, kind, None, indexers)
+        return _SyncedLister[RawObject](client, kind, None, indexers)
     return _SyncedLister[K](client, resource_for(kind), kind, indexers)

@@ -61,7 +61,7 @@ from typing import Unpack
 
 from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import NotFound
-from pyctrl.kube.interface import Object, PatchBody, WatchStream
+from pyctrl.kube.interface import PatchBody, RawObject, WatchStream
 from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION, ListArgs, ListOptions, WatchArgs
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.selectors import parse_field_selector, parse_label_selector
@@ -81,7 +81,7 @@ from pyctrl.testing.fake_watch import FakeWatch, MetadataWatch, WatchFanOut
 
 __all__ = ["Action", "FakeClient", "FakeWatch", "Reactor", "WatchReactor"]
 
-_ObjectList = list[Object]
+_ObjectList = list[RawObject]
 
 
 class FakeClient:
@@ -123,11 +123,11 @@ class FakeClient:
     def has_status_subresource(self, resource: Resource) -> bool:
         return self._tracker.has_status_subresource(resource)
 
-    def add_object(self, resource: Resource, obj: Object) -> Object:
+    def add_object(self, resource: Resource, obj: RawObject) -> RawObject:
         """Create ``obj`` without recording an action (seed data); returns the stored copy."""
         return self._tracker.create(resource, obj, None, keep_status=True)
 
-    def get_object(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+    def get_object(self, resource: Resource, name: str, namespace: str | None = None) -> RawObject:
         """Read the stored object without recording an action; raises NotFound."""
         return self._tracker.get(resource, name, namespace)
 
@@ -159,15 +159,15 @@ class FakeClient:
         return self._watches.count()
 
     # -- the Client protocol ----------------------------------------------------------------
-    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> RawObject:
         ns = scope(resource, namespace)
         action = Action("get", resource, ns or None, name)
-        result: Object = self._reactions.invoke(
+        result: RawObject = self._reactions.invoke(
             action, lambda: self._tracker.get(resource, name, ns))
         return result
 
     def list(self, resource: Resource, namespace: str | None = None, *,
-             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> Object:
+             options: ListOptions | None = None, **kwargs: Unpack[ListArgs]) -> RawObject:
         opts = ListOptions.of(options, kwargs)
         ns = scope(resource, namespace, required=False)
         action = Action("list", resource, ns or None, options={
@@ -176,7 +176,7 @@ class FakeClient:
             "resource_version": opts.resource_version,
             "resource_version_match": opts.resource_version_match,
             "metadata_only": opts.metadata_only})
-        result: Object = self._reactions.invoke(action, lambda: self._tracker.list_page(
+        result: RawObject = self._reactions.invoke(action, lambda: self._tracker.list_page(
             resource, ns, label_selector=opts.label_selector,
             field_selector=opts.field_selector, limit=opts.limit, continue_=opts.continue_))
         if opts.metadata_only and result.get("kind") != "PartialObjectMetadataList":
@@ -235,17 +235,17 @@ class FakeClient:
             self._watches.add(watcher)
         return stream
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
-               dry_run: bool = False) -> Object:
+    def create(self, resource: Resource, obj: RawObject, namespace: str | None = None, *,
+               dry_run: bool = False) -> RawObject:
         ns = scope(resource, namespace, obj)
         action = Action("create", resource, ns or None, meta_of(copy_object(obj)).get("name"),
                         copy_object(obj), options={"dry_run": True} if dry_run else {})
-        result: Object = self._reactions.invoke(
+        result: RawObject = self._reactions.invoke(
             action, lambda: self._dry_create(resource, obj, ns) if dry_run
             else self._tracker.create(resource, obj, ns or None))
         return result
 
-    def _dry_create(self, resource: Resource, obj: Object, ns: str | None) -> Object:
+    def _dry_create(self, resource: Resource, obj: RawObject, ns: str | None) -> RawObject:
         """A dry-run create: the object as created (name from generateName), stored nowhere;
         AlreadyExists for a taken name, as the server answers."""
         meta = meta_of(obj)
@@ -264,40 +264,40 @@ class FakeClient:
             meta_of(result)["namespace"] = ns
         return result
 
-    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def update(self, resource: Resource, obj: RawObject, namespace: str | None = None) -> RawObject:
         ns = scope(resource, namespace, obj)
         action = Action("update", resource, ns or None, name_of(obj), copy_object(obj))
-        result: Object = self._reactions.invoke(
+        result: RawObject = self._reactions.invoke(
             action, lambda: self._tracker.update(resource, ns, obj, False))
         return result
 
     def update_status(
-        self, resource: Resource, obj: Object, namespace: str | None = None
-    ) -> Object:
+        self, resource: Resource, obj: RawObject, namespace: str | None = None
+    ) -> RawObject:
         ns = scope(resource, namespace, obj)
         action = Action("update", resource, ns or None, name_of(obj), copy_object(obj),
                         "status")
-        result: Object = self._reactions.invoke(
+        result: RawObject = self._reactions.invoke(
             action, lambda: self._tracker.update(resource, ns, obj, True))
         return result
 
     def patch(self, resource: Resource, name: str, patch: PatchBody,
-              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> Object:
+              namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> RawObject:
         opts = PatchOptions.of(kwargs)
         ns = scope(resource, namespace)
         action = Action("patch", resource, ns or None, name, copy_any(patch), opts.subresource, {
             "patch_type": opts.patch_type, "field_manager": opts.field_manager,
             "force": opts.force})
-        result: Object = self._reactions.invoke(action, lambda: self._tracker.patch(
+        result: RawObject = self._reactions.invoke(action, lambda: self._tracker.patch(
             resource, ns, name, patch, patch_type=opts.patch_type, subresource=opts.subresource))
         return result
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None,
-               **kwargs: Unpack[DeleteArgs]) -> Object | None:
+               **kwargs: Unpack[DeleteArgs]) -> RawObject | None:
         opts = DeleteOptions.of(kwargs)
         ns = scope(resource, namespace)
         action = Action("delete", resource, ns or None, name, options={
             "propagation_policy": opts.propagation_policy, "preconditions": opts.preconditions})
-        result: Object | None = self._reactions.invoke(action, lambda: self._tracker.delete(
+        result: RawObject | None = self._reactions.invoke(action, lambda: self._tracker.delete(
             resource, ns, name, opts.preconditions))
         return result

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyctrl.errors import ApiError, ServerError
-from pyctrl.kube.interface import Object, WatchEvent
+from pyctrl.kube.interface import RawObject, WatchEvent
 from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION
 
 __all__ = ["FakeListWatch", "FakeWatchStream"]
@@ -54,13 +54,13 @@ class FakeWatchStream:
             self._cond.notify_all()
         return self
 
-    def add(self, obj: Object) -> FakeWatchStream:
+    def add(self, obj: RawObject) -> FakeWatchStream:
         return self.push({"type": "ADDED", "object": obj})
 
-    def modify(self, obj: Object) -> FakeWatchStream:
+    def modify(self, obj: RawObject) -> FakeWatchStream:
         return self.push({"type": "MODIFIED", "object": obj})
 
-    def delete(self, obj: Object) -> FakeWatchStream:
+    def delete(self, obj: RawObject) -> FakeWatchStream:
         return self.push({"type": "DELETED", "object": obj})
 
     def bookmark(self, resource_version: str) -> FakeWatchStream:
@@ -132,14 +132,14 @@ class FakeListWatch:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._lists: deque[Object | ApiError] = deque()
+        self._lists: deque[RawObject | ApiError] = deque()
         self._watches: deque[FakeWatchStream | ApiError] = deque()
         self.list_calls: list[dict[str, Any]] = []
         self.watch_calls: list[dict[str, Any]] = []
         self.streams: list[FakeWatchStream] = []
 
     # -- scripting --------------------------------------------------------------------------
-    def queue_list(self, items: list[Object], resource_version: str,
+    def queue_list(self, items: list[RawObject], resource_version: str,
                    continue_: str = "") -> None:
         """Queue one LIST page."""
         md: dict[str, Any] = {"resourceVersion": resource_version}
@@ -149,7 +149,7 @@ class FakeListWatch:
             self._lists.append({"kind": "List", "apiVersion": "v1", "metadata": md,
                                 "items": list(items)})
 
-    def queue_list_pages(self, items: list[Object], resource_version: str,
+    def queue_list_pages(self, items: list[RawObject], resource_version: str,
                          page_size: int) -> None:
         """Queue a paged LIST: pages of ``page_size`` linked by continue tokens."""
         pages = [items[i:i + page_size] for i in range(0, len(items), page_size)] or [[]]
@@ -175,7 +175,7 @@ class FakeListWatch:
 
     # -- ListerWatcher ------------------------------------------------------------------------
     def list(self, *, limit: int | None, continue_: str | None,
-             resource_version: str | None) -> Object:
+             resource_version: str | None) -> RawObject:
         with self._cond:
             self.list_calls.append({"limit": limit, "continue_": continue_,
                                     "resource_version": resource_version})

@@ -15,15 +15,15 @@ from typing import Any
 
 import orjson
 
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.status import new_bad_request
 
 __all__ = ["copy_any", "copy_object", "meta_of", "name_of", "resource_key", "scope"]
 
 
-def copy_object(obj: Object) -> Object:
-    out: Object = orjson.loads(orjson.dumps(obj))
+def copy_object(obj: RawObject) -> RawObject:
+    out: RawObject = orjson.loads(orjson.dumps(obj))
     return out
 
 
@@ -31,7 +31,7 @@ def copy_any(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
-def partial_metadata(obj: Object) -> Object:
+def partial_metadata(obj: RawObject) -> RawObject:
     """``obj`` as the API server sends it to a metadata-only client: ``PartialObjectMetadata``
     with a copy of the metadata (a Status, as in an ERROR event, is left alone)."""
     if obj.get("kind") == "Status":
@@ -40,7 +40,7 @@ def partial_metadata(obj: Object) -> Object:
             "metadata": copy_any(obj.get("metadata") or {})}
 
 
-def meta_of(obj: Object) -> dict[str, Any]:
+def meta_of(obj: RawObject) -> dict[str, Any]:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         meta = {}
@@ -52,14 +52,14 @@ def resource_key(resource: Resource) -> tuple[str, str]:
     return (resource.group, resource.plural)
 
 
-def name_of(obj: Object) -> str:
+def name_of(obj: RawObject) -> str:
     name = meta_of(obj).get("name")
     if not name:
         raise ValueError("object has no metadata.name")
     return str(name)
 
 
-def scope(resource: Resource, namespace: str | None, obj: Object | None = None,
+def scope(resource: Resource, namespace: str | None, obj: RawObject | None = None,
           required: bool = True) -> str:
     """The request's namespace ("" for cluster-scoped resources); see module docstring."""
     if not resource.namespaced:

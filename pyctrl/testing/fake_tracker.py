@@ -26,7 +26,7 @@ import orjson
 
 from pyctrl.clock import Clock
 from pyctrl.errors import ApiError, FieldCause, from_status
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.meta import format_time
 from pyctrl.kube.patch import PatchError, json_patch, merge_patch
 from pyctrl.kube.resource import Resource
@@ -62,8 +62,8 @@ def _invalid_patch(exc: PatchError) -> ApiError:
     return from_status(422, status_body(422, "Invalid", f"the patch could not be applied: {exc}"))
 
 
-def _merge_owner_references(resource: Resource, name: str, old: Object, patch: Object,
-                            patched: Object) -> None:
+def _merge_owner_references(resource: Resource, name: str, old: RawObject, patch: RawObject,
+                            patched: RawObject) -> None:
     """As the server merges an apply's ``ownerReferences`` (a list keyed by uid): the applied
     entries replace those of the same uid and the others stay; two controllers are refused
     (422, as the server's validation answers)."""
@@ -89,7 +89,7 @@ class ObjectTracker:
         self._lock = lock
         self._watches = watches
         self._rv = 0
-        self._objects: dict[tuple[str, str], dict[tuple[str, str], Object]] = {}
+        self._objects: dict[tuple[str, str], dict[tuple[str, str], RawObject]] = {}
         self._status: dict[tuple[str, str], bool] = {}
         self._rand = random.Random(seed)
 
@@ -108,19 +108,19 @@ class ObjectTracker:
         with self._lock:
             return self._status.get(key, key not in _NO_STATUS)
 
-    def stored(self, resource: Resource) -> list[Object]:
+    def stored(self, resource: Resource) -> list[RawObject]:
         """The live stored objects of ``resource``, sorted by (namespace, name); the caller
         holds the lock and copies what it hands out."""
         store = self._objects.get(resource_key(resource), {})
         return [store[k] for k in sorted(store)]
 
-    def list_objects(self, resource: Resource, namespace: str | None = None) -> list[Object]:
+    def list_objects(self, resource: Resource, namespace: str | None = None) -> list[RawObject]:
         with self._lock:
             store = self._objects.get(resource_key(resource), {})
             return [copy_object(store[k]) for k in sorted(store)
                     if namespace is None or k[0] == namespace]
 
-    def get(self, resource: Resource, name: str, namespace: str | None) -> Object:
+    def get(self, resource: Resource, name: str, namespace: str | None) -> RawObject:
         ns = scope(resource, namespace)
         with self._lock:
             found = self._objects.get(resource_key(resource), {}).get((ns, name))
@@ -132,9 +132,9 @@ class ObjectTracker:
         self._rv += 1
         return self._rv
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None, *,
-                keep_status: bool = False) -> Object:
-        new: Object = copy_object(obj)
+    def create(self, resource: Resource, obj: RawObject, namespace: str | None, *,
+                keep_status: bool = False) -> RawObject:
+        new: RawObject = copy_object(obj)
         ns = scope(resource, namespace, new)
         meta = meta_of(new)
         with self._lock:
@@ -173,19 +173,19 @@ class ObjectTracker:
             return copy_object(new)
 
     @staticmethod
-    def _spec(obj: Object, exclude_status: bool) -> dict[str, Any]:
+    def _spec(obj: RawObject, exclude_status: bool) -> dict[str, Any]:
         skip = {"metadata", "apiVersion", "kind"} | ({"status"} if exclude_status else set())
         return {k: v for k, v in obj.items() if k not in skip}
 
-    def _replace(self, resource: Resource, key: tuple[str, str], old: Object, new: Object, *,
-                 status_only: bool, expected_rv: str | None) -> Object:
+    def _replace(self, resource: Resource, key: tuple[str, str], old: RawObject, new: RawObject, *,
+                 status_only: bool, expected_rv: str | None) -> RawObject:
         """Store ``new`` over ``old`` like the server's update path; lock held by caller."""
         old_meta = old["metadata"]
         if expected_rv and str(expected_rv) != old_meta["resourceVersion"]:
             raise new_conflict(resource, key[1])
         has_status = self.has_status_subresource(resource)
         if status_only:
-            result: Object = copy_object(old)
+            result: RawObject = copy_object(old)
             if new.get("status") is not None:
                 result["status"] = copy_any(new["status"])
             else:
@@ -221,7 +221,7 @@ class ObjectTracker:
         self._watches.record(resource, "MODIFIED", result, old, self._rv)
         return copy_object(result)
 
-    def update(self, resource: Resource, ns: str, obj: Object, status_only: bool) -> Object:
+    def update(self, resource: Resource, ns: str, obj: RawObject, status_only: bool) -> RawObject:
         name = name_of(obj)
         if status_only and not self.has_status_subresource(resource):
             raise new_not_found(resource, name)
@@ -229,12 +229,12 @@ class ObjectTracker:
             old = self._objects.get(resource_key(resource), {}).get((ns, name))
             if old is None:
                 raise new_not_found(resource, name)
-            new: Object = copy_object(obj)
+            new: RawObject = copy_object(obj)
             return self._replace(resource, (ns, name), old, new, status_only=status_only,
                                  expected_rv=meta_of(new).get("resourceVersion"))
 
     def patch(self, resource: Resource, ns: str, name: str, patch: Any, *, patch_type: str,
-               subresource: str | None) -> Object:
+               subresource: str | None) -> RawObject:
         if subresource not in (None, "status") or (
                 subresource == "status" and not self.has_status_subresource(resource)):
             raise new_not_found(resource, name)
@@ -256,7 +256,7 @@ class ObjectTracker:
                     return self.create(resource, body, ns or None)
                 raise new_not_found(resource, name)
             try:
-                patched: Object = copy_any(
+                patched: RawObject = copy_any(
                     json_patch(old, patch) if isinstance(patch, list) else merge_patch(old, patch))
             except PatchError as exc:
                 raise _invalid_patch(exc) from exc
@@ -272,7 +272,7 @@ class ObjectTracker:
                                  expected_rv=meta_of(patched).get("resourceVersion"))
 
     def delete(self, resource: Resource, ns: str, name: str,
-                preconditions: Mapping[str, str] | None) -> Object:
+                preconditions: Mapping[str, str] | None) -> RawObject:
         with self._lock:
             store = self._objects.get(resource_key(resource), {})
             old = store.get((ns, name))
@@ -289,7 +289,7 @@ class ObjectTracker:
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp"):
                     return copy_object(old)
-                marked: Object = copy_object(old)
+                marked: RawObject = copy_object(old)
                 meta_of(marked).update({
                     "deletionTimestamp": format_time(self._clock.now()),
                     "deletionGracePeriodSeconds": 0,
@@ -298,14 +298,14 @@ class ObjectTracker:
                 store[(ns, name)] = marked
                 self._watches.record(resource, "MODIFIED", marked, old, self._rv)
                 return copy_object(marked)
-            gone: Object = copy_object(old)
+            gone: RawObject = copy_object(old)
             del store[(ns, name)]
             meta_of(gone)["resourceVersion"] = str(self._next_rv())
             self._watches.record(resource, "DELETED", gone, None, self._rv)
             return copy_object(gone)
 
     def list_page(self, resource: Resource, ns: str, *, label_selector: str | None,
-              field_selector: str | None, limit: int | None, continue_: str | None) -> Object:
+              field_selector: str | None, limit: int | None, continue_: str | None) -> RawObject:
         try:
             labels = parse_label_selector(label_selector)
             fields = parse_field_selector(field_selector)

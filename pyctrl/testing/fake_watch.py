@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyctrl.clock import Clock
-from pyctrl.kube.interface import Object, WatchEvent, WatchStream
+from pyctrl.kube.interface import RawObject, WatchEvent, WatchStream
 from pyctrl.kube.resource import Resource
 from pyctrl.kube.status import status_body
 from pyctrl.testing.fake_objects import copy_object, meta_of, partial_metadata, resource_key
@@ -114,7 +114,7 @@ class Watcher:
     bookmarks: bool
     stream: FakeWatch
 
-    def wants(self, obj: Object) -> bool:
+    def wants(self, obj: RawObject) -> bool:
         ns = meta_of(obj).get("namespace")
         return ((self.namespace is None or ns == self.namespace)
                 and self.labels.matches_object(obj) and self.fields.matches(obj))
@@ -125,8 +125,8 @@ class _Record:
     rv: int
     resource: Resource
     type: str
-    obj: Object
-    old: Object | None
+    obj: RawObject
+    old: RawObject | None
 
 
 class WatchFanOut:
@@ -152,7 +152,7 @@ class WatchFanOut:
             self._history.clear()
             self._compacted = rv
 
-    def record(self, resource: Resource, etype: str, obj: Object, old: Object | None,
+    def record(self, resource: Resource, etype: str, obj: RawObject, old: RawObject | None,
                rv: int) -> None:
         """Append a write at ``rv`` to the history and push it to the watches that want it."""
         self._history.append(_Record(rv, resource, etype, obj, old))
@@ -165,7 +165,8 @@ class WatchFanOut:
                     w.stream.push(event)
 
     @staticmethod
-    def _event_for(w: Watcher, etype: str, obj: Object, old: Object | None) -> WatchEvent | None:
+    def _event_for(w: Watcher, etype: str, obj: RawObject,
+                   old: RawObject | None) -> WatchEvent | None:
         now = w.wants(obj)
         if etype == "MODIFIED" and old is not None:
             was = w.wants(old)

@@ -14,7 +14,7 @@ from pyctrl.cache.informer import SharedIndexInformer
 from pyctrl.cache.listwatch import ListWatch
 from pyctrl.cache.processor import ResourceEventHandlerFuncs
 from pyctrl.kube.client import RESTClient
-from pyctrl.kube.interface import Object, WatchStream
+from pyctrl.kube.interface import RawObject, WatchStream
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.testing.envtest import ControlPlane
 from tests import threads
@@ -35,7 +35,7 @@ class CountingListWatch(ListWatch):
         object.__setattr__(self, "lists", [])
 
     def list(self, *, limit: int | None, continue_: str | None,
-             resource_version: str | None) -> Object:
+             resource_version: str | None) -> RawObject:
         self.lists.append((limit, continue_, resource_version))
         return super().list(limit=limit, continue_=continue_, resource_version=resource_version)
 

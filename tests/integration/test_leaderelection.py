@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pyctrl.errors import ServerError
-from pyctrl.kube.interface import Client, Object
+from pyctrl.kube.interface import Client, RawObject
 from pyctrl.kube.resource import LEASES, Resource
 from pyctrl.leaderelection import LeaderCallbacks, LeaderElectionOptions, LeaderElector, LeaseLock
 from tests.threads import Runner
@@ -47,7 +47,7 @@ class BreakableClient:
         # (monotonic time sent, "read" or "write", spec.holderIdentity) per successful call.
         self.calls: list[tuple[float, str, str]] = []
 
-    def _record(self, sent: float, verb: str, lease: Object) -> Object:
+    def _record(self, sent: float, verb: str, lease: RawObject) -> RawObject:
         self.calls.append((sent, verb, str(lease["spec"].get("holderIdentity") or "")))
         return lease
 
@@ -58,19 +58,19 @@ class BreakableClient:
             self.unhang.wait(30)
             raise ServerError("injected: request timed out", 504)
 
-    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> RawObject:
         self._check()
         sent = time.monotonic()
         return self._record(sent, "read", self.inner.get(resource, name, namespace))
 
-    def create(self, resource: Resource, obj: Object, namespace: str | None = None, *,
-               dry_run: bool = False) -> Object:
+    def create(self, resource: Resource, obj: RawObject, namespace: str | None = None, *,
+               dry_run: bool = False) -> RawObject:
         self._check()
         sent = time.monotonic()
         return self._record(sent, "write", self.inner.create(resource, obj, namespace,
                                                              dry_run=dry_run))
 
-    def update(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+    def update(self, resource: Resource, obj: RawObject, namespace: str | None = None) -> RawObject:
         self._check()
         sent = time.monotonic()
         return self._record(sent, "write", self.inner.update(resource, obj, namespace))

@@ -182,10 +182,10 @@ def test_another_controller_s_child_is_refused_typed_and_raw(fake: FakeClient) -
     with pytest.raises(AlreadyOwned, match="'c' is already controlled by Widget 'first'") as err:
         pyctrl.set_controller_reference(second, child)
     assert err.value.owner is not None and err.value.owner["uid"] == first.metadata.uid
-    raw: pyctrl.Object = {"metadata": {"name": "c", "namespace": "ns"}}
-    pyctrl.set_controller_reference(first, raw)  # a typed owner of a raw child
-    with pytest.raises(pyctrl.AlreadyOwned):
-        pyctrl.set_controller_reference(second, raw)
+    untyped = pyctrl.set_controller_reference(first, pyctrl.Unstructured.of(
+        api.resource_for(ConfigMap))({"metadata": {"name": "c", "namespace": "ns"}}))
+    with pytest.raises(pyctrl.AlreadyOwned):  # an Unstructured child, the same rule
+        pyctrl.set_controller_reference(second, untyped)
 
 
 def test_apply_never_takes_over_another_controller_s_child(fake: FakeClient) -> None:

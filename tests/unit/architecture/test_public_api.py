@@ -37,7 +37,7 @@ def test_facade_covers_the_builder_and_helpers() -> None:
               "DEPLOYMENTS", "JOBS", "EVENTS", "retry_on_conflict", "controller_of",
               "is_controlled_by", "set_controller_reference", "AlreadyOwned",
               "set_status_condition", "find_status_condition", "remove_status_condition",
-              "add_finalizer", "remove_finalizer", "create_or_update", "apply"}
+              "has_finalizer", "create_or_update", "TypedClient", "Unstructured"}
     assert needed <= set(pyctrl.__all__)
     assert pyctrl.Request("ns", "a").key == "ns/a"
     assert {"PriorityQueue", "LOW_PRIORITY", "NORMAL_PRIORITY"} <= set(pyctrl.__all__)
@@ -78,16 +78,16 @@ def test_common_kinds_have_resource_constants() -> None:
     assert len({getattr(resource_module, n) for n in constants}) == len(constants)
 
 
-def test_help_on_the_apply_helpers_shows_their_contracts() -> None:
-    """``pyctrl.apply`` is the function (the facade hides the module of the same name), so its
-    own docstring must carry the contract, not point to the module's."""
+def test_help_on_the_write_helpers_shows_their_contracts() -> None:
+    """``pyctrl.create_or_update``'s own docstring carries its contract (adoption included),
+    and the dict-only duplicates of the typed client's writes are gone."""
     import pydoc
 
-    text = pydoc.render_doc(pyctrl.apply, renderer=pydoc.TextDoc())
-    assert "apply-patch+yaml" in text and "force=True" in text
-    assert "module docstring" not in text
     text = pydoc.render_doc(pyctrl.create_or_update, renderer=pydoc.TextDoc())
-    assert '"unchanged"' in text and "Conflict" in text
+    assert '"unchanged"' in text and "Conflict" in text and "AdoptionRefused" in text
+    assert "module docstring" not in text
+    assert not {"apply", "add_finalizer", "remove_finalizer"} & set(pyctrl.__all__)
+    assert callable(pyctrl.TypedClient.apply) and callable(pyctrl.TypedClient.add_finalizer)
 
 
 def test_facade_exports_the_one_reconcile_contract() -> None:

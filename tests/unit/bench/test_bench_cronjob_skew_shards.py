@@ -36,7 +36,7 @@ from bench.cronjob_skew.shards import (
     wait_labelled,
 )
 from pyctrl.errors import NotFound
-from pyctrl.kube import Object, RESTClient
+from pyctrl.kube import RawObject, RESTClient
 from pyctrl.sharding import HashRing
 from pyctrl.testing.envtest import ControlPlane
 
@@ -103,7 +103,7 @@ def test_busiest_cores_is_the_worst_process() -> None:
 
 
 # -- labels ----------------------------------------------------------------------------------
-def _cronjob(i: int, shard: str | None, drain: bool = False) -> Object:
+def _cronjob(i: int, shard: str | None, drain: bool = False) -> RawObject:
     labels: dict[str, str] = {}
     if shard is not None:
         labels[SHARD_LABEL] = shard
@@ -112,7 +112,7 @@ def _cronjob(i: int, shard: str | None, drain: bool = False) -> Object:
     return {"metadata": {"name": f"cj-{i:05d}", "namespace": NS, "labels": labels}}
 
 
-def _on_ring(n: int) -> list[Object]:
+def _on_ring(n: int) -> list[RawObject]:
     ring = HashRing(IDS)
     return [_cronjob(i, ring.shard_for(f"{NS}/cj-{i:05d}")) for i in range(n)]
 
@@ -146,14 +146,14 @@ def test_census_counts_what_is_not_settled_yet() -> None:
 class _Lister:
     """Just enough of a RESTClient for wait_labelled and leader_shard."""
 
-    def __init__(self, items: list[Object], lease: Object | None = None) -> None:
+    def __init__(self, items: list[RawObject], lease: RawObject | None = None) -> None:
         self.items, self.lease, self.lists = items, lease, 0
 
-    def list(self, resource: object, namespace: str | None = None) -> Object:
+    def list(self, resource: object, namespace: str | None = None) -> RawObject:
         self.lists += 1
         return {"items": self.items}
 
-    def get(self, resource: object, name: str, namespace: str | None = None) -> Object:
+    def get(self, resource: object, name: str, namespace: str | None = None) -> RawObject:
         if self.lease is None or name != LEADER_LEASE:
             raise NotFound("lease not found")
         return self.lease

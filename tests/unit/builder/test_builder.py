@@ -14,7 +14,7 @@ from pyctrl.cache import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown
 from pyctrl.errors import NotFound
 from pyctrl.extension import ControllerBuild, ExtensionHost, NoHook
 from pyctrl.handlers import Predicate
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.resource import CONFIGMAPS, NAMESPACES, SECRETS, Resource
 from pyctrl.reconcile import Request, Result
 from pyctrl.testing import FakeClient, FakeClock
@@ -57,11 +57,11 @@ def manager(client: FakeClient, clock: FakeClock) -> Manager:
     return Manager(client, NO_RUNTIME_METRICS, clock=clock)
 
 
-def cm(name: str, ns: str = "ns", **meta: Any) -> Object:
+def cm(name: str, ns: str = "ns", **meta: Any) -> RawObject:
     return {"metadata": {"name": name, "namespace": ns, **meta}, "data": {"k": "v"}}
 
 
-def owned_secret(name: str, owner: Object, *, kind: str = "ConfigMap") -> Object:
+def owned_secret(name: str, owner: RawObject, *, kind: str = "ConfigMap") -> RawObject:
     md = owner["metadata"]
     return {"metadata": {"name": name, "namespace": md["namespace"], "ownerReferences": [
         {"apiVersion": "v1", "kind": kind, "name": md["name"], "uid": md["uid"],
@@ -107,7 +107,7 @@ def test_watches_maps_objects_to_many_requests_and_survives_a_failing_mapper(
 ) -> None:
     seen = Seen()
 
-    def mapper(obj: Object) -> list[Request]:
+    def mapper(obj: RawObject) -> list[Request]:
         if obj["metadata"]["name"] == "boom":
             raise RuntimeError("mapper bug")
         targets = obj.get("data", {}).get("targets", "").split(",")
@@ -216,7 +216,7 @@ def test_run_warns_once_per_builder_never_completed(manager: Manager) -> None:
 # -- on_delete: an observer sees each delete before the owner is enqueued ------------------
 
 
-def _owner_and_child(client: FakeClient) -> Object:
+def _owner_and_child(client: FakeClient) -> RawObject:
     owner = client.create(CONFIGMAPS, cm("owner"))
     client.create(SECRETS, owned_secret("child", owner))
     return owner
@@ -228,7 +228,7 @@ def test_on_delete_observer_runs_before_the_enqueue_and_before_predicates(
     order: list[str] = []
     lock = threading.Lock()
 
-    def observe(obj: Object | DeletedFinalStateUnknown) -> None:
+    def observe(obj: RawObject | DeletedFinalStateUnknown) -> None:
         last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         assert last is not None
         with lock:
@@ -263,7 +263,7 @@ def test_a_failing_on_delete_observer_still_enqueues(
 ) -> None:
     seen = Seen()
 
-    def broken(obj: Object | DeletedFinalStateUnknown) -> None:
+    def broken(obj: RawObject | DeletedFinalStateUnknown) -> None:
         raise RuntimeError("observer bug")
 
     manager.controller("broken").for_(CONFIGMAPS).owns(SECRETS, on_delete=broken).complete(seen)

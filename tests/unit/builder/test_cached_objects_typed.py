@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from pyctrl.cache import SharedInformerFactory
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.resource import CONFIGMAPS, EVENTS
 from pyctrl.record import EventBroadcaster
 from pyctrl.testing import Action, FakeClient, FakeClock
@@ -16,7 +16,7 @@ from tests.unit.runtime.helpers import eventually
 def untyped_list(client: FakeClient) -> object:
     """A LIST reactor answering like kube-apiserver: items without apiVersion/kind."""
 
-    def react(action: Action) -> Object:
+    def react(action: Action) -> RawObject:
         items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")}
                  for o in client.list_objects(CONFIGMAPS, action.namespace)]
         return {"apiVersion": "v1", "kind": "ConfigMapList", "items": items,

@@ -148,7 +148,7 @@ def typed(name: str, generation: int, labels: dict[str, str],
 
 
 def raw(name: str, generation: int, labels: dict[str, str],
-        annotations: dict[str, str] | None = None) -> pyctrl.Object:
+        annotations: dict[str, str] | None = None) -> pyctrl.kube.RawObject:
     return {"metadata": {"name": name, "generation": generation, "labels": labels,
                          "annotations": annotations or {}}}
 

@@ -7,17 +7,17 @@ from collections.abc import Callable
 from typing import Any
 
 from pyctrl.cache.keys import DeletedFinalStateUnknown
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.testing.fake_clock import FakeClock
 
 WAIT = 5.0  # real-time bound for condition waits; never a timed assertion
 
 
-def cm(name: str, rv: str = "1", ns: str = "default", **extra: Any) -> Object:
+def cm(name: str, rv: str = "1", ns: str = "default", **extra: Any) -> RawObject:
     md: dict[str, Any] = {"name": name, "namespace": ns, "resourceVersion": rv,
                           "uid": f"uid-{name}"}
     md.update(extra.pop("metadata", {}))
-    obj: Object = {"metadata": md, "data": {"k": name}}
+    obj: RawObject = {"metadata": md, "data": {"k": name}}
     obj.update(extra)
     return obj
 
@@ -51,14 +51,14 @@ class RecordingHandler(Recorder):
     """A ResourceEventHandler that records ("add", name, initial) / ("update", old_rv,
     new_rv, name) / ("delete", name, tombstone?)."""
 
-    def on_add(self, obj: Object, is_in_initial_list: bool) -> None:
+    def on_add(self, obj: RawObject, is_in_initial_list: bool) -> None:
         self.record("add", obj["metadata"]["name"], is_in_initial_list)
 
-    def on_update(self, old: Object, new: Object) -> None:
+    def on_update(self, old: RawObject, new: RawObject) -> None:
         self.record("update", new["metadata"]["name"], old["metadata"]["resourceVersion"],
                     new["metadata"]["resourceVersion"], old is new)
 
-    def on_delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+    def on_delete(self, obj: RawObject | DeletedFinalStateUnknown) -> None:
         if isinstance(obj, DeletedFinalStateUnknown):
             self.record("delete", obj.key.split("/")[-1], True)
         else:
@@ -68,13 +68,13 @@ class RecordingHandler(Recorder):
 class RecordingStore(Recorder):
     """A ReflectorStore that records every call (and keeps nothing else)."""
 
-    def add(self, obj: Object) -> None:
+    def add(self, obj: RawObject) -> None:
         self.record("add", obj["metadata"]["name"])
 
-    def update(self, obj: Object) -> None:
+    def update(self, obj: RawObject) -> None:
         self.record("update", obj["metadata"]["name"])
 
-    def delete(self, obj: Object | DeletedFinalStateUnknown) -> None:
+    def delete(self, obj: RawObject | DeletedFinalStateUnknown) -> None:
         name = obj.key if isinstance(obj, DeletedFinalStateUnknown) else obj["metadata"]["name"]
         self.record("delete", name)
 

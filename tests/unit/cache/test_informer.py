@@ -12,7 +12,7 @@ from pyctrl.cache.index import NAMESPACE_INDEX, meta_namespace_index_func
 from pyctrl.cache.informer import SharedIndexInformer
 from pyctrl.cache.mutation import MUTATION_DETECTOR_ENV, CacheMutationError
 from pyctrl.cache.processor import ResourceEventHandlerFuncs
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch
 from tests import threads
@@ -57,7 +57,7 @@ def test_slow_handler_does_not_block_other_handlers_or_the_cache() -> None:
     gate = threading.Event()
     slow_seen = Recorder()
 
-    def slow_add(obj: Object) -> None:
+    def slow_add(obj: RawObject) -> None:
         gate.wait(WAIT)
         slow_seen.record(obj["metadata"]["name"])
 
@@ -83,7 +83,7 @@ def test_handler_exceptions_are_contained() -> None:
     inf = new_informer(lw)
     seen = Recorder()
 
-    def flaky(obj: Object) -> None:
+    def flaky(obj: RawObject) -> None:
         seen.record(obj["metadata"]["name"])
         raise RuntimeError("handler bug")
 
@@ -118,7 +118,7 @@ def test_registration_not_synced_until_its_initial_adds_are_handled() -> None:
     gate = threading.Event()
     done = Recorder()
 
-    def blocked(obj: Object) -> None:
+    def blocked(obj: RawObject) -> None:
         gate.wait(WAIT)
         done.record(obj)
 

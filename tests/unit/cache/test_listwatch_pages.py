@@ -11,7 +11,7 @@ import pytest
 
 from pyctrl.cache.listwatch import ListWatch, continue_token, pipelined_pages
 from pyctrl.errors import ApiError, Gone
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.testing import FakeClient
 from tests.unit.cache.helpers import WAIT, cm
@@ -26,7 +26,7 @@ def body(names: list[str], cont: str = "", rv: str = "7") -> bytes:
                          "items": [cm(n) for n in names]})
 
 
-def names(page: Object) -> list[str]:
+def names(page: RawObject) -> list[str]:
     return [o["metadata"]["name"] for o in page["items"]]
 
 
@@ -175,7 +175,7 @@ def test_list_watch_without_list_raw_or_with_list_overridden_pages_sequentially(
 
     class Snapshot(ListWatch):
         def list(self, *, limit: int | None, continue_: str | None,
-                 resource_version: str | None) -> Object:
+                 resource_version: str | None) -> RawObject:
             return {"metadata": {"resourceVersion": "1"}, "items": [cm("snap")]}
 
     class RawClient(FakeClient):

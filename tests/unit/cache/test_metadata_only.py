@@ -13,7 +13,7 @@ from pyctrl import Manager, ManagerOptions, MetricsOptions
 from pyctrl.cache import CONTROLLER_UID_INDEX, SharedInformerFactory
 from pyctrl.kube.client import RESTClient
 from pyctrl.kube.config import KubeConfig
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.options import (
     METADATA_LIST_ACCEPT,
     METADATA_WATCH_ACCEPT,
@@ -131,7 +131,7 @@ def test_full_objects_from_a_server_that_cannot_convert_are_reduced() -> None:
     client = FakeClient(clock)
     client.create(CONFIGMAPS, cm("a"))
 
-    def full_list(action: Action) -> Object:  # a server ignoring the PartialObjectMetadata ask
+    def full_list(action: Action) -> RawObject:  # a server ignoring the PartialObjectMetadata ask
         return {"apiVersion": "v1", "kind": "ConfigMapList",
                 "metadata": {"resourceVersion": client.resource_version},
                 "items": client.list_objects(CONFIGMAPS, action.namespace)}

@@ -12,7 +12,7 @@ from pyctrl.cache.backoff import ExponentialBackoffManager
 from pyctrl.cache.listwatch import sequential_pages
 from pyctrl.cache.reflector import Reflector
 from pyctrl.errors import Forbidden, Gone, ServerError, TooManyRequests, Unreachable
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.testing.fake_clock import FakeClock
 from pyctrl.testing.fake_listwatch import FakeListWatch
 from tests import threads
@@ -266,7 +266,7 @@ class PagingListWatch(FakeListWatch):
         self.pages_calls: list[dict[str, object]] = []
         self.closed = 0
 
-    def list_pages(self, *, limit: int | None, resource_version: str) -> Iterator[Object]:
+    def list_pages(self, *, limit: int | None, resource_version: str) -> Iterator[RawObject]:
         self.pages_calls.append({"limit": limit, "resource_version": resource_version})
         try:
             yield from sequential_pages(self, limit=limit, resource_version=resource_version)
@@ -295,7 +295,7 @@ def test_stop_during_a_paged_list_closes_the_page_generator() -> None:
     store = RecordingStore()
     stop = threading.Event()
 
-    def stopping(obj: Object) -> Object:
+    def stopping(obj: RawObject) -> RawObject:
         stop.set()  # stop arrives while the first page is being consumed
         return obj
 
@@ -314,7 +314,7 @@ class StreamingStore(RecordingStore):
         super().__init__()
         self.accept = accept
 
-    def stream_initial(self, objs: list[Object]) -> bool:
+    def stream_initial(self, objs: list[RawObject]) -> bool:
         self.record("stream", [o["metadata"]["name"] for o in objs])
         return self.accept
 

@@ -13,7 +13,7 @@ from pyctrl.cache import SharedInformerFactory
 from pyctrl.cache.reflector import Reflector
 from pyctrl.cache.watchlist import WatchListIncomplete, initial_events, rejects_watch_list
 from pyctrl.errors import BadRequest, Forbidden, Gone, Invalid
-from pyctrl.kube.interface import Object, WatchEvent
+from pyctrl.kube.interface import RawObject, WatchEvent
 from pyctrl.kube.options import INITIAL_EVENTS_END_ANNOTATION
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.manager import Manager, ManagerOptions, MetricsOptions
@@ -74,7 +74,7 @@ def test_a_store_with_stream_initial_gets_batches_as_they_arrive() -> None:
     streamed: list[list[str]] = []
 
     class StreamingStore(RecordingStore):
-        def stream_initial(self, objs: list[Object]) -> bool:
+        def stream_initial(self, objs: list[RawObject]) -> bool:
             streamed.append([o["metadata"]["name"] for o in objs])
             return True
 
@@ -178,7 +178,7 @@ def test_other_open_errors_back_off_and_keep_watch_list() -> None:
 def test_initial_events_applies_modifies_and_deletes_and_stops_streaming() -> None:
     handed: list[list[str]] = []
 
-    def take(objs: list[Object]) -> bool:
+    def take(objs: list[RawObject]) -> bool:
         handed.append([o["metadata"]["name"] for o in objs])
         return True
 

@@ -46,7 +46,7 @@ from pyctrl.cache import (
     meta_namespace_index_func,
 )
 from pyctrl.cache.typed import TypedDecoder
-from pyctrl.kube import JOBS, Object, Resource
+from pyctrl.kube import JOBS, RawObject, Resource
 from pyctrl.models.batch_v1 import Job
 from pyctrl.testing import FakeClient, FakeClock, FakeRecorder
 
@@ -97,7 +97,7 @@ def new_cronjob(
     status: dict[str, Any] | None = None,
     finalizers: list[str] | None = None,
     **spec: Any,
-) -> Object:
+) -> RawObject:
     """A CronJob as a user would apply it (spec keys in camelCase via ``spec``)."""
     body: dict[str, Any] = {
         "schedule": schedule,
@@ -116,7 +116,7 @@ def new_cronjob(
                             "creationTimestamp": fmt(created)}
     if finalizers:
         meta["finalizers"] = finalizers
-    obj: Object = {"apiVersion": CRONJOBS.api_version, "kind": "CronJob",
+    obj: RawObject = {"apiVersion": CRONJOBS.api_version, "kind": "CronJob",
                    "metadata": meta, "spec": body}
     if status is not None:
         obj["status"] = status
@@ -124,7 +124,7 @@ def new_cronjob(
 
 
 def new_job(
-    cronjob: Object,
+    cronjob: RawObject,
     scheduled: datetime,
     *,
     finished: Finished | None = None,
@@ -133,7 +133,7 @@ def new_job(
     owner_uid: str | None = None,
     name: str | None = None,
     annotate: bool = True,
-) -> Object:
+) -> RawObject:
     """A Job of ``cronjob``'s run at ``scheduled`` (owner: the CronJob, unless ``owner_uid``
     names another one; ``""`` means no owner at all)."""
     cj_meta = cronjob["metadata"]
@@ -168,14 +168,14 @@ class _TypedIndexer(Indexer):
         super().__init__(indexers=indexers)
         self._decoder = TypedDecoder(cls)
 
-    def _decoded(self, obj: Object) -> Object:
-        decoded: Object = self._decoder.item(orjson.dumps(obj))
+    def _decoded(self, obj: RawObject) -> RawObject:
+        decoded: RawObject = self._decoder.item(orjson.dumps(obj))
         return decoded
 
-    def update(self, obj: Object) -> None:
+    def update(self, obj: RawObject) -> None:
         super().update(self._decoded(obj))
 
-    def replace(self, objs: Iterable[Object], resource_version: str = "") -> None:
+    def replace(self, objs: Iterable[RawObject], resource_version: str = "") -> None:
         super().replace([self._decoded(o) for o in objs], resource_version)
 
 
@@ -207,9 +207,9 @@ class Fixture:
         )
 
     # -- seeding ------------------------------------------------------------------------
-    def _seed(self, resource: Resource, obj: Object, indexer: Indexer, *, cache: bool,
-              server: bool) -> Object:
-        stored: Object = copy.deepcopy(obj)
+    def _seed(self, resource: Resource, obj: RawObject, indexer: Indexer, *, cache: bool,
+              server: bool) -> RawObject:
+        stored: RawObject = copy.deepcopy(obj)
         if server:
             created = obj.get("metadata", {}).get("creationTimestamp")
             now = self.clock.now()
@@ -223,11 +223,11 @@ class Fixture:
             indexer.add(copy.deepcopy(stored))
         return stored
 
-    def add_cronjob(self, obj: Object, *, cache: bool = True) -> Object:
+    def add_cronjob(self, obj: RawObject, *, cache: bool = True) -> RawObject:
         """Seed a CronJob; returns it as stored (with the uid the server gave it)."""
         return self._seed(CRONJOBS, obj, self.cronjob_indexer, cache=cache, server=True)
 
-    def add_job(self, obj: Object, *, cache: bool = True, server: bool = True) -> Object:
+    def add_job(self, obj: RawObject, *, cache: bool = True, server: bool = True) -> RawObject:
         """Seed a Job; returns it as stored."""
         if not server:
             obj = copy.deepcopy(obj)

@@ -1,5 +1,5 @@
 """Applying an owned child never adopts an object its owner did not create
-(pyctrl.kube.adoption, through pyctrl.TypedClient.apply and pyctrl.apply): a user's unowned
+(pyctrl.kube.adoption, through pyctrl.TypedClient.apply, typed or Unstructured): a user's unowned
 ConfigMap is refused and keeps no owner reference, unless adopt=True; the steady state costs
 one PATCH (the uid precondition), a replaced or deleted object is read again."""
 
@@ -60,14 +60,14 @@ def test_apply_refuses_to_adopt_a_users_configmap(fake: FakeClient) -> None:
     assert stored["data"] == {"k": "the user's"}
 
 
-def test_the_raw_apply_refuses_too(fake: FakeClient) -> None:
-    owner = _owner(pyctrl.TypedClient(fake))
+def test_an_unstructured_apply_refuses_too(fake: FakeClient) -> None:
+    client = pyctrl.TypedClient(fake)
+    owner = _owner(client)
     _users_configmap(fake)
-    child: pyctrl.Object = {"metadata": {"name": "settings", "namespace": "ns"},
-                            "data": {"k": "ours"}}
-    pyctrl.set_controller_reference(owner, child)
+    child = pyctrl.set_controller_reference(owner, pyctrl.Unstructured.of(CONFIGMAPS)(
+        {"metadata": {"name": "settings", "namespace": "ns"}, "data": {"k": "ours"}}))
     with pytest.raises(AdoptionRefused, match="'settings'"):
-        pyctrl.apply(fake, CONFIGMAPS, child, "backup", force=True)
+        client.apply(child, "backup", force=True)
     assert "ownerReferences" not in fake.get(CONFIGMAPS, "settings", "ns")["metadata"]
 
 
@@ -125,8 +125,9 @@ def test_our_object_deleted_is_created_again(fake: FakeClient) -> None:
 def test_an_apply_without_a_controller_reference_is_one_plain_patch(fake: FakeClient) -> None:
     _users_configmap(fake)
     fake.clear_actions()
-    pyctrl.apply(fake, CONFIGMAPS, {"metadata": {"name": "settings", "namespace": "ns"},
-                                    "data": {"k": "shared"}}, "other", force=True)
+    pyctrl.TypedClient(fake).apply(ConfigMap(
+        metadata=api.ObjectMeta(name="settings", namespace="ns"), data={"k": "shared"}),
+        "other", force=True)
     assert _verbs(fake) == ["patch"]
     assert "uid" not in fake.actions[0].object["metadata"]
 

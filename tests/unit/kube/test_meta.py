@@ -137,7 +137,7 @@ def test_type_of_an_unset_typed_object_comes_from_its_class() -> None:
     assert (meta.api_version(built), meta.kind(built)) == ("meta.test.pyctrl.io/v1", "Gadget")
     assert (meta.api_version({}), meta.kind({})) == ("", "")
     ref = ownerrefs.owner_reference(built)
-    assert (ref["apiVersion"], ref["kind"]) == ("meta.test.pyctrl.io/v1", "Gadget")
+    assert (ref.api_version, ref.kind) == ("meta.test.pyctrl.io/v1", "Gadget")
 
 
 def test_controller_of_a_typed_object_is_its_typed_reference() -> None:
@@ -156,8 +156,8 @@ def test_keys_indexes_handlers_and_ownerrefs_take_typed_objects() -> None:
     assert Request.from_object(typed) == Request("ns", "g")
     assert ownerrefs.is_controlled_by(typed, "u1") and not ownerrefs.is_controlled_by(typed, "u2")
     owner = api.decode(Gadget, {**RAW, "metadata": {"name": "o", "uid": "u5"}})
-    assert ownerrefs.owner_reference(owner)["uid"] == "u5"
-    assert ownerrefs.owner_reference(owner)["kind"] == "Gadget"
+    assert ownerrefs.owner_reference(owner).uid == "u5"
+    assert ownerrefs.owner_reference(owner).kind == "Gadget"
     queue = _Keys()
     enqueue_owner(queue, "apps", "ReplicaSet").on_add(typed, False)
     enqueue_object(queue).on_add(typed, False)

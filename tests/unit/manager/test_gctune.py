@@ -10,7 +10,7 @@ import pytest
 
 from pyctrl import _gctune
 from pyctrl._gctune import GCOptions, tune_after_sync
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.manager import Manager, ManagerOptions, MetricsOptions
 from pyctrl.testing import Action, FakeClient, FakeClock
@@ -57,7 +57,7 @@ def test_the_manager_freezes_once_every_informer_synced(fake_gc: FakeGC) -> None
     client = FakeClient(clock)
     release = threading.Event()
 
-    def slow_list(action: Action) -> Object | None:
+    def slow_list(action: Action) -> RawObject | None:
         release.wait(10)  # the informer cannot sync before the test says so
         return None
 

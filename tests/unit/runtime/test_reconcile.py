@@ -16,7 +16,7 @@ import pyctrl
 from pyctrl import builder, handlers
 from pyctrl.cache import DeletedFinalStateUnknown
 from pyctrl.controller import Controller
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.reconcile import FuncReconciler, Reconciler, Request, Result, as_reconciler
 from pyctrl.testing.fake_clock import FakeClock
 from tests import threads
@@ -151,7 +151,7 @@ class ListQueue:
         self.items.append(item)
 
 
-def cm(name: str, rv: str = "1", owner: str | None = None) -> Object:
+def cm(name: str, rv: str = "1", owner: str | None = None) -> RawObject:
     md: dict[str, object] = {"name": name, "namespace": "ns", "resourceVersion": rv}
     if owner:
         md["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner,
@@ -191,7 +191,7 @@ def test_map_handler_admit_and_a_failing_mapper() -> None:
     h.on_update(cm("c3", owner="old"), cm("c3", "2", owner="new"))  # owner: new object only
     assert q.items == [Request("ns", "mine"), Request("ns", "new")]
 
-    def broken(obj: Object) -> list[Request]:
+    def broken(obj: RawObject) -> list[Request]:
         raise RuntimeError("mapper bug")
 
     h2 = handlers.enqueue_requests(q, broken)

@@ -9,7 +9,7 @@ import pytest
 
 from pyctrl import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, on_error, retry_on_conflict
 from pyctrl.errors import Conflict, NotFound
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.kube.status import new_conflict
 from pyctrl.testing import FakeClient, FakeClock
@@ -43,7 +43,7 @@ def conflicts(n: int) -> Any:
     return react
 
 
-def bump(client: FakeClient) -> Object:
+def bump(client: FakeClient) -> RawObject:
     current = client.get(CONFIGMAPS, "cm", "default")
     current["data"] = {"n": str(int(current["data"]["n"]) + 1)}
     return client.update(CONFIGMAPS, current, "default")
@@ -85,7 +85,7 @@ def test_other_errors_are_not_retried(setup: tuple[FakeClient, SleepRecorder]) -
     client, clock = setup
     calls = []
 
-    def missing() -> Object:
+    def missing() -> RawObject:
         calls.append(1)
         return client.get(CONFIGMAPS, "nope", "default")
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pyctrl.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
-from pyctrl.kube.interface import Object, WatchEvent, WatchStream
+from pyctrl.kube.interface import RawObject, WatchEvent, WatchStream
 from pyctrl.kube.resource import CONFIGMAPS, JOBS, NAMESPACES, Resource
 from pyctrl.testing.fake_client import Action, FakeClient
 from pyctrl.testing.fake_clock import FakeClock
@@ -16,11 +16,11 @@ from pyctrl.testing.fake_clock import FakeClock
 CRONJOBS = Resource("batch.pyctrl.io", "v1", "cronjobs", "CronJob")
 
 
-def cm(name: str, ns: str = "default", **data: str) -> Object:
+def cm(name: str, ns: str = "default", **data: str) -> RawObject:
     return {"metadata": {"name": name, "namespace": ns}, "data": dict(data)}
 
 
-def job(name: str, ns: str = "default", **labels: str) -> Object:
+def job(name: str, ns: str = "default", **labels: str) -> RawObject:
     return {"metadata": {"name": name, "namespace": ns, "labels": dict(labels)},
             "spec": {"parallelism": 1}}
 

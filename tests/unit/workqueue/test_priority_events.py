@@ -10,7 +10,7 @@ import pytest
 
 from pyctrl import Manager, ManagerOptions, MetricsOptions
 from pyctrl.handlers import enqueue_object, enqueue_owner, enqueue_requests
-from pyctrl.kube.interface import Object
+from pyctrl.kube.interface import RawObject
 from pyctrl.kube.resource import CONFIGMAPS
 from pyctrl.reconcile import Request
 from pyctrl.testing import FakeClient, FakeClock
@@ -29,11 +29,11 @@ NO_RUNTIME_METRICS = ManagerOptions(metrics=MetricsOptions(runtime_metrics=False
 Make = Callable[..., Any]
 
 
-def cm(name: str, rv: str = "1", **meta: Any) -> Object:
+def cm(name: str, rv: str = "1", **meta: Any) -> RawObject:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, **meta}}
 
 
-def owned(name: str, owner: str, rv: str = "1") -> Object:
+def owned(name: str, owner: str, rv: str = "1") -> RawObject:
     return cm(name, rv, ownerReferences=[
         {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": "u", "controller": True}])
 
@@ -65,7 +65,7 @@ def test_enqueue_object_status_only_updates_are_low(pq: PriorityQueue[Request]) 
     """The follow-up of a controller's own status write waits behind real changes."""
     h = enqueue_object(pq)
 
-    def gen(name: str, rv: str, **extra: Any) -> Object:
+    def gen(name: str, rv: str, **extra: Any) -> RawObject:
         return cm(name, rv, generation=3, **extra)
 
     h.on_update(gen("status", "5"), {**gen("status", "6"), "status": {"x": 1}})
@@ -151,7 +151,7 @@ def run(manager: Manager) -> Iterator[Callable[[], None]]:
         runner.shutdown()
 
 
-def new_cm(name: str) -> Object:
+def new_cm(name: str) -> RawObject:
     return {"metadata": {"name": name, "namespace": "ns"}}
 
 
