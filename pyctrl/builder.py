@@ -42,26 +42,18 @@ Contract (controller-runtime's ``pkg/builder``, in threads)::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, overload
 
 import structlog
 
-from pyctrl.api.typed import resource_for
-from pyctrl.api.types import Object as Kind
-from pyctrl.api.unstructured import Unstructured
+from pyctrl._wiring import DeleteObserver, K, T, Watch, Wiring, split
 from pyctrl.cache import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
-    Indexers,
-    MultiNamespaceLister,
     ResourceEventHandler,
-    SharedIndexInformer,
-    controller_uid_index_func,
 )
 from pyctrl.controller import Controller
-from pyctrl.extension import ControllerHost
 from pyctrl.handlers import (
     MapFunc,
     Predicate,
@@ -79,19 +71,7 @@ from pyctrl.workqueue import PriorityQueue, RateLimiter
 
 __all__ = ["Builder", "DeleteObserver", "MapFunc"]
 
-K = TypeVar("K", bound=Kind | Unstructured)
-T = TypeVar("T")  # what a watch's handlers see: a kind's objects, or dicts
-
-DeleteObserver = Callable[[T | DeletedFinalStateUnknown], None]
-"""``on_delete``: called with each deleted object (``T``: the kind's objects for a kind
-class, dicts for a Resource) or the tombstone of one."""
-
 log = structlog.get_logger(__name__)
-
-
-def _split(what: Resource | type[Any]) -> tuple[Resource, type[Kind] | None]:
-    """The Resource of a declaration, and its kind class when it is one."""
-    return (what, None) if isinstance(what, Resource) else (resource_for(what), what)
 
 
 class _ObserveDeletes:
@@ -120,67 +100,8 @@ class _ObserveDeletes:
         self._inner.on_delete(obj)
 
 
-@dataclass(frozen=True)
-class _Watch:
-    resource: Resource
-    kind: str  # "for" | "owns" | "map"
-    mapper: MapFunc | None
-    predicates: tuple[Predicate, ...]
-    label_selector: str | None
-    on_delete: DeleteObserver[Any] | None
-    metadata_only: bool = False
-
-
-class Builder:
+class Builder(Wiring):
     """Collects what a controller watches, then builds it (see module docstring)."""
-
-    def __init__(self, manager: ControllerHost, name: str, *, workers: int = 1) -> None:
-        if not name:
-            raise ValueError("a controller needs a name")
-        if workers < 1:
-            raise ValueError("a controller needs at least one worker")
-        self._manager = manager
-        self._hooks = manager.controller_hooks  # from here on, no extension goes in
-        self._controller: Controller[Request] | None = None
-        self._name = name
-        self._workers = workers
-        self._for: Resource | None = None
-        self._watches: list[_Watch] = []
-        self._filters: list[Predicate] = []
-        self._rate_limiter: RateLimiter | None = None
-        self._priority_queue = False
-        self._recorder: EventRecorder | None = None
-        self._namespaces: tuple[str, ...] | None = None
-        # resource -> its kind class (typed informers) or None (raw-dict informers)
-        self._forms: dict[Resource, type[Kind] | None] = {}
-        # resource -> (selector, metadata_only) of the readers handed out
-        self._read: dict[Resource, tuple[str | None, bool]] = {}
-        self._completed = False
-        self._owned_writes: dict[Resource, tuple[str, ...]] = {}
-        self._indexes: dict[Resource, Indexers] = {}
-        self._rbac_rules: list[PolicyRule] = []
-        self._writes_status: bool | None = None
-
-    @property
-    def name(self) -> str:
-        """The controller's name."""
-        return self._name
-
-    @property
-    def completed(self) -> bool:
-        """Whether :meth:`complete` built the controller (False before, or after it
-        raised)."""
-        return self._completed
-
-    @property
-    def for_resource(self) -> Resource | None:
-        """The resource given to ``for_`` (None before, or without one)."""
-        return self._for
-
-    @property
-    def owned_resources(self) -> tuple[Resource, ...]:
-        """The resources given to ``owns`` so far, in order."""
-        return tuple(dict.fromkeys(w.resource for w in self._watches if w.kind == "owns"))
 
     # Overloads: a kind class's observers and mappers take its objects, a Resource's dicts.
     @overload
@@ -262,7 +183,7 @@ class Builder:
               func: Callable[[T], Iterable[str]]) -> Builder:
         """Index ``resource``'s cache by ``func`` (the values an object is filed under) as
         ``name``: ``lister_for(resource).by_index(name, value)`` reads it."""
-        res, kind_class = _split(resource)
+        res, kind_class = split(resource)
         if name in (CONTROLLER_UID_INDEX, NAMESPACE_INDEX) or name in self._indexes.get(
                 res, {}):
             raise ValueError(f"index {name!r} of {res.plural} is already declared")
@@ -321,117 +242,7 @@ class Builder:
             self._recorder = recorder
         return self
 
-    @overload
-    def lister_for(self, resource: Resource) -> MultiNamespaceLister: ...
-
-    @overload
-    def lister_for(self, resource: type[K]) -> MultiNamespaceLister[K]: ...
-
-    def lister_for(self, resource: Resource | type[K]
-                   ) -> MultiNamespaceLister | MultiNamespaceLister[K]:
-        """One lister over the informers this controller watches ``resource`` with: of
-        ``Kind`` objects for a kind class, of dicts for a Resource (ValueError when the
-        resource is declared here in the other form)."""
-        res, kind_class = _split(resource)
-        self._claim(res, kind_class)
-        return self.reader_for(res)
-
-    def reader_for(self, resource: Resource) -> MultiNamespaceLister[Any]:
-        """:meth:`lister_for` in the form ``resource`` is declared in here (typed objects
-        for a kind class, dicts otherwise): for code that reads whatever the controller
-        watches through :mod:`pyctrl.kube.meta`, such as controller hooks."""
-        kind_class = self._claim(resource, self._forms.get(resource))
-        selector, metadata = self._read[resource] = self._reader_of(resource)
-        factory, namespaces = self._manager.informers, self._scopes(resource)
-        indexers = self._indexers(resource)
-        if kind_class is not None:
-            return factory.lister_for(kind_class, namespaces=namespaces,
-                                      label_selector=selector, indexers=indexers)
-        return factory.lister_for(resource, namespaces=namespaces, label_selector=selector,
-                                  indexers=indexers, metadata_only=metadata)
-
-    def informers_for(self, resource: Resource | type[Kind]) -> list[SharedIndexInformer]:
-        """The shared informers (one per namespace) this controller watches ``resource``
-        with, as :meth:`lister_for` reads them (a Resource: in the form declared here)."""
-        res, kind_class = _split(resource)
-        kind_class = self._claim(res, kind_class or self._forms.get(res))
-        selector, metadata = self._read[res] = self._reader_of(res)
-        return self._informers_of(res, kind_class, selector, self._indexers(res), metadata)
-
-    # -- resolution: which informers a watch (or a reader) uses ------------------------
-    def _claim(self, resource: Resource, kind_class: type[Kind] | None) -> type[Kind] | None:
-        """Fix the form of ``resource`` in this controller (module docstring)."""
-        form = self._forms.setdefault(resource, kind_class)
-        if form is not kind_class:
-            declared = form.__name__ if form is not None else f"the Resource {resource}"
-            raise ValueError(
-                f"controller {self._name} declares {resource.plural} as {declared}: declare "
-                "and read it in one form (a kind class or its Resource) within a controller")
-        return form
-
-    def _declare(self, what: Resource | type[Any], kind: str, mapper: MapFunc | None,
-                 predicates: Sequence[Predicate], label_selector: str | None,
-                 on_delete: DeleteObserver[Any] | None, metadata_only: bool) -> Resource:
-        resource, kind_class = _split(what)
-        if kind_class is not None and metadata_only:
-            raise ValueError(f"metadata_only watches dicts: pass {kind_class.__name__}'s "
-                             "Resource, not the kind class")
-        claimed = resource in self._forms
-        self._claim(resource, kind_class)
-        self._watches.append(_Watch(resource, kind, mapper, tuple(predicates), label_selector,
-                                    on_delete, metadata_only))
-        moved = [r for r, read in self._read.items() if self._reader_of(r) != read]
-        if moved:
-            self._watches.pop()
-            if not claimed:
-                del self._forms[resource]
-            raise ValueError(f"declare {moved[0]} before lister_for/informers_for: its "
-                             "readers were handed out for another label selector or "
-                             "metadata_only")
-        return resource
-
-    def _scopes(self, resource: Resource) -> tuple[str, ...]:
-        # "" is every namespace (cluster-scoped resources, or a manager watching all).
-        if not resource.namespaced:
-            return ("",)
-        return self._namespaces or (self._manager.informers.namespace or "",)
-
-    def _watch_selector(self, watch: _Watch) -> str | None:
-        selectors = [watch.label_selector or None]
-        if watch.kind == "for":
-            selectors += [hook.for_selector(self) for hook in self._hooks]
-        elif watch.kind == "owns":
-            selectors += [hook.owned_selector(self, watch.resource) for hook in self._hooks]
-        return ",".join(s for s in selectors if s) or None
-
-    def _reader_of(self, resource: Resource) -> tuple[str | None, bool]:
-        """The label selector and metadata_only of the watch readers of ``resource`` follow."""
-        watches = [w for w in self._watches if w.resource == resource]
-        watches.sort(key=lambda w: w.kind != "for")  # stable: the for_, else the first
-        if not watches:
-            return None, False
-        return self._watch_selector(watches[0]), watches[0].metadata_only
-
-    def _indexers(self, resource: Resource) -> Indexers | None:
-        owned = any(w.kind == "owns" and w.resource == resource for w in self._watches)
-        indexers = {CONTROLLER_UID_INDEX: controller_uid_index_func} if owned else {}
-        return {**indexers, **self._indexes.get(resource, {})} or None
-
-    def _informers_of(self, resource: Resource, kind_class: type[Kind] | None,
-                      selector: str | None, indexers: Indexers | None,
-                      metadata_only: bool) -> list[SharedIndexInformer]:
-        factory = self._manager.informers
-        return [factory.informer_for(kind_class or resource, namespace=ns,
-                                     label_selector=selector, indexers=indexers,
-                                     metadata_only=metadata_only)
-                for ns in self._scopes(resource)]
-
-    def _informers(self, watch: _Watch) -> list[SharedIndexInformer]:
-        indexers = self._indexers(watch.resource)
-        return self._informers_of(watch.resource, self._forms[watch.resource],
-                                  self._watch_selector(watch), indexers, watch.metadata_only)
-
-    def _handler(self, watch: _Watch, queue: Queue) -> ResourceEventHandler:
+    def _handler(self, watch: Watch, queue: Queue) -> ResourceEventHandler:
         predicates = (*self._filters, *watch.predicates)
         handler: ResourceEventHandler
         gate: Callable[[Any], bool] | None = None

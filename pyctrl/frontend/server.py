@@ -44,9 +44,9 @@ Contract:
   request (idle ones, kept or not a byte received yet, close; ones still reading a request
   are cut off, so a slow client can not hold the stop), lets the requests under way (with
   a worker, or their answers being written) finish (their answers say ``Connection:
-  close``), aborts whatever is still open after ``shutdown_timeout_seconds``, then joins
-  the loop thread and the workers (a handler still running then is logged); it is
-  idempotent.
+  close``), aborts whatever is still open after ``shutdown_timeout_seconds`` (every
+  connection accepted, admitted or not, is closed before the loop ends), then joins the
+  loop thread and the workers (a handler still running then is logged); it is idempotent.
 * :meth:`start` raises the process's soft open-file limit when it is below
   ``max_connections`` plus some headroom (up to the hard limit; Go's runtime raises it at
   start-up), and logs a warning when even the hard limit is below.
@@ -87,6 +87,7 @@ _ACCEPT_BATCH = 32  # connections accepted per loop iteration
 _FD_HEADROOM = 256  # files besides client connections (listeners, API clients, logs)
 _LOG_INTERVAL = 10.0  # at most one line per interval for floods (refusals, deadlines)
 _JOIN_GRACE = 0.1  # for idle workers to see their stop after the connections drained
+_CLOSE_ROUNDS = 16  # loop iterations the last aborts may take (each needs two at most)
 
 
 _Work = tuple[Conn, Handler, Request]
@@ -113,6 +114,7 @@ class Frontend:
         self._threads: list[threading.Thread] = []
         self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
         self._slots = Slots(name, config, self._due)  # loop-thread state from here on
+        self._made: set[Conn] = set()  # every connection made, until its connection_lost
         self._draining = False
         self._drained: asyncio.Event | None = None
         self._errors = ErrorLog(log, burst=1)  # a handler bug hit by every request
@@ -247,12 +249,18 @@ class Frontend:
         # asyncio accepts up to ``backlog`` connections per wake-up of the loop; a small
         # batch keeps a reconnect storm from holding the loop for one long stretch, while
         # listening again with the configured backlog keeps the kernel's queue long.
-        server = await loop.create_server(lambda: Conn(self), sock=listener,
+        server = await loop.create_server(self._connection, sock=listener,
                                           backlog=_ACCEPT_BATCH)
         listener.listen(self.config.backlog)
         self._drained = asyncio.Event()
         self._serving.set()
         budget = await stop
+        # Accept no more, then let the accepts under way (a task each) make their transports
+        # while the server is open: asyncio leaves one made for a closed server half-made,
+        # its socket open until the garbage collector finds it.
+        loop.remove_reader(listener.fileno())
+        if accepting := asyncio.all_tasks() - {asyncio.current_task()}:
+            await asyncio.wait(accepting, timeout=budget)
         server.close()
         self._draining = True
         for conn in list(self._slots.conns):
@@ -260,10 +268,24 @@ class Frontend:
         if self._slots.conns:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._drained.wait(), budget)
-        for conn in list(self._slots.conns):
-            conn.close(abort=True)
-        for _ in range(2):  # let the aborted transports' connection_lost close the sockets
+        await self._close_all()
+
+    def _connection(self) -> Conn:
+        conn = Conn(self)
+        self._made.add(conn)
+        return conn
+
+    async def _close_all(self) -> None:
+        """Abort every connection made (admitted, refused, mid-handshake, closing) and wait
+        for its connection_lost, which closes its socket: none outlives the loop."""
+        for _ in range(_CLOSE_ROUNDS):
+            if not self._made:
+                return
+            for conn in list(self._made):
+                conn.close(abort=True)  # one not yet connection_made refuses itself then
             await asyncio.sleep(0)
+        log.error("connections still open after the shutdown", server=self.name,
+                  connections=len(self._made))
 
     def _stop_serving(self, budget: float) -> None:
         if self._stop is not None and not self._stop.done():
@@ -287,6 +309,7 @@ class Frontend:
         return not self._closing and self._slots.admit(conn)
 
     def release(self, conn: Conn) -> None:
+        self._made.discard(conn)
         if self._slots.release(conn) and self._draining and not self._slots.conns \
                 and self._drained is not None:
             self._drained.set()

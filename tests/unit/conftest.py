@@ -86,13 +86,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         print("\nthe GIL was enabled during the run (PYCTRL_EXPECT_NO_GIL=1)", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    """CPython 3.13.0 only: an asyncio transport collected after its server closed calls
-    Server._wakeup a second time and raises TypeError in __del__ (fixed in 3.13.1), which the
-    unraisable-exception error filter turns into a failure of whatever test runs then."""
-    if sys.version_info[:3] == (3, 13, 0):
-        config.addinivalue_line(
-            "filterwarnings",
-            "ignore:Exception ignored in. <function _SelectorTransport.__del__"
-            ":pytest.PytestUnraisableExceptionWarning")

@@ -1,5 +1,6 @@
 """Front-end test fixtures: certificates, ``serve`` (started Frontends, shut down after the
-test) and ``loop_clock`` (install before ``serve`` to drive its deadlines)."""
+test), ``loop_clock`` (install before ``serve`` to drive its deadlines) and ``loop_hold``
+(install before ``serve`` to hold its loop still)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from pyctrl.frontend import Frontend, FrontendOptions
 from pyctrl.webhook import CertificatePaths, CertWatcher
-from tests.unit.frontend.helpers import ENTERED, GATE, LoopClock, route
+from tests.unit.frontend.helpers import ENTERED, GATE, LoopClock, LoopHold, route
 from tests.unit.webhook.helpers import new_certs
 
 
@@ -49,3 +50,10 @@ def loop_clock(monkeypatch: pytest.MonkeyPatch) -> LoopClock:
     clock = LoopClock()
     monkeypatch.setattr(asyncio, "new_event_loop", clock.new_loop)
     return clock
+
+
+@pytest.fixture
+def loop_hold(monkeypatch: pytest.MonkeyPatch) -> LoopHold:
+    hold = LoopHold()
+    monkeypatch.setattr(asyncio, "new_event_loop", hold.new_loop)
+    return hold

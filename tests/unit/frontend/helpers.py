@@ -1,13 +1,17 @@
-"""Helpers for the front-end tests: a route with handlers, clients, and loop time the test
-moves (:class:`LoopClock`)."""
+"""Helpers for the front-end tests: a route with handlers, clients, loop time the test moves
+(:class:`LoopClock`), a loop the test holds still (:class:`LoopHold`) and the server-side
+sockets still open in this process (:func:`open_server_sockets`)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import http.client
+import os
 import socket
 import ssl
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -115,3 +119,75 @@ class LoopClock:
 
             loop.call_soon_threadsafe(step)
             assert done.wait(10), "the server loop did not run the step"
+
+
+class _HeldLoop(asyncio.SelectorEventLoop):
+    def __init__(self, hold: LoopHold) -> None:
+        super().__init__()
+        self._hold = hold
+
+    def call_soon_threadsafe(self, callback: Callable[..., object], *args: object,
+                             context: contextvars.Context | None = None) -> asyncio.Handle:
+        handle = super().call_soon_threadsafe(callback, *args, context=context)
+        with self._hold.asked:
+            self._hold.calls += 1
+            self._hold.asked.notify_all()
+        return handle
+
+
+class LoopHold:
+    """A loop the test holds still: every event loop created while installed (as
+    :meth:`Frontend.start` does) runs one callback that blocks it from :meth:`hold` until
+    :meth:`release`, and counts the callbacks other threads hand it (``calls``), so a test
+    can line up what the loop's next iteration finds (accepts, a shutdown)."""
+
+    def __init__(self) -> None:
+        self.loops: list[_HeldLoop] = []
+        self.calls = 0
+        self.asked = threading.Condition()
+        self._held = threading.Event()
+        self._go = threading.Event()
+
+    def new_loop(self) -> asyncio.AbstractEventLoop:
+        loop = _HeldLoop(self)
+        self.loops.append(loop)
+        return loop
+
+    def hold(self) -> None:
+        """Block the (one) loop in a callback; return once it is blocked."""
+        self._go.clear()
+
+        def block() -> None:
+            self._held.set()
+            self._go.wait(10)
+
+        self.loops[-1].call_soon_threadsafe(block)
+        assert self._held.wait(10), "the server loop did not run the hold"
+
+    def release(self) -> None:
+        self._go.set()
+
+    def wait_calls(self, n: int) -> None:
+        """Return once the loop was handed ``n`` callbacks in all (a shutdown hands one)."""
+        with self.asked:
+            assert self.asked.wait_for(lambda: self.calls >= n, 10), "no callback arrived"
+
+
+def open_server_sockets(port: int) -> int:
+    """The TCP sockets of this process on local port ``port`` that are not listening: the
+    server's side of its connections (Linux: /proc)."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] != "0A":
+                    inodes.add(fields[9])
+    mine = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile (listdir's own descriptor)
+            continue
+        mine += link.startswith("socket:[") and link[8:-1] in inodes
+    return mine
