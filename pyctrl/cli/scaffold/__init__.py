@@ -70,7 +70,9 @@ def generate_manifests(root: Path, project: Project) -> list[str]:
     if any(r.webhook for r in project.resources):
         runs.append([*py, "webhook", f"{project.package}.wiring:setup_webhooks", "--service",
                      f"{project.name}-system/{project.name}-webhook-service",
-                     "--name", project.name, "--out", "config/webhook/manifests.yaml"])
+                     "--name", project.name, "--annotation", "cert-manager.io/inject-ca-from="
+                     f"{project.name}-system/{project.name}-serving-cert",
+                     "--out", "config/webhook/manifests.yaml"])
     problems = []
     for argv in runs:
         done = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=False)

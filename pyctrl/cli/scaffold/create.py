@@ -29,6 +29,7 @@ from pyctrl.cli.scaffold.render import files
 __all__ = ["add_arguments", "run"]
 
 WIRING = "{package}/wiring.py"
+DEFAULT_KUSTOMIZATION = "config/default/kustomization.yaml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +87,7 @@ def _webhook(root: Path, project: Project, args: argparse.Namespace) -> tuple[Pl
                 f"register as register_{res.lower}", below=True)
     plan.insert(wiring, "webhooks", f"    register_{res.lower}(server)")
     plan.insert("Makefile", "webhooks", f"WEBHOOKS += {res.lower}")
+    plan.insert(DEFAULT_KUSTOMIZATION, "components", "  - ../webhook")
     return plan, project
 
 
