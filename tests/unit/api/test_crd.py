@@ -162,6 +162,19 @@ def test_gen_crd_check_fails_with_a_diff_when_the_file_differs(
     assert main(["gen", "crd", spec, "--out", str(tmp_path), "--check"]) == 1
 
 
+def test_gen_crd_annotates_every_crd(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inject = "cert-manager.io/inject-ca-from=web-system/web-serving-cert"
+    assert main(["gen", "crd", MODULE, "--annotation", inject, "--out", str(tmp_path)]) == 0
+    for path in tmp_path.iterdir():
+        assert yaml.safe_load(path.read_text())["metadata"]["annotations"] == {
+            "cert-manager.io/inject-ca-from": "web-system/web-serving-cert"}
+    assert main(["gen", "crd", MODULE, "--annotation", inject, "--out", str(tmp_path),
+                 "--check"]) == 0
+    assert main(["gen", "crd", MODULE, "--out", str(tmp_path), "--check"]) == 1
+    assert main(["gen", "crd", MODULE, "--annotation", "no-equals"]) == 2
+    assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
 def test_gen_crd_to_stdout_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gen", "crd", f"{MODULE}:Cluster"]) == 0
     assert yaml.safe_load(capsys.readouterr().out)["spec"]["names"]["kind"] == "Cluster"
