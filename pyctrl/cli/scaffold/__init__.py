@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 from pyctrl._version import __version__
+from pyctrl.cli import read_old
 from pyctrl.cli.scaffold.project import Project, Resource
 
 __all__ = ["api_module", "generate_manifests", "kind_values", "project_values"]
@@ -44,14 +45,30 @@ def project_values(project: Project) -> dict[str, str]:
             "pyctrl_version": __version__}
 
 
-def kind_values(project: Project, res: Resource) -> dict[str, str]:
-    """The template values of one kind of ``project``."""
+def kind_values(project: Project, res: Resource, version: str = "") -> dict[str, str]:
+    """The template values of one kind of ``project``: of its storage version, or of
+    another ``version`` of it (served, not stored)."""
+    spoke = bool(version) and version != res.version
+    note = (f"\n\nServed, not stored: the API server keeps {res.kind} objects as "
+            f"``{res.version}`` and converts\n(``pyctrl create webhook --kind {res.kind} "
+            "--conversion``).") if spoke else ""
     return {**project_values(project), "kind": res.kind, "lower": res.lower,
-            "plural": res.plural, "plural_upper": res.plural.upper(), "version": res.version}
+            "plural": res.plural, "plural_upper": res.plural.upper(),
+            "version": version or res.version, "storage": " storage=False," if spoke else "",
+            "version_note": note}
 
 
-def api_module(project: Project, res: Resource) -> str:
-    return f"{project.package}.api.{res.version}.{res.lower}"
+def api_module(project: Project, res: Resource, version: str = "") -> str:
+    return f"{project.package}.api.{version or res.version}.{res.lower}"
+
+
+def _api_modules(root: Path, project: Project) -> list[str]:
+    """The API modules in the Makefile's order (the CRDs' header lists them as given, and
+    ``make test`` checks the bytes), else every version of every kind."""
+    listed = [line.split("+=", 1)[1].strip()
+              for line in read_old(root / "Makefile").splitlines()
+              if line.startswith("API_MODULES +=")]
+    return listed or [api_module(project, r, v) for r in project.resources for v in r.versions]
 
 
 def generate_manifests(root: Path, project: Project) -> list[str]:
@@ -60,8 +77,9 @@ def generate_manifests(root: Path, project: Project) -> list[str]:
     py = [sys.executable, "-m", "pyctrl", "gen"]
     runs = []
     if project.resources:
-        runs.append([*py, "crd", *(api_module(project, r) for r in project.resources),
-                     "--out", "config/crd"])
+        runs.append([*py, "crd", *_api_modules(root, project), "--conversion-annotation",
+                     f"cert-manager.io/inject-ca-from={project.name}-system/"
+                     f"{project.name}-serving-cert", "--out", "config/crd"])
     runs.append([*py, "rbac", f"{project.package}.wiring:setup",
                  "--name", f"{project.name}-manager", "--namespace", f"{project.name}-system",
                  "--leader-elect", "--metrics-secure",

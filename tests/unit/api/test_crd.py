@@ -162,16 +162,20 @@ def test_gen_crd_check_fails_with_a_diff_when_the_file_differs(
     assert main(["gen", "crd", spec, "--out", str(tmp_path), "--check"]) == 1
 
 
-def test_gen_crd_annotates_every_crd(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gen_crd_annotates_the_crds_with_a_conversion_webhook(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     inject = "cert-manager.io/inject-ca-from=web-system/web-serving-cert"
-    assert main(["gen", "crd", MODULE, "--annotation", inject, "--out", str(tmp_path)]) == 0
-    for path in tmp_path.iterdir():
-        assert yaml.safe_load(path.read_text())["metadata"]["annotations"] == {
-            "cert-manager.io/inject-ca-from": "web-system/web-serving-cert"}
-    assert main(["gen", "crd", MODULE, "--annotation", inject, "--out", str(tmp_path),
-                 "--check"]) == 0
+    argv = ["gen", "crd", MODULE, "--conversion-annotation", inject, "--out", str(tmp_path)]
+    assert main(argv) == 0
+    website = yaml.safe_load((tmp_path / "websites.web.pyctrl.io.yaml").read_text())
+    assert website["spec"]["conversion"]["strategy"] == "Webhook"
+    assert website["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "web-system/web-serving-cert"}
+    cluster = yaml.safe_load((tmp_path / "clusters.web.pyctrl.io.yaml").read_text())
+    assert "conversion" not in cluster["spec"] and "annotations" not in cluster["metadata"]
+    assert main([*argv, "--check"]) == 0
     assert main(["gen", "crd", MODULE, "--out", str(tmp_path), "--check"]) == 1
-    assert main(["gen", "crd", MODULE, "--annotation", "no-equals"]) == 2
+    assert main(["gen", "crd", MODULE, "--conversion-annotation", "no-equals"]) == 2
     assert "expected KEY=VALUE" in capsys.readouterr().err
 
 
