@@ -4,6 +4,9 @@ configurations, certificate, Deployment patch and NetworkPolicy agree with each 
 with the project's own server (its flags parsed by its ``build_parser``, its paths from its
 ``register_webhooks``), checked on the objects a Python kustomize composes (tests/kustomize.py)
 and, when a kubectl is found, that ``kubectl kustomize`` and ``make render`` give the same.
+A kind with a conversion webhook: its CRD calls the same Service at the path the project's
+converter is served at, with the CA injected from the same certificate, and the generated
+project's own conversion test passes.
 
 The generators run (``pyctrl gen crd/rbac/webhook`` in subprocesses, as ``create`` does):
 config/rbac/role.yaml and config/webhook/manifests.yaml are theirs."""
@@ -51,6 +54,23 @@ print(json.dumps({"bind": args.webhook_bind_address, "cert_dir": args.webhook_ce
                   "paths": sorted(server.admission)}))
 """
 
+# Where the project serves the Order conversion: its path, whether register_webhooks took
+# that path already (registering it again is refused), and the converter's versions.
+CONVERTER = """
+from pyctrl.webhook import WebhookServer, WebhookServerOptions
+from shop_operator.api.order_conversion import CONVERT_PATH
+from shop_operator.webhooks.order_conversion import converter
+from shop_operator.wiring import register_webhooks
+server = WebhookServer(WebhookServerOptions(cert_dir="/nonexistent"))
+register_webhooks(server)
+try:
+    server.register(CONVERT_PATH, converter())
+    taken = "free"
+except ValueError:
+    taken = "taken"
+print(CONVERT_PATH, taken, *converter().api_versions)
+"""
+
 
 def _scaffold(root: Path, *commands: list[str]) -> Path:
     assert main(["init", NAME, "--group", "shop", "--dir", str(root)]) == 0
@@ -79,7 +99,9 @@ def hooked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _scaffold(tmp_path_factory.mktemp("hooked") / "shop",
                      ["create", "api", "--kind", "Order"], ["create", "api", "--kind", "Invoice"],
                      ["create", "webhook", "--kind", "Order"],
-                     ["create", "webhook", "--kind", "Invoice"])
+                     ["create", "webhook", "--kind", "Invoice"],
+                     ["create", "api", "--kind", "Order", "--version", "v2"],
+                     ["create", "webhook", "--kind", "Order", "--conversion"])
 
 
 def _container(objects: Objects) -> dict[str, Any]:
@@ -165,3 +187,30 @@ def test_kubectl_renders_what_the_checks_saw(which: str, request: pytest.Fixture
     deployed = _objects([d for d in yaml.safe_load_all(done.stdout) if d])
     assert set(deployed) == set(rendered)
     assert _container(deployed)["image"] == "registry.example/shop:1.2"
+
+
+def test_the_conversion_webhook_is_served_where_the_crd_calls_it(hooked: Path) -> None:
+    objects = _objects(build(hooked / "config" / "default", []))
+    crd = yaml.safe_load((hooked / "config" / "crd" / "orders.shop.example.com.yaml").read_text())
+    assert [(v["name"], v["storage"]) for v in crd["spec"]["versions"]] == [
+        ("v1", True), ("v2", False)]
+    conversion = crd["spec"]["conversion"]
+    assert conversion["strategy"] == "Webhook"
+    ref = conversion["webhook"]["clientConfig"]["service"]
+    service = objects[("Service", ref["name"])]
+    assert ref["namespace"] == service["metadata"]["namespace"]
+    assert ref["port"] in [p["port"] for p in service["spec"]["ports"]]
+    assert crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        f"{NS}/{NAME}-serving-cert")
+    invoices = yaml.safe_load(
+        (hooked / "config" / "crd" / "invoices.shop.example.com.yaml").read_text())
+    assert "conversion" not in invoices["spec"] and "annotations" not in invoices["metadata"]
+    served = subprocess.run([sys.executable, "-c", CONVERTER], cwd=hooked, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert served.returncode == 0, served.stderr
+    assert served.stdout.split() == [ref["path"], "taken", "shop.example.com/v1",
+                                     "shop.example.com/v2"]
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "tests/unit/test_order_conversion.py"], cwd=hooked,
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert tests.returncode == 0 and "2 passed" in tests.stdout, tests.stdout + tests.stderr
