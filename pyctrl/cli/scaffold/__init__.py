@@ -10,14 +10,19 @@ Contract:
   ``image``, ``deploy``, ``undeploy``), a README, a CI script and the ``PROJECT`` record.
   Kinds come with ``create api`` (as kubebuilder: init is the project, create api a kind).
 * ``pyctrl create api --kind K [--version V]`` (in the project, or ``--dir``) adds the kind
-  (``api/V/k.py``), its controller (``controllers/k.py``), its wiring, a sample and tests.
-* ``pyctrl create webhook --kind K`` adds K's defaulting and validating admission webhook.
-* Both then run ``pyctrl gen crd`` and ``gen rbac`` (what ``make manifests`` runs) unless
-  ``--no-manifests``.
+  (``api/V/k.py``), its controller (``controllers/k.py``), its wiring, a sample and tests;
+  for a kind the project has, a new ``V`` adds that version only (served, not stored).
+* ``pyctrl create webhook --kind K [--conversion]`` adds K's defaulting and validating
+  admission webhook and wires ``config/webhook`` (Service, cert-manager certificate, the
+  Deployment's webhook server) into ``config/default``; ``--conversion`` (K with two
+  versions or more) adds K's conversion webhook and declares it on every version.
+* Both then run ``pyctrl gen crd``, ``gen rbac`` and ``gen webhook`` (what ``make manifests``
+  runs) unless ``--no-manifests``.
 
 Scaffolding again never overwrites a file the user has (:mod:`pyctrl.cli.scaffold.plan`):
 files are written once and kept when present; new entries go into the shared files (the
-wiring module, the Makefile) at their ``# +pyctrl:scaffold:<region>`` marker; the
+wiring module, the Makefile, config/default, a kind's modules when it gets a conversion)
+at their ``# +pyctrl:scaffold:<region>`` marker; the
 generated manifests (``config/crd``, ``config/rbac/role.yaml``) belong to ``pyctrl gen``;
 ``PROJECT`` belongs to the scaffold. ``--force`` rewrites the scaffold's files over the
 user's. A kind already in ``PROJECT`` is refused (``--force`` to scaffold it again); a
@@ -72,7 +77,8 @@ def _api_modules(root: Path, project: Project) -> list[str]:
 
 
 def generate_manifests(root: Path, project: Project) -> list[str]:
-    """Run ``pyctrl gen crd`` and ``gen rbac`` as ``make manifests`` does, in ``root``;
+    """Run ``pyctrl gen crd``, ``gen rbac`` and ``gen webhook`` as ``make manifests`` does,
+    in ``root``;
     the problems (empty when both succeeded), each with the generator's own message."""
     py = [sys.executable, "-m", "pyctrl", "gen"]
     runs = []

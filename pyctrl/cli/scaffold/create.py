@@ -1,10 +1,12 @@
-"""``pyctrl create api --kind K [--version V]`` and ``pyctrl create webhook --kind K``
-(both ``[--dir PATH] [--force] [--no-manifests]``), in a project ``pyctrl init`` made.
+"""``pyctrl create api --kind K [--version V]`` and ``pyctrl create webhook --kind K
+[--conversion]`` (both ``[--dir PATH] [--force] [--no-manifests]``), in a project
+``pyctrl init`` made.
 
 Contract: see :mod:`pyctrl.cli.scaffold`. ``create api`` refuses a kind already in
-``PROJECT`` and ``create webhook`` a kind not in it, or one that has its webhook already
-(``--force`` scaffolds it again); exit 2 with one line, nothing written. The new files are
-listed, one line each, and ``PROJECT`` records the kind (or its webhook).
+``PROJECT`` with that version (a new version of it adds that version), ``create webhook`` a
+kind not in it, ``--conversion`` a kind with one version, and a kind that has what is asked
+already (``--force`` scaffolds it again); exit 2 with one line, nothing written. The new
+files are listed, one line each, and ``PROJECT`` records the kind, its versions and webhooks.
 """
 
 from __future__ import annotations
