@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _api(root: Path, project: Project, args: argparse.Namespace) -> tuple[Plan, Project]:
     kind, version = check_kind(args.kind), check_version(args.version)
     old = project.resource(kind)
-    if old is not None and version not in old.versions:
+    if old is not None and version != old.version and (args.force or version not in old.spokes):
         return _version(root, project, old, version, args.force)
     if old is not None and not args.force:
         raise UsageError(f"kind {kind} is in {root / PROJECT_FILE} already: its files are "
@@ -76,6 +76,8 @@ def _api(root: Path, project: Project, args: argparse.Namespace) -> tuple[Plan, 
                 f"setup as setup_{res.lower}", below=True)
     plan.insert(wiring, "setup", f"    setup_{res.lower}(manager)")
     plan.insert("Makefile", "api-modules", f"API_MODULES += {api_module(project, res, version)}")
+    if res.conversion:  # --force: the module written again declares the conversion again
+        _declare_conversion(plan, project, res, (version,))
     return plan, project
 
 
@@ -83,7 +85,8 @@ def _version(root: Path, project: Project, res: Resource, version: str,
              force: bool) -> tuple[Plan, Project]:
     """Another version of a kind: its API module only (served, not stored; no controller,
     no sample), declared with the kind's conversion when it has one."""
-    res = replace(res, spokes=(*res.spokes, version))
+    if version not in res.spokes:
+        res = replace(res, spokes=(*res.spokes, version))
     project = project.with_resource(res)
     plan = Plan(root, force=force)
     module = f"{project.package}/api/{version}/"

@@ -160,3 +160,20 @@ def test_another_version_and_its_conversion_webhook(tmp_path: Path,
     assert "has its webhooks already" in capsys.readouterr().err
     assert _create(root, "api", "Order", "--version", "v2") == 2
     assert "--version VERSION adds another version" in capsys.readouterr().err
+
+
+def test_force_on_a_converted_kind_keeps_its_versions_declaring_the_conversion(
+        tmp_path: Path) -> None:
+    root = _init(tmp_path)
+    assert _create(root, "api", "Order") == 0
+    assert _create(root, "api", "Order", "--version", "v2") == 0
+    assert _create(root, "webhook", "Order", "--conversion") == 0
+    controller = (root / "shop_operator" / "controllers" / "order.py").read_text()
+    for version in ("v1", "v2"):
+        assert _create(root, "api", "Order", "--version", version, "--force") == 0
+        module = (root / "shop_operator" / "api" / version / "order.py").read_text()
+        assert module.count("    conversion=CONVERSION,\n") == 1
+    assert (root / "shop_operator" / "controllers" / "order.py").read_text() == controller
+    assert not (root / "config" / "samples" / "v2_order.yaml").exists()
+    [order] = load(root).resources
+    assert (order.versions, order.conversion) == (("v1", "v2"), True)
