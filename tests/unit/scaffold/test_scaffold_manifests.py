@@ -8,8 +8,9 @@ A kind with a conversion webhook: its CRD calls the same Service at the path the
 converter is served at, with the CA injected from the same certificate, and the generated
 project's own conversion test passes.
 
-The generators run (``pyctrl gen crd/rbac/webhook`` in subprocesses, as ``create`` does):
-config/rbac/role.yaml and config/webhook/manifests.yaml are theirs."""
+The generators run once per project (``pyctrl gen crd/rbac/webhook`` in subprocesses, as
+``create`` runs them): config/crd, config/rbac/role.yaml and config/webhook/manifests.yaml
+are theirs."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ import pytest
 import yaml
 
 from pyctrl.cli import main
+from pyctrl.cli.scaffold import generate_manifests
+from pyctrl.cli.scaffold.project import load
 from pyctrl.serving import parse_bind_address
 from tests.kustomize import build, kubectl
 
@@ -73,9 +76,11 @@ print(CONVERT_PATH, taken, *converter().api_versions)
 
 
 def _scaffold(root: Path, *commands: list[str]) -> Path:
-    assert main(["init", NAME, "--group", "shop", "--dir", str(root)]) == 0
+    """The project after ``commands``, then its generators once (as ``make manifests``)."""
+    assert main(["init", NAME, "--group", "shop", "--dir", str(root), "--no-manifests"]) == 0
     for command in commands:
-        assert main([*command, "--dir", str(root)]) == 0
+        assert main([*command, "--dir", str(root), "--no-manifests"]) == 0
+    assert generate_manifests(root, load(root)) == []
     return root
 
 
