@@ -1,4 +1,5 @@
-"""``python -m pyctrl gen crd MODULE[:TYPE]... [--out DIR] [--check]``.
+"""``python -m pyctrl gen crd MODULE[:TYPE]... [--conversion-annotation K=V]... [--out DIR]
+[--check]``.
 
 Contract: each argument names a module (every :class:`pyctrl.api.Object` subclass declared
 with :func:`pyctrl.api.kind` in it) or one class in it (``MODULE:TYPE``). The classes are
@@ -6,7 +7,9 @@ grouped into CRDs (one per group and plural; several classes of one kind are its
 Without ``--out`` the CRDs are printed as one YAML stream. With ``--out DIR`` each is written
 to ``DIR/<plural>.<group>.yaml``; with ``--check`` as well, nothing is written and the exit
 status is 1, with a unified diff on stdout, when a file is missing or differs. Output is
-deterministic (see :func:`pyctrl.api.crd.to_yaml`).
+deterministic (see :func:`pyctrl.api.crd.to_yaml`). ``--conversion-annotation`` puts an
+annotation on each CRD whose conversion strategy is Webhook, and on no other (cert-manager's
+``cert-manager.io/inject-ca-from``, which fills that webhook's caBundle).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pyctrl.api.crd import crds, to_yaml
 from pyctrl.api.schema import SchemaError
 from pyctrl.api.types import Object
 from pyctrl.cli import UsageError, import_user_module, read_old, write_text
+from pyctrl.cli.gen_rbac import pairs
 
 __all__ = ["add_arguments", "load_types", "run"]
 
@@ -28,6 +32,9 @@ __all__ = ["add_arguments", "load_types", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("types", nargs="+", metavar="MODULE[:TYPE]",
                         help="a module (all its kinds) or one class in it")
+    parser.add_argument("--conversion-annotation", action="append", default=[],
+                        metavar="KEY=VALUE", help="an annotation on each CRD with a conversion "
+                        "webhook (repeatable)")
     parser.add_argument("--out", type=Path, help="write DIR/<plural>.<group>.yaml files")
     parser.add_argument("--check", action="store_true",
                         help="with --out: write nothing; exit 1 with a diff if a file differs")
@@ -63,10 +70,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--check needs --out DIR")
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out}: not a directory")
+    annotations = pairs("--conversion-annotation", args.conversion_annotation)
     types = load_types(args.types)
     try:
-        texts = {f"{d['metadata']['name']}.yaml": to_yaml(d, args.types)
-                 for d in crds(types)}
+        docs = crds(types)
+        for doc in docs:
+            if annotations and doc["spec"].get("conversion", {}).get("strategy") == "Webhook":
+                doc["metadata"]["annotations"] = dict(sorted(annotations.items()))
+        texts = {f"{d['metadata']['name']}.yaml": to_yaml(d, args.types) for d in docs}
     except SchemaError as err:
         raise UsageError(str(err)) from None
     except RecursionError:

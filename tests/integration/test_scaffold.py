@@ -1,4 +1,5 @@
-"""``pyctrl init`` + ``create api`` + ``create webhook`` from the built wheel: the generated
+"""``pyctrl init`` + ``create api`` + ``create webhook`` (and a second version with its
+conversion webhook) from the built wheel: the generated
 project's own ``make test`` (its manifests checked against its code, ``mypy --strict``, its
 unit tests and its integration tests on a real control plane) passes in a clean venv that
 has only the wheel (tests/integration/dist.py), and the project installs there with its
@@ -61,7 +62,8 @@ def _run_lines(script: str, cwd: Path, env: dict[str, str]) -> tuple[Path, dict[
 
 def test_a_scaffolded_project_passes_its_own_make_test(tmp_path: Path,
                                                       built_dist: Dist) -> None:
-    """docs/SCAFFOLD.md's block: init, create api, create webhook, make test."""
+    """docs/SCAFFOLD.md's block: init, create api, create webhook, a second version and its
+    conversion webhook, make test."""
     venv, env = _wheel_venv(tmp_path, built_dist)
     shown = [body for info, body in blocks((ROOT / "docs" / "SCAFFOLD.md").read_text())
              if info == "sh scaffold-full"]
@@ -71,15 +73,17 @@ def test_a_scaffolded_project_passes_its_own_make_test(tmp_path: Path,
     work = tmp_path / "empty"
     work.mkdir()
     project, _ = _run_lines(body, work, env)
-    assert (project / "config" / "crd" / "backups.demo.example.com.yaml").is_file()
+    crd = (project / "config" / "crd" / "backups.demo.example.com.yaml").read_text()
+    assert "strategy: Webhook" in crd and "path: /convert-backup" in crd, crd
     assert (project / "config" / "webhook" / "manifests.yaml").is_file()
     assert f'"pyctrl-k8s=={pyctrl.__version__}"' in (project / "pyproject.toml").read_text()
 
     out = run(["make", "test"], cwd=project, env=env, timeout=400)
     assert "All checks passed!" in out, out  # ruff
     assert "Success: no issues found" in out, out  # mypy --strict
-    # Unit: the command line 2, the reconciler 3, the webhooks 2; integration: 1.
-    assert "8 passed" in out and "failed" not in out and "skipped" not in out, out
+    # Unit: the command line 2, the reconciler 3, the webhooks 2, the conversion 2;
+    # integration: 1 (the CRD with its two versions and conversion webhook installed).
+    assert "10 passed" in out and "failed" not in out and "skipped" not in out, out
     where = run([str(venv / "bin" / "python"), "-c", "import pyctrl; print(pyctrl.__file__)"],
                 cwd=project)
     assert Path(where.strip()).is_relative_to(venv), where

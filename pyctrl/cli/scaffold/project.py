@@ -2,7 +2,9 @@
 
 Contract: :class:`Project` is what ``pyctrl init`` recorded (``name``, a DNS label; the
 Python ``package``; the API ``group`` under ``domain``) plus one :class:`Resource` per
-``create api`` (kind, version, whether ``create webhook`` added its webhook). :func:`load`
+kind ``create api`` added (its first version, the storage version the controller reads;
+the versions added to it since; whether ``create webhook`` added its admission webhooks and
+its conversion webhook). :func:`load`
 reads ``PROJECT`` from a directory (UsageError when it is missing or not one); ``dump`` is
 its text. Names are checked when made: a bad one is a UsageError saying what is allowed.
 """
@@ -48,6 +50,13 @@ class Resource:
     kind: str
     version: str
     webhook: bool = False
+    spokes: tuple[str, ...] = ()
+    conversion: bool = False
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        """Every version: the storage (hub) version first."""
+        return (self.version, *self.spokes)
 
     @property
     def lower(self) -> str:
@@ -101,7 +110,8 @@ class Project:
     def dump(self) -> str:
         body = {"name": self.name, "package": self.package, "group": self.group,
                 "domain": self.domain,
-                "resources": [{"kind": r.kind, "version": r.version, "webhook": r.webhook}
+                "resources": [{"kind": r.kind, "version": r.version, "webhook": r.webhook,
+                               "spokes": list(r.spokes), "conversion": r.conversion}
                               for r in self.resources]}
         return ("# Written by pyctrl init / create: the scaffold's record of this project "
                 "(do not edit).\n" + yaml.safe_dump(body, sort_keys=False))
@@ -118,7 +128,9 @@ def load(root: Path) -> Project:
         return Project(name=str(body["name"]), group=str(body["group"]),
                        domain=str(body["domain"]),
                        resources=tuple(Resource(str(r["kind"]), str(r["version"]),
-                                                bool(r.get("webhook", False)))
+                                                bool(r.get("webhook", False)),
+                                                tuple(str(v) for v in r.get("spokes") or ()),
+                                                bool(r.get("conversion", False)))
                                        for r in body.get("resources") or ()))
     except (yaml.YAMLError, KeyError, TypeError, AttributeError) as err:
         raise UsageError(f"{root / PROJECT_FILE}: not a pyctrl project record "

@@ -162,6 +162,23 @@ def test_gen_crd_check_fails_with_a_diff_when_the_file_differs(
     assert main(["gen", "crd", spec, "--out", str(tmp_path), "--check"]) == 1
 
 
+def test_gen_crd_annotates_the_crds_with_a_conversion_webhook(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inject = "cert-manager.io/inject-ca-from=web-system/web-serving-cert"
+    argv = ["gen", "crd", MODULE, "--conversion-annotation", inject, "--out", str(tmp_path)]
+    assert main(argv) == 0
+    website = yaml.safe_load((tmp_path / "websites.web.pyctrl.io.yaml").read_text())
+    assert website["spec"]["conversion"]["strategy"] == "Webhook"
+    assert website["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "web-system/web-serving-cert"}
+    cluster = yaml.safe_load((tmp_path / "clusters.web.pyctrl.io.yaml").read_text())
+    assert "conversion" not in cluster["spec"] and "annotations" not in cluster["metadata"]
+    assert main([*argv, "--check"]) == 0
+    assert main(["gen", "crd", MODULE, "--out", str(tmp_path), "--check"]) == 1
+    assert main(["gen", "crd", MODULE, "--conversion-annotation", "no-equals"]) == 2
+    assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
 def test_gen_crd_to_stdout_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gen", "crd", f"{MODULE}:Cluster"]) == 0
     assert yaml.safe_load(capsys.readouterr().out)["spec"]["names"]["kind"] == "Cluster"

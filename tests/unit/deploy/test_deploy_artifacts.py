@@ -17,9 +17,6 @@ installed; the Dockerfile is multi-stage, pinned, non-root, and runs the control
 
 from __future__ import annotations
 
-import copy
-import glob
-import os
 import re
 import shlex
 import shutil
@@ -33,6 +30,10 @@ import yaml
 from cronjob_controller.__main__ import build_parser
 from cronjob_controller.webhook import MUTATE_PATH, VALIDATE_PATH
 from pyctrl.serving import parse_bind_address
+from tests.kustomize import build as _build
+from tests.kustomize import docs as _docs
+from tests.kustomize import kubectl as _kubectl
+from tests.kustomize import kustomization as _kustomization
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFESTS = ROOT / "manifests"
@@ -79,60 +80,6 @@ EXPECTED = {
     "default": BASE_KEYS | WEBHOOK_KEYS,
     "default-prometheus": BASE_KEYS | WEBHOOK_KEYS | PROMETHEUS_KEYS,
 }
-
-
-def _docs(path: Path) -> list[Any]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
-
-
-def _kustomization(directory: Path) -> dict[str, Any]:
-    return dict(yaml.safe_load((directory / "kustomization.yaml").read_text()))
-
-
-# -- a small kustomize: enough for this tree (kubectl kustomize is checked against it) ------
-def _json_patch_add(obj: dict[str, Any], ops: list[dict[str, Any]]) -> None:
-    for op in ops:
-        assert op["op"] == "add", op  # the tree only appends; say so if that changes
-        *parents, last = op["path"].lstrip("/").split("/")
-        node: Any = obj
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        value = copy.deepcopy(op["value"])
-        if isinstance(node, list):
-            node.insert(len(node) if last == "-" else int(last), value)
-        else:
-            node[last] = value
-
-
-def _matches(obj: dict[str, Any], target: dict[str, Any]) -> bool:
-    group, _, version = obj["apiVersion"].rpartition("/")
-    return bool(target.get("kind", obj["kind"]) == obj["kind"]
-            and target.get("name", obj["metadata"]["name"]) == obj["metadata"]["name"]
-            and target.get("group", group) == group
-            and target.get("version", version) == version)
-
-
-def _build(directory: Path, acc: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    k = _kustomization(directory)
-    for res in k.get("resources", []):
-        path = directory / res
-        acc += _build(path, []) if path.is_dir() else [copy.deepcopy(d) for d in _docs(path)]
-    for component in k.get("components", []):
-        assert _kustomization(directory / component)["kind"] == "Component"
-        acc = _build(directory / component, acc)
-    for patch in k.get("patches", []):
-        ops = yaml.safe_load((directory / patch["path"]).read_text())
-        hits = [obj for obj in acc if _matches(obj, patch["target"])]
-        assert len(hits) == 1, (directory, patch)
-        _json_patch_add(hits[0], ops)
-    for image in k.get("images", []):
-        for obj in acc:
-            for c in obj.get("spec", {}).get("template", {}).get("spec", {}).get(
-                    "containers", []):
-                if c["image"].rsplit(":", 1)[0] == image["name"]:
-                    name = image.get("newName", image["name"])
-                    c["image"] = f"{name}:{image.get('newTag', c['image'].rsplit(':', 1)[1])}"
-    return acc
 
 
 def compose(overlay: str) -> Objects:
@@ -517,14 +464,6 @@ def test_alert_rules_pass_promtool_check_and_unit_tests(tmp_path: Path) -> None:
 
 
 # -- kubectl kustomize ----------------------------------------------------------------------
-def _kubectl() -> str | None:
-    assets = os.environ.get("KUBEBUILDER_ASSETS")
-    candidates = [shutil.which("kubectl"), *(
-        [str(Path(assets) / "kubectl")] if assets else []), *sorted(glob.glob(
-            str(Path.home() / ".cache" / "pyctrl" / "controlplane" / "*" / "kubectl")))]
-    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
-
-
 @pytest.mark.skipif(_kubectl() is None,
                     reason="no kubectl (bash hack/controlplane/build.sh builds one)")
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -56,7 +56,7 @@ def test_create_api_adds_the_kind_its_controller_and_its_wiring(tmp_path: Path) 
     assert {"shop_operator/api/v1beta1/order.py", "shop_operator/controllers/order.py",
             "tests/unit/test_order.py", "tests/integration/test_order.py",
             "config/samples/v1beta1_order.yaml"} <= set(files)
-    assert '@api.kind("shop.example.com/v1beta1", "Order"' in files[
+    assert '@api.kind(\n    "shop.example.com/v1beta1", "Order",\n' in files[
         "shop_operator/api/v1beta1/order.py"]
     wiring = files["shop_operator/wiring.py"]
     assert "from shop_operator.controllers.order import setup as setup_order\n" in wiring
@@ -122,3 +122,58 @@ def test_force_rewrites_the_scaffolds_files(tmp_path: Path) -> None:
     (root / "README.md").write_text("# mine\n")
     _init(tmp_path, "--force")
     assert (root / "README.md").read_text().startswith("# shop-operator\n")
+
+
+def test_another_version_and_its_conversion_webhook(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    root = _init(tmp_path)
+    assert _create(root, "api", "Order") == 0
+    capsys.readouterr()
+    assert _create(root, "webhook", "Order", "--conversion") == 2
+    assert "`pyctrl create api --kind Order --version v2` first" in capsys.readouterr().err
+    assert _create(root, "api", "Order", "--version", "v2") == 0
+    files = _tree(root)
+    v2 = files["shop_operator/api/v2/order.py"]
+    assert '    "shop.example.com/v2", "Order", storage=False,\n' in v2
+    assert "conversion=" not in v2  # no conversion yet: the CRD says strategy None
+    assert "API_MODULES += shop_operator.api.v2.order\n" in files["Makefile"]
+    assert not any("v2" in path for path in files if "api/v2/" not in path)  # no sample
+    assert load(root).resources[0].versions == ("v1", "v2")
+    assert _create(root, "webhook", "Order", "--conversion") == 0
+    assert _create(root, "api", "Order", "--version", "v3") == 0
+    files = _tree(root)
+    for version in ("v1", "v2", "v3"):
+        module = files[f"shop_operator/api/{version}/order.py"]
+        assert "from shop_operator.api.order_conversion import CONVERSION\n" in module
+        assert ("    conversion=CONVERSION,\n    # +pyctrl:scaffold:kind-options" in module)
+    converter = files["shop_operator/webhooks/order_conversion.py"]
+    assert ("    add_spoke(conversion, v2.Order)\n    add_spoke(conversion, v3.Order)\n"
+            "    # +pyctrl:scaffold:spokes") in converter
+    assert "from shop_operator.api.v3 import order as v3\n" in converter
+    assert "    register_order_conversion(server)\n" in files["shop_operator/wiring.py"]
+    assert "register_order(server)" in files["shop_operator/wiring.py"]  # admission too
+    assert "tests/unit/test_order_conversion.py" in files
+    [order] = load(root).resources
+    assert (order.versions, order.webhook, order.conversion) == (("v1", "v2", "v3"), True, True)
+    capsys.readouterr()
+    assert _create(root, "webhook", "Order", "--conversion") == 2
+    assert "has its webhooks already" in capsys.readouterr().err
+    assert _create(root, "api", "Order", "--version", "v2") == 2
+    assert "--version VERSION adds another version" in capsys.readouterr().err
+
+
+def test_force_on_a_converted_kind_keeps_its_versions_declaring_the_conversion(
+        tmp_path: Path) -> None:
+    root = _init(tmp_path)
+    assert _create(root, "api", "Order") == 0
+    assert _create(root, "api", "Order", "--version", "v2") == 0
+    assert _create(root, "webhook", "Order", "--conversion") == 0
+    controller = (root / "shop_operator" / "controllers" / "order.py").read_text()
+    for version in ("v1", "v2"):
+        assert _create(root, "api", "Order", "--version", version, "--force") == 0
+        module = (root / "shop_operator" / "api" / version / "order.py").read_text()
+        assert module.count("    conversion=CONVERSION,\n") == 1
+    assert (root / "shop_operator" / "controllers" / "order.py").read_text() == controller
+    assert not (root / "config" / "samples" / "v2_order.yaml").exists()
+    [order] = load(root).resources
+    assert (order.versions, order.conversion) == (("v1", "v2"), True)
