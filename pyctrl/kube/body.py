@@ -10,6 +10,9 @@ Contract:
   transforms a listed page and fills its store: CPU-bound steps, never a network wait).
   Freshly decoded JSON holds no reference cycles; reference counting still frees everything
   as usual.
+* :func:`decode_head` turns a write's answer into ``{"apiVersion", "kind", "metadata"}``
+  (``managedFields`` dropped), skipping the rest of the body undecoded; errors as
+  :func:`decode_object`.
 * :func:`prepare` and :func:`json_decoder` are the one way pyctrl builds a msgspec decoder
   (typed informers, the typed client, :func:`pyctrl.api.decode`): a type's first use, which
   builds its decoding info, is made under one lock, since two threads making it at once
@@ -34,7 +37,8 @@ import orjson
 from pyctrl.errors import ApiError
 from pyctrl.kube.interface import Object
 
-__all__ = ["BULK_BYTES", "decode_object", "gc_paused", "json_decoder", "prepare"]
+__all__ = ["BULK_BYTES", "decode_head", "decode_object", "gc_paused", "json_decoder",
+           "prepare"]
 
 # Bodies at least this long are decoded with the collector paused; smaller ones (single
 # objects, Status errors) are too quick for a collection to matter.
@@ -70,6 +74,26 @@ def decode_object(data: bytes) -> Object:
     if not isinstance(body, dict):
         raise ApiError("response body is not a JSON object", reason="DecodeError")
     return body
+
+
+class _Head(msgspec.Struct):
+    apiVersion: str = ""  # noqa: N815 (the JSON name)
+    kind: str = ""
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+
+
+def decode_head(data: bytes) -> Object:
+    """The ``apiVersion``, ``kind`` and ``metadata`` of the JSON object in ``data`` (see the
+    module docstring)."""
+    try:
+        head = _HEAD.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ApiError(f"undecodable response body: {exc}", reason="DecodeError") from exc
+    head.metadata.pop("managedFields", None)
+    return {"apiVersion": head.apiVersion, "kind": head.kind, "metadata": head.metadata}
 
 
 _PREPARE_LOCK = threading.Lock()
