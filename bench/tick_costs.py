@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iterations", type=int, default=2000, help="calls per step per round")
     parser.add_argument("--events", type=int, default=5000, help="events per informer run")
     parser.add_argument("--cronjobs", type=int, default=1000, help="CronJobs per sync round")
+    parser.add_argument("--distinct-schedules", action="store_true",
+                        help="sync group: every CronJob its own (every-minute) schedule "
+                             "string, so no two share a parsed schedule")
     parser.add_argument("--profile", default=None,
                         help="sync group: write a cProfile table (CPU time) here")
 
@@ -359,8 +362,15 @@ class _CannedClient:
         raise NotFound(f"{name} not found")
 
 
-def _sync_world(n: int) -> tuple[list[Any], dict[str, bytes], bytes]:
-    """``n`` CronJobs due at 08:00 (typed, as cached) and each one's Job as created."""
+def _every_minute(i: int) -> str:
+    """The ``i``-th of 1357 distinct spellings of ``* * * * *``."""
+    a, b = i % 59, (i // 59) % 23
+    return f"0-{a},{a + 1}-59 0-{b},{b + 1}-23 * * *"
+
+
+def _sync_world(n: int, distinct: bool = False) -> tuple[list[Any], dict[str, bytes], bytes]:
+    """``n`` CronJobs due at 08:00 (typed, as cached) and each one's Job as created; with
+    ``distinct`` each has a schedule string of its own."""
     from cronjob_controller.crd import CronJob
     from pyctrl import api
 
@@ -371,6 +381,8 @@ def _sync_world(n: int) -> tuple[list[Any], dict[str, bytes], bytes]:
         obj = copy.deepcopy(raw)
         uid = f"b1e2c3d4-5f60-4a7b-8c9d-{i:012d}"
         obj["metadata"].update(name=f"backup-{i:05d}", uid=uid)
+        if distinct:
+            obj["spec"]["schedule"] = _every_minute(i)
         cronjobs.append(api.decode(CronJob, obj))
         job = copy.deepcopy(base)
         job["metadata"].update(name=f"backup-{i:05d}-29400480", uid=f"j-{uid}")
@@ -379,6 +391,17 @@ def _sync_world(n: int) -> tuple[list[Any], dict[str, bytes], bytes]:
             "uid": uid, "controller": True, "blockOwnerDeletion": True}]
         answers[uid] = orjson.dumps(job)
     return cronjobs, answers, orjson.dumps(raw)
+
+
+def _new_tick(cronjobs: list[Any]) -> None:
+    """Forget what the schedules remember of an earlier round (CronSchedule's next_after
+    memo): every round is a tick of its own, as the next minute's is, not a replay."""
+    from cronjob_controller import api, schedule
+
+    for cj in cronjobs:
+        parsed = schedule.parse(cj.spec.schedule, api.load_zone(cj.spec.time_zone))
+        if hasattr(parsed, "_memo"):  # absent before issue 42's memo
+            parsed._memo = ()
 
 
 def _sync_round(cronjobs: list[Any], answers: dict[str, bytes], patched: bytes,
@@ -412,6 +435,7 @@ def _sync_round(cronjobs: list[Any], answers: dict[str, bytes], patched: bytes,
     for cj, req in zip(cronjobs, requests, strict=True):  # the dry runs of settled CronJobs
         rec.templates.verdicts.put(str(req), cj.metadata.uid, cj.metadata.generation,
                                    Verdict(True))
+    _new_tick(cronjobs)
     if profile is not None:
         profile.enable()
     start = time.process_time()
@@ -435,8 +459,9 @@ def _sync_round(cronjobs: list[Any], answers: dict[str, bytes], patched: bytes,
     return (mid - start) / n * 1e6, (end - mid2) / n * 1e6, client.writes
 
 
-def group_sync(rounds: int, cronjobs_n: int, profile_path: str | None) -> dict[str, Any]:
-    cronjobs, answers, patched = _sync_world(cronjobs_n)
+def group_sync(rounds: int, cronjobs_n: int, profile_path: str | None,
+               distinct: bool = False) -> dict[str, Any]:
+    cronjobs, answers, patched = _sync_world(cronjobs_n, distinct)
     _sync_round(cronjobs[:50], answers, patched)
     creates, statuses = [], []
     writes = 0
@@ -485,7 +510,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         elif group == "event":
             out["event"] = group_event(args.rounds, args.iterations)
         elif group == "sync":
-            out["sync"] = group_sync(args.rounds, args.cronjobs, args.profile)
+            out["sync"] = group_sync(args.rounds, args.cronjobs, args.profile,
+                                     args.distinct_schedules)
         elif group == "informer":
             out["informer"] = group_informer(args.rounds, args.events)
         else:
