@@ -76,26 +76,6 @@ def decode_object(data: bytes) -> Object:
     return body
 
 
-class _Head(msgspec.Struct):
-    apiVersion: str = ""  # noqa: N815 (the JSON name)
-    kind: str = ""
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-_HEAD = msgspec.json.Decoder(_Head)
-
-
-def decode_head(data: bytes) -> Object:
-    """The ``apiVersion``, ``kind`` and ``metadata`` of the JSON object in ``data`` (see the
-    module docstring)."""
-    try:
-        head = _HEAD.decode(data)
-    except msgspec.DecodeError as exc:
-        raise ApiError(f"undecodable response body: {exc}", reason="DecodeError") from exc
-    head.metadata.pop("managedFields", None)
-    return {"apiVersion": head.apiVersion, "kind": head.kind, "metadata": head.metadata}
-
-
 _PREPARE_LOCK = threading.Lock()
 _PREPARED: set[object] = set()
 
@@ -122,3 +102,23 @@ def json_decoder(tp: Any) -> msgspec.json.Decoder[Any]:
     built under the lock of :func:`prepare`: every decoder pyctrl builds comes from here."""
     with _PREPARE_LOCK:
         return msgspec.json.Decoder(tp)
+
+
+class _Head(msgspec.Struct):
+    apiVersion: str = ""  # noqa: N815 (the JSON name)
+    kind: str = ""
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+_HEAD = json_decoder(_Head)
+
+
+def decode_head(data: bytes) -> Object:
+    """The ``apiVersion``, ``kind`` and ``metadata`` of the JSON object in ``data`` (see the
+    module docstring)."""
+    try:
+        head = _HEAD.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ApiError(f"undecodable response body: {exc}", reason="DecodeError") from exc
+    head.metadata.pop("managedFields", None)
+    return {"apiVersion": head.apiVersion, "kind": head.kind, "metadata": head.metadata}
