@@ -27,6 +27,8 @@ Groups:
   ``WatchDecoder``, typed and dict, ConfigMaps as the ``informer`` bench: CPU per event
   from the watch call to the N-th update delivered.
 
+The ``sync`` group lives in :mod:`bench.tick_sync`.
+
 Run: ``python -m bench tick-costs [--groups write,status,event,informer] [--json]``.
 """
 
@@ -114,7 +116,8 @@ def interleaved(steps: dict[str, Callable[[], object]], rounds: int,
                    "max_us": round(max(s), 2)} for name, s in samples.items()}
 
 
-def _cronjob() -> Any:
+def sample_cronjob() -> Any:
+    """A due CronJob (typed) and its raw form."""
     from cronjob_controller.crd import CronJob
     from pyctrl import api
 
@@ -143,7 +146,7 @@ def group_write(rounds: int, iterations: int) -> dict[str, Any]:
     from pyctrl.kube.body import decode_object, prepare
     from pyctrl.models.batch_v1 import Job
 
-    cronjob, _ = _cronjob()
+    cronjob, _ = sample_cronjob()
     due = datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
     body = jobs.build_job(cronjob, due, UTC)
     answer = orjson.dumps(job_answer())
@@ -181,7 +184,7 @@ def group_status(rounds: int, iterations: int) -> dict[str, Any]:
     from pyctrl.models.batch_v1 import Job
     from pyctrl.testing import FakeClock
 
-    cronjob, raw = _cronjob()
+    cronjob, raw = sample_cronjob()
     clock = FakeClock(datetime(2026, 11, 26, 8, 0, 5, tzinfo=UTC))
     active = [__import__("pyctrl.api", fromlist=["decode"]).decode(Job, job_answer())]
     plan = Plan(active=active, last_schedule=datetime(2026, 11, 26, 8, 0, tzinfo=UTC),
@@ -334,161 +337,6 @@ def group_informer(rounds: int, events: int) -> dict[str, Any]:
                    "max_us": round(max(s), 2)} for name, s in samples.items()}
 
 
-class _CannedClient:
-    """The API server's answers, canned: a create answers its CronJob's Job, a patch the
-    patched CronJob; decoded by ``decode_object`` as the RESTClient does."""
-
-    def __init__(self, jobs: dict[str, bytes], cronjob: bytes) -> None:
-        self.jobs = jobs
-        self.cronjob = cronjob
-        self.writes = 0
-
-    def create(self, resource: Any, obj: Any, namespace: str | None = None, *,
-               dry_run: bool = False) -> Any:
-        from pyctrl.kube.body import decode_object
-
-        self.writes += 1
-        return decode_object(self.jobs[obj["metadata"]["ownerReferences"][0]["uid"]])
-
-    def patch(self, resource: Any, name: str, patch: Any, namespace: str | None = None,
-              **kwargs: Any) -> Any:
-        from pyctrl.kube import body
-
-        self.writes += 1
-        if kwargs.get("answer") == "metadata":  # as the RESTClient answers it
-            return body.decode_head(self.cronjob)
-        return body.decode_object(self.cronjob)
-
-    def get(self, resource: Any, name: str, namespace: str | None = None) -> Any:
-        from pyctrl.errors import NotFound
-
-        raise NotFound(f"{name} not found")
-
-
-def _every_minute(i: int) -> str:
-    """The ``i``-th of 1357 distinct spellings of ``* * * * *``."""
-    a, b = i % 59, (i // 59) % 23
-    return f"0-{a},{a + 1}-59 0-{b},{b + 1}-23 * * *"
-
-
-def _sync_world(n: int, distinct: bool = False) -> tuple[list[Any], dict[str, bytes], bytes]:
-    """``n`` CronJobs due at 08:00 (typed, as cached) and each one's Job as created; with
-    ``distinct`` each has a schedule string of its own."""
-    from cronjob_controller.crd import CronJob
-    from pyctrl import api
-
-    _, raw = _cronjob()
-    cronjobs, answers = [], {}
-    base = job_answer()
-    for i in range(n):
-        obj = copy.deepcopy(raw)
-        uid = f"b1e2c3d4-5f60-4a7b-8c9d-{i:012d}"
-        obj["metadata"].update(name=f"backup-{i:05d}", uid=uid)
-        if distinct:
-            obj["spec"]["schedule"] = _every_minute(i)
-        cronjobs.append(api.decode(CronJob, obj))
-        job = copy.deepcopy(base)
-        job["metadata"].update(name=f"backup-{i:05d}-29400480", uid=f"j-{uid}")
-        job["metadata"]["ownerReferences"] = [{
-            "apiVersion": "batch.pyctrl.io/v1", "kind": "CronJob", "name": f"backup-{i:05d}",
-            "uid": uid, "controller": True, "blockOwnerDeletion": True}]
-        answers[uid] = orjson.dumps(job)
-    return cronjobs, answers, orjson.dumps(raw)
-
-
-def _new_tick(cronjobs: list[Any]) -> None:
-    """Forget what the schedules remember of an earlier round (CronSchedule's next_after
-    memo): every round is a tick of its own, as the next minute's is, not a replay."""
-    from cronjob_controller import api, schedule
-
-    for cj in cronjobs:
-        parsed = schedule.parse(cj.spec.schedule, api.load_zone(cj.spec.time_zone))
-        if hasattr(parsed, "_memo"):  # absent before issue 42's memo
-            parsed._memo = ()
-
-
-def _sync_round(cronjobs: list[Any], answers: dict[str, bytes], patched: bytes,
-                profile: Any = None) -> tuple[float, float, int]:
-    """One tick in-process: every CronJob synced (a create), its Job added to the cache,
-    synced again (the deferred status write). CPU µs per create sync and per status sync."""
-    from cronjob_controller.controller import CronJobReconciler
-    from cronjob_controller.crd import CRONJOBS, CronJob
-    from cronjob_controller.templatecheck import Verdict
-    from pyctrl import Request
-    from pyctrl.api.typed import decode
-    from pyctrl.cache import (
-        CONTROLLER_UID_INDEX,
-        Indexer,
-        IndexerLister,
-        controller_uid_index_func,
-    )
-    from pyctrl.kube import JOBS
-    from pyctrl.models.batch_v1 import Job
-    from pyctrl.testing import FakeClock, FakeRecorder
-
-    clock = FakeClock(datetime(2026, 11, 26, 8, 0, 0, 200000, tzinfo=UTC))
-    cj_index = Indexer()
-    for cj in cronjobs:
-        cj_index.add(cj)
-    job_index = Indexer(indexers={CONTROLLER_UID_INDEX: controller_uid_index_func})
-    client = _CannedClient(answers, patched)
-    rec = CronJobReconciler(client, IndexerLister[CronJob](cj_index, CRONJOBS),  # type: ignore[arg-type]
-                            IndexerLister[Job](job_index, JOBS), FakeRecorder(), clock=clock)
-    requests = [Request(cj.metadata.namespace, cj.metadata.name) for cj in cronjobs]
-    for cj, req in zip(cronjobs, requests, strict=True):  # the dry runs of settled CronJobs
-        rec.templates.verdicts.put(str(req), cj.metadata.uid, cj.metadata.generation,
-                                   Verdict(True))
-    _new_tick(cronjobs)
-    if profile is not None:
-        profile.enable()
-    start = time.process_time()
-    for req in requests:
-        rec.reconcile(req)
-    mid = time.process_time()
-    if profile is not None:
-        profile.disable()
-    for cj in cronjobs:  # the informer delivers the created Jobs
-        job = decode(Job, orjson.loads(answers[cj.metadata.uid]))
-        job_index.add(job)  # type: ignore[arg-type]
-    if profile is not None:
-        profile.enable()
-    mid2 = time.process_time()
-    for req in requests:
-        rec.reconcile(req)
-    end = time.process_time()
-    if profile is not None:
-        profile.disable()
-    n = len(requests)
-    return (mid - start) / n * 1e6, (end - mid2) / n * 1e6, client.writes
-
-
-def group_sync(rounds: int, cronjobs_n: int, profile_path: str | None,
-               distinct: bool = False) -> dict[str, Any]:
-    cronjobs, answers, patched = _sync_world(cronjobs_n, distinct)
-    _sync_round(cronjobs[:50], answers, patched)
-    creates, statuses = [], []
-    writes = 0
-    for _ in range(rounds):
-        c, s, writes = _sync_round(cronjobs, answers, patched)
-        creates.append(c)
-        statuses.append(s)
-    out: dict[str, Any] = {"writes_per_round": writes}
-    for name, us in (("create_sync", creates), ("status_sync", statuses)):
-        out[name] = {"median_us": round(statistics.median(us), 2),
-                     "min_us": round(min(us), 2), "max_us": round(max(us), 2)}
-    if profile_path:
-        import cProfile
-        import pstats
-
-        prof = cProfile.Profile(time.process_time)
-        _sync_round(cronjobs, answers, patched, prof)
-        with open(profile_path, "w") as f:
-            pstats.Stats(prof, stream=f).sort_stats("tottime").print_stats(40)
-            pstats.Stats(prof, stream=f).sort_stats("cumulative").print_stats(60)
-        out["profile"] = profile_path
-    return out
-
-
 class _Discard(io.TextIOBase):
     """A text stream that drops what is written: no file to leave open."""
 
@@ -513,6 +361,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         elif group == "event":
             out["event"] = group_event(args.rounds, args.iterations)
         elif group == "sync":
+            from bench.tick_sync import group_sync
+
             out["sync"] = group_sync(args.rounds, args.cronjobs, args.profile,
                                      args.distinct_schedules)
         elif group == "informer":
