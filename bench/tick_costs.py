@@ -10,19 +10,24 @@ round (``--rounds``, >= 5), and the median per round is reported in microseconds
 
 Groups:
 
-* ``write``: per Job create. ``build_job`` (the dict from the template), ``encode`` (the
+* ``write``: per Job create. ``build_job`` (the dict from the template), ``log_line`` (the
+  ``created job`` info line, JSON through the configured handler into a discarding stream),
+  ``encode`` (the
   request body: orjson), ``answer_dict`` (the RESTClient's orjson decode of the 201 answer),
   ``answer_typed`` (``pyctrl.api.decode(Job, dict)``: what ``_create`` appends to the plan),
   and the alternatives: ``answer_bytes_typed`` (msgspec straight from the bytes),
   ``answer_meta`` (only the ObjectMeta), ``prepare`` (the decoder-lock check alone).
 * ``status``: per status write: ``desired_diff`` (``desired_status`` + ``status_changes``),
-  ``encode`` and ``answer_dict`` (the patched CronJob's answer, decoded and dropped).
+  ``encode``, ``answer_dict`` (the patched CronJob's answer decoded whole, as before issue
+  42) and ``answer_head`` (its metadata only: what the status write asks for now).
 * ``event``: per watch event, decode only: ``typed`` (``TypedDecoder.event`` + ``fill_type``)
   and ``dict`` (orjson + ``drop_managed_fields``), for a Job and a ConfigMap line.
 * ``informer``: per event through a whole SharedIndexInformer (reflector, DeltaFIFO, indexer,
   processor, one handler), watch lines fed from memory in 16 KiB chunks through
   ``WatchDecoder``, typed and dict, ConfigMaps as the ``informer`` bench: CPU per event
   from the watch call to the N-th update delivered.
+
+The ``sync`` group lives in :mod:`bench.tick_sync`.
 
 Run: ``python -m bench tick-costs [--groups write,status,event,informer] [--json]``.
 """
@@ -42,6 +47,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 import orjson
+import structlog
 
 GROUPS = ("write", "status", "event", "sync", "informer")
 FIXTURE = Path(__file__).parent / "fixtures" / "job.json"
@@ -63,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iterations", type=int, default=2000, help="calls per step per round")
     parser.add_argument("--events", type=int, default=5000, help="events per informer run")
     parser.add_argument("--cronjobs", type=int, default=1000, help="CronJobs per sync round")
+    parser.add_argument("--distinct-schedules", action="store_true",
+                        help="sync group: every CronJob its own (every-minute) schedule "
+                             "string, so no two share a parsed schedule")
     parser.add_argument("--profile", default=None,
                         help="sync group: write a cProfile table (CPU time) here")
 
@@ -107,7 +116,8 @@ def interleaved(steps: dict[str, Callable[[], object]], rounds: int,
                    "max_us": round(max(s), 2)} for name, s in samples.items()}
 
 
-def _cronjob() -> Any:
+def sample_cronjob() -> Any:
+    """A due CronJob (typed) and its raw form."""
     from cronjob_controller.crd import CronJob
     from pyctrl import api
 
@@ -132,10 +142,11 @@ def group_write(rounds: int, iterations: int) -> dict[str, Any]:
     from cronjob_controller import jobs
     from pyctrl import api
     from pyctrl.api.types import ObjectMeta
+    from pyctrl.kube import format_time
     from pyctrl.kube.body import decode_object, prepare
     from pyctrl.models.batch_v1 import Job
 
-    cronjob, _ = _cronjob()
+    cronjob, _ = sample_cronjob()
     due = datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
     body = jobs.build_job(cronjob, due, UTC)
     answer = orjson.dumps(job_answer())
@@ -143,8 +154,16 @@ def group_write(rounds: int, iterations: int) -> dict[str, Any]:
     as_job = api.typed._json_decoder(Job)
     as_meta = api.typed._json_decoder(ObjectMeta)
     meta_dict = answer_dict["metadata"]
+    log = structlog.get_logger("cronjob_controller.controller")
+    scheduled = format_time(due)
+
+    def log_line() -> None:
+        log.info("created job", key="ops/backup", job=body["metadata"]["name"],
+                 scheduled=scheduled)
+
     steps: dict[str, Callable[[], object]] = {
         "build_job": lambda: jobs.build_job(cronjob, due, UTC),
+        "log_line": log_line,
         "encode": lambda: orjson.dumps(body),
         "answer_dict": lambda: decode_object(answer),
         "answer_typed": lambda: api.decode(Job, answer_dict),
@@ -160,11 +179,12 @@ def group_write(rounds: int, iterations: int) -> dict[str, Any]:
 
 def group_status(rounds: int, iterations: int) -> dict[str, Any]:
     from cronjob_controller.status import Plan, desired_status, status_changes
+    from pyctrl.kube import body as bodies
     from pyctrl.kube.body import decode_object
     from pyctrl.models.batch_v1 import Job
     from pyctrl.testing import FakeClock
 
-    cronjob, raw = _cronjob()
+    cronjob, raw = sample_cronjob()
     clock = FakeClock(datetime(2026, 11, 26, 8, 0, 5, tzinfo=UTC))
     active = [__import__("pyctrl.api", fromlist=["decode"]).decode(Job, job_answer())]
     plan = Plan(active=active, last_schedule=datetime(2026, 11, 26, 8, 0, tzinfo=UTC),
@@ -180,11 +200,14 @@ def group_status(rounds: int, iterations: int) -> dict[str, Any]:
     answered["status"].update(orjson.loads(orjson.dumps(changed)))
     answered["metadata"]["managedFields"] = copy.deepcopy(_MANAGED) * 2
     answer = orjson.dumps(answered)
-    out: dict[str, Any] = interleaved({
+    steps: dict[str, Callable[[], object]] = {
         "desired_diff": diff,
         "encode": lambda: orjson.dumps(body),
         "answer_dict": lambda: decode_object(answer),
-    }, rounds, iterations)
+    }
+    if hasattr(bodies, "decode_head"):  # absent before issue 42's change (a before run)
+        steps["answer_head"] = lambda: bodies.decode_head(answer)
+    out: dict[str, Any] = interleaved(steps, rounds, iterations)
     out["bytes"] = {"request": len(orjson.dumps(body)), "answer": len(answer)}
     return out
 
@@ -314,137 +337,6 @@ def group_informer(rounds: int, events: int) -> dict[str, Any]:
                    "max_us": round(max(s), 2)} for name, s in samples.items()}
 
 
-class _CannedClient:
-    """The API server's answers, canned: a create answers its CronJob's Job, a patch the
-    patched CronJob; decoded by ``decode_object`` as the RESTClient does."""
-
-    def __init__(self, jobs: dict[str, bytes], cronjob: bytes) -> None:
-        self.jobs = jobs
-        self.cronjob = cronjob
-        self.writes = 0
-
-    def create(self, resource: Any, obj: Any, namespace: str | None = None, *,
-               dry_run: bool = False) -> Any:
-        from pyctrl.kube.body import decode_object
-
-        self.writes += 1
-        return decode_object(self.jobs[obj["metadata"]["ownerReferences"][0]["uid"]])
-
-    def patch(self, resource: Any, name: str, patch: Any, namespace: str | None = None,
-              **kwargs: Any) -> Any:
-        from pyctrl.kube.body import decode_object
-
-        self.writes += 1
-        return decode_object(self.cronjob)
-
-    def get(self, resource: Any, name: str, namespace: str | None = None) -> Any:
-        from pyctrl.errors import NotFound
-
-        raise NotFound(f"{name} not found")
-
-
-def _sync_world(n: int) -> tuple[list[Any], dict[str, bytes], bytes]:
-    """``n`` CronJobs due at 08:00 (typed, as cached) and each one's Job as created."""
-    from cronjob_controller.crd import CronJob
-    from pyctrl import api
-
-    _, raw = _cronjob()
-    cronjobs, answers = [], {}
-    base = job_answer()
-    for i in range(n):
-        obj = copy.deepcopy(raw)
-        uid = f"b1e2c3d4-5f60-4a7b-8c9d-{i:012d}"
-        obj["metadata"].update(name=f"backup-{i:05d}", uid=uid)
-        cronjobs.append(api.decode(CronJob, obj))
-        job = copy.deepcopy(base)
-        job["metadata"].update(name=f"backup-{i:05d}-29400480", uid=f"j-{uid}")
-        job["metadata"]["ownerReferences"] = [{
-            "apiVersion": "batch.pyctrl.io/v1", "kind": "CronJob", "name": f"backup-{i:05d}",
-            "uid": uid, "controller": True, "blockOwnerDeletion": True}]
-        answers[uid] = orjson.dumps(job)
-    return cronjobs, answers, orjson.dumps(raw)
-
-
-def _sync_round(cronjobs: list[Any], answers: dict[str, bytes], patched: bytes,
-                profile: Any = None) -> tuple[float, float, int]:
-    """One tick in-process: every CronJob synced (a create), its Job added to the cache,
-    synced again (the deferred status write). CPU µs per create sync and per status sync."""
-    from cronjob_controller.controller import CronJobReconciler
-    from cronjob_controller.crd import CRONJOBS, CronJob
-    from cronjob_controller.templatecheck import Verdict
-    from pyctrl import Request
-    from pyctrl.api.typed import decode
-    from pyctrl.cache import (
-        CONTROLLER_UID_INDEX,
-        Indexer,
-        IndexerLister,
-        controller_uid_index_func,
-    )
-    from pyctrl.kube import JOBS
-    from pyctrl.models.batch_v1 import Job
-    from pyctrl.testing import FakeClock, FakeRecorder
-
-    clock = FakeClock(datetime(2026, 11, 26, 8, 0, 0, 200000, tzinfo=UTC))
-    cj_index = Indexer()
-    for cj in cronjobs:
-        cj_index.add(cj)
-    job_index = Indexer(indexers={CONTROLLER_UID_INDEX: controller_uid_index_func})
-    client = _CannedClient(answers, patched)
-    rec = CronJobReconciler(client, IndexerLister[CronJob](cj_index, CRONJOBS),  # type: ignore[arg-type]
-                            IndexerLister[Job](job_index, JOBS), FakeRecorder(), clock=clock)
-    requests = [Request(cj.metadata.namespace, cj.metadata.name) for cj in cronjobs]
-    for cj, req in zip(cronjobs, requests, strict=True):  # the dry runs of settled CronJobs
-        rec.templates.verdicts.put(str(req), cj.metadata.uid, cj.metadata.generation,
-                                   Verdict(True))
-    if profile is not None:
-        profile.enable()
-    start = time.process_time()
-    for req in requests:
-        rec.reconcile(req)
-    mid = time.process_time()
-    if profile is not None:
-        profile.disable()
-    for cj in cronjobs:  # the informer delivers the created Jobs
-        job = decode(Job, orjson.loads(answers[cj.metadata.uid]))
-        job_index.add(job)  # type: ignore[arg-type]
-    if profile is not None:
-        profile.enable()
-    mid2 = time.process_time()
-    for req in requests:
-        rec.reconcile(req)
-    end = time.process_time()
-    if profile is not None:
-        profile.disable()
-    n = len(requests)
-    return (mid - start) / n * 1e6, (end - mid2) / n * 1e6, client.writes
-
-
-def group_sync(rounds: int, cronjobs_n: int, profile_path: str | None) -> dict[str, Any]:
-    cronjobs, answers, patched = _sync_world(cronjobs_n)
-    _sync_round(cronjobs[:50], answers, patched)
-    creates, statuses = [], []
-    writes = 0
-    for _ in range(rounds):
-        c, s, writes = _sync_round(cronjobs, answers, patched)
-        creates.append(c)
-        statuses.append(s)
-    out: dict[str, Any] = {"writes_per_round": writes}
-    for name, us in (("create_sync", creates), ("status_sync", statuses)):
-        out[name] = {"median_us": round(statistics.median(us), 2),
-                     "min_us": round(min(us), 2), "max_us": round(max(us), 2)}
-    if profile_path:
-        import cProfile
-        import pstats
-
-        prof = cProfile.Profile(time.process_time)
-        _sync_round(cronjobs, answers, patched, prof)
-        with open(profile_path, "w") as f:
-            pstats.Stats(prof, stream=f).sort_stats("tottime").print_stats(40)
-            pstats.Stats(prof, stream=f).sort_stats("cumulative").print_stats(60)
-        out["profile"] = profile_path
-    return out
-
-
 class _Discard(io.TextIOBase):
     """A text stream that drops what is written: no file to leave open."""
 
@@ -469,7 +361,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         elif group == "event":
             out["event"] = group_event(args.rounds, args.iterations)
         elif group == "sync":
-            out["sync"] = group_sync(args.rounds, args.cronjobs, args.profile)
+            from bench.tick_sync import group_sync
+
+            out["sync"] = group_sync(args.rounds, args.cronjobs, args.profile,
+                                     args.distinct_schedules)
         elif group == "informer":
             out["informer"] = group_informer(args.rounds, args.events)
         else:

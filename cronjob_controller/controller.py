@@ -17,7 +17,8 @@ key ``str(request)``, ``namespace/name``, names what the reconciler remembers pe
    concurrency policy, and create the Job named ``<name>-<unix minutes of t>`` (a
    deterministic name: no run twice, whichever replica or restart). AlreadyExists for a Job
    we control counts as success; a foreign Job holding the name is reported (UnexpectedJob)
-   and left alone.
+   and left alone. The created Job joins the plan as its metadata only (the answer's
+   spec and status are not decoded: the Job informer delivers the whole Job).
 5. Write status once, only when it changed (:mod:`~cronjob_controller.statuswrite`).
 
 Events go through the recorder's background sink and never block a worker; condition and
@@ -387,7 +388,7 @@ class CronJobReconciler:
             log.info("created job", key=key, job=name, scheduled=format_time(due))
         self.runs.observe(key, uid, due)
         self.runs.created(key, name)
-        plan.active.append(typed.decode(Job, created))
+        plan.active.append(jobs.created_job(created))
         plan.last_schedule = latest(plan.last_schedule, due)
         plan.created = True
 

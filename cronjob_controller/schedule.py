@@ -42,7 +42,12 @@ Contract:
   ``TOO_MANY_MISSED + 1`` and saturates there (we stop counting and jump straight to the
   latest time), so a very old anchor costs at most ~100 calendar searches.
 
-Schedule objects are immutable and safe to share between threads.
+Schedule objects are immutable and safe to share between threads. A
+:class:`CronSchedule` remembers its last few :meth:`~Schedule.next_after` answers as
+intervals ``[t, answer)`` (every query in one has that answer, since the answer is the first
+scheduled instant after ``t``): the syncs of one tick, which ask about the same minutes, walk
+the calendar once per schedule. :func:`parse` caches by ``(spec, zone)``, so a changed
+schedule or zone is another object with its own memo.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ TOO_MANY_MISSED = 100
 """More than this many missed times in (anchor, now] is reported as TooManyMissedTimes."""
 
 _COUNT_CAP = TOO_MANY_MISSED + 1
+_MEMO_SIZE = 4  # next_after intervals a CronSchedule keeps
 _MICROSECOND = timedelta(microseconds=1)
 # The instants we compute with: a day inside datetime's range, so that reading them in any
 # zone (offsets are under a day) cannot overflow.
@@ -183,12 +189,15 @@ class Schedule(ABC):
 class CronSchedule(Schedule):
     """A five-field schedule (descriptors other than ``@every`` are expanded to one)."""
 
-    __slots__ = ("_never", "fields")
+    __slots__ = ("_memo", "_never", "fields")
 
     def __init__(self, spec: str, zone: tzinfo, fields: CronFields) -> None:
         super().__init__(spec, zone)
         self.fields = fields
         self._never = not satisfiable(fields)
+        # ((t, answer), ...), newest first: next_after(x) == answer for t <= x < answer.
+        # Replaced whole, never mutated, so threads share it without a lock.
+        self._memo: tuple[tuple[datetime, datetime], ...] = ()
 
     def _next_wall(self, wall: datetime) -> datetime | None:
         return None if self._never else next_match(self.fields, wall)
@@ -200,10 +209,20 @@ class CronSchedule(Schedule):
         _require_aware(t)
         if self._never or t >= _LATEST:
             return None
+        t = max(t, _EARLIEST)
+        memo = self._memo
+        for since, answer in memo:
+            if since <= t < answer:
+                return answer
         try:
-            return self._next_after(max(t, _EARLIEST))
+            found = self._next_after(t)
         except _OUT_OF_RANGE:
             return None
+        if found is not None:
+            kept = [(since, answer) for since, answer in memo if answer != found]
+            since = min([t, *(s for s, a in memo if a == found)])
+            self._memo = ((since, found), *kept[:_MEMO_SIZE - 1])
+        return found
 
     def _next_after(self, t: datetime) -> datetime | None:
         wall = _wall(t, self.zone)

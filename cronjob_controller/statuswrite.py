@@ -14,7 +14,8 @@ it returns the sync's :class:`pyctrl.Result`, ``requeue_after`` as given or None
   cached and the desired (typed) status; empty, nothing is sent.
 * Otherwise one merge patch of the status subresource holding only the changed fields and
   the cached ``resourceVersion`` (optimistic lock: a status someone else wrote since the
-  cache saw it is never overwritten from the stale copy, as upstream's UpdateStatus). A 409
+  cache saw it is never overwritten from the stale copy, as upstream's UpdateStatus), asking
+  for the answer's metadata only (``answer="metadata"``: nothing reads the rest). A 409
   is logged and answered with a requeue after ``min(requeue_after, CACHE_WAIT_SECONDS)`` (a
   backstop: the newer CronJob's informer event usually brings the key back sooner). Any
   other error propagates (the sync is retried with backoff).
@@ -87,7 +88,7 @@ class StatusWriter:
             body["metadata"] = {"resourceVersion": md.resource_version}
         try:
             self.client.patch(CRONJOBS, md.name, body, md.namespace, patch_type="merge",
-                              subresource="status")
+                              subresource="status", answer="metadata")
         except Conflict:
             # The newer CronJob's informer event brings the key back once the cache has it;
             # the requeue is only a backstop, and a delay, so a lagging cache is no hot loop.

@@ -6,7 +6,9 @@ every stdlib ``logging`` record (client libraries) come out through one handler 
 human-readable colourless lines (``format="console"``). Each line carries ``timestamp``
 (ISO 8601, UTC), ``level``, ``logger`` (the module name), the event and its key/values, every
 value bound with ``structlog.contextvars`` (e.g. the controller's ``reconcile_id``), and a
-rendered traceback for ``log.exception``. Calling it again replaces the previous setup.
+rendered traceback for ``log.exception``. Calling it again replaces the previous setup. A
+structlog call renders its event once, on the handler's formatter, without copying the
+stdlib record (what other handlers of the same record see is untouched).
 :func:`get_logger` is the logger pyctrl's own modules use (a structlog bound logger), so a
 controller written on pyctrl logs the same way without importing structlog itself.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 import structlog
 from structlog.typing import Processor
@@ -30,6 +32,35 @@ def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:
     """A structured logger named ``name`` (normally ``__name__``), rendered as configured."""
     logger: structlog.stdlib.BoundLogger = structlog.get_logger(name)
     return logger
+
+
+class _Formatter(structlog.stdlib.ProcessorFormatter):
+    """A ProcessorFormatter that renders a structlog record's event dict straight away.
+
+    The base class copies every record (``logging.makeLogRecord``) before rendering and then
+    runs ``logging.Formatter.format`` over the result; for a record from structlog neither
+    changes the line (no stdlib ``exc_info`` or ``stack_info`` rides on it: structlog's own
+    processors render those), so this renders the copied event dict and returns the string.
+    Foreign (stdlib) records take the base path unchanged.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        meth_name = getattr(record, "_name", None)
+        logger = getattr(record, "_logger", None)
+        msg: Any = record.msg
+        if (meth_name is None or logger is None or not isinstance(msg, dict)
+                or record.exc_info or record.stack_info):
+            return super().format(record)
+        ed: Any = dict(msg)
+        ed["_record"] = record
+        ed["_from_structlog"] = True
+        if self.logger is not None:
+            logger = self.logger
+        for processor in self.processors:
+            ed = processor(logger, meth_name, ed)
+        if not isinstance(ed, str):
+            return super().format(record)
+        return ed
 
 
 def configure_logging(
@@ -68,7 +99,7 @@ def configure_logging(
         cache_logger_on_first_use=False,
     )
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+    handler.setFormatter(_Formatter(
         foreign_pre_chain=shared, processors=[*final, renderer],
     ))
     root = logging.getLogger()

@@ -21,13 +21,11 @@ Contract:
   was compacted: LIST again. 429/5xx/transport errors back off (0.8 s doubling to 30 s,
   jittered, reset after 2 healthy minutes) and re-WATCH from the last version; other API
   errors (403, 404, ...) back off and LIST again.
-* A failed list-and-watch is logged (at most a few lines per error per 10 s, see
-  :mod:`pyctrl._errorlog`), with the delay before the retry.
-  404 (NotFound) on LIST means the resource itself is not served (a CRD not installed, a
-  misspelled group/version/resource): the warning names the resource's ``group``,
-  ``version`` and ``resource`` (when the lister knows its ``resource``) and says to install
-  its CustomResourceDefinition; the backoff grows to its cap while it persists, and the
-  store never syncs (so readiness built on ``has_synced`` stays false).
+* A failed list-and-watch is logged, with the delay before the retry, and the backoffs are
+  :mod:`pyctrl.cache.retries`'s contract. 404 (NotFound) on LIST means the resource itself
+  is not served (a CRD not installed, a misspelled group/version/resource): the backoff grows
+  to its cap while it persists, and the store never syncs (so readiness built on
+  ``has_synced`` stays false).
 * ``watch_list=True`` (client-go's WatchListClient, KEP-3157) syncs by a streaming list
   instead of a LIST: one WATCH with ``sendInitialEvents`` from the version a LIST would ask
   for, whose initial events up to the ``k8s.io/initial-events-end`` bookmark become the
@@ -66,26 +64,17 @@ from typing import Protocol
 
 import structlog
 
-from pyctrl._errorlog import ErrorLog
-from pyctrl.availability import RESTART_BACKOFF, StartupWindow, is_refused, is_unavailable
-from pyctrl.cache.backoff import ExponentialBackoffManager
 from pyctrl.cache.keys import DeletedFinalStateUnknown
 from pyctrl.cache.listwatch import ListerWatcher
 from pyctrl.cache.pager import Stopped, is_expired, list_all
+from pyctrl.cache.retries import Retries, retryable
 from pyctrl.cache.watchdog import WatchDog
 from pyctrl.cache.watchlist import initial_events, rejects_watch_list
 from pyctrl.clock import Clock, RealClock
-from pyctrl.errors import (
-    ApiError,
-    NotFound,
-    ServerError,
-    TooManyRequests,
-    from_status,
-)
+from pyctrl.errors import ApiError, ServerError, TooManyRequests, from_status
 from pyctrl.kube import meta
 from pyctrl.kube.body import gc_paused
 from pyctrl.kube.interface import RawObject, WatchEvent, WatchStream
-from pyctrl.kube.resource import Resource
 
 __all__ = ["Reflector", "ReflectorStore"]
 
@@ -115,20 +104,6 @@ class _Relist(Exception):
 _Opened = tuple[WatchStream, Iterator[WatchEvent], float]
 
 
-# The jitter of the restart backoff (pyctrl.availability.RESTART_BACKOFF): while the server
-# refuses connections or, within its startup window, answers 401/403.
-_RESTART_JITTER = 0.5
-
-
-def _retryable(err: BaseException) -> bool:
-    # Worth re-watching from the same version after a backoff.
-    # Unreachable (connection refused or reset: an apiserver restart) leaves our cache valid;
-    # re-watch from where we were instead of paying for a relist.
-    if is_unavailable(err) or isinstance(err, ServerError | OSError):
-        return True
-    return not isinstance(err, ApiError)  # other transport-level failures
-
-
 class Reflector:
     """LIST+WATCH one resource into a store (see module docstring)."""
 
@@ -147,7 +122,6 @@ class Reflector:
         self._lw = lw
         self._store = store
         self._clock: Clock = clock or RealClock()
-        self._errors = ErrorLog(log, self._clock)  # an outage: a few lines, not one per retry
         self._page_size = page_size
         self._min_watch = min_watch_timeout
         self._max_watch = max_watch_timeout
@@ -155,28 +129,14 @@ class Reflector:
                                   if watch_silence_timeout is not None
                                   else max_watch_timeout + 60.0)
         self._rand = rand or random.Random()
-        self._backoff = ExponentialBackoffManager(
-            self._clock, initial=backoff_initial, maximum=backoff_max, jitter=backoff_jitter,
-            reset_after=backoff_reset, rand=self._rand.random)
-        self._restart_backoff = ExponentialBackoffManager(
-            self._clock, initial=RESTART_BACKOFF[0], maximum=RESTART_BACKOFF[1],
-            jitter=min(_RESTART_JITTER, backoff_jitter), reset_after=backoff_reset,
-            rand=self._rand.random)
-        self._startup = StartupWindow(self._clock)
+        self._retries = Retries(self._clock, log, self.name, initial=backoff_initial,
+                                maximum=backoff_max, reset_after=backoff_reset,
+                                jitter=backoff_jitter, rand=self._rand)
         self._last_rv = ""
         self._initial_rv = initial_list_resource_version
         self._transform = transform
         self._rv_unavailable = False
         self._watch_list = watch_list
-
-    def _delay_after(self, err: Exception) -> float:
-        """The wait before retrying after ``err``: the short backoff while the server is
-        unreachable or starting (module docstring), else the ordinary one."""
-        if is_refused(err):
-            self._startup.start()
-        elif not self._startup.covers(err):
-            return self._backoff.next()
-        return self._restart_backoff.next()
 
     # -- public ---------------------------------------------------------------------------
     def last_sync_resource_version(self) -> str:
@@ -195,30 +155,15 @@ class Reflector:
                 except Stopped:
                     break
                 except Exception as err:
-                    delay = self._delay_after(err)
-                    self._log_failure(err, delay)
+                    delay = self._retries.delay_after(err)
+                    self._retries.log_failure(err, delay, self._lw)
                 else:
-                    delay = self._backoff.next()
+                    delay = self._retries.after_clean_end()
                 if stop.is_set():
                     break
                 self._clock.sleep(delay, stop)
         finally:
             watchdog.join()
-
-    def _log_failure(self, err: Exception, delay: float) -> None:
-        if isinstance(err, NotFound):
-            resource = getattr(self._lw, "resource", None)
-            what: dict[str, str] = {}
-            if isinstance(resource, Resource):
-                what = {"group": resource.group or "core", "version": resource.version,
-                        "resource": resource.plural}
-            log.warning("resource not found on the API server: is its CustomResourceDefinition "
-                        "installed (or the group/version/resource misspelled)?",
-                        reflector=self.name, **what, retry_in=round(delay, 3),
-                        error=str(err))
-            return
-        self._errors.failure("list and watch failed", err, level="warning",
-                             reflector=self.name, retry_in=round(delay, 3))
 
     def list_and_watch(self, stop: threading.Event) -> None:
         """One LIST (or watch-list), then WATCHes until a relist is needed (returns) or a
@@ -241,13 +186,12 @@ class Reflector:
                         # next LIST must be a consistent read, not "at least this version".
                         self._rv_unavailable = True
                     return
-                if not _retryable(err):
+                if not retryable(err):
                     raise
-                delay = self._delay_after(err)
+                delay = self._retries.delay_after(err)
                 if isinstance(err, TooManyRequests) and err.retry_after:
                     delay = max(delay, err.retry_after)
-                self._errors.failure("watch failed, backing off", err, level="info",
-                                     reflector=self.name, delay=round(delay, 3))
+                self._retries.log_watch_failure(err, delay)
                 if self._clock.sleep(delay, stop):
                     raise Stopped from None
 

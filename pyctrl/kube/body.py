@@ -10,6 +10,9 @@ Contract:
   transforms a listed page and fills its store: CPU-bound steps, never a network wait).
   Freshly decoded JSON holds no reference cycles; reference counting still frees everything
   as usual.
+* :func:`decode_head` turns a write's answer into ``{"apiVersion", "kind", "metadata"}``
+  (``managedFields`` dropped), skipping the rest of the body undecoded; errors as
+  :func:`decode_object`.
 * :func:`prepare` and :func:`json_decoder` are the one way pyctrl builds a msgspec decoder
   (typed informers, the typed client, :func:`pyctrl.api.decode`): a type's first use, which
   builds its decoding info, is made under one lock, since two threads making it at once
@@ -37,7 +40,8 @@ import orjson
 from pyctrl.errors import ApiError
 from pyctrl.kube.interface import RawObject
 
-__all__ = ["BULK_BYTES", "dec_hook", "decode_object", "gc_paused", "json_decoder", "prepare"]
+__all__ = ["BULK_BYTES", "dec_hook", "decode_head", "decode_object", "gc_paused",
+           "json_decoder", "prepare"]
 
 # Bodies at least this long are decoded with the collector paused; smaller ones (single
 # objects, Status errors) are too quick for a collection to matter.
@@ -110,3 +114,23 @@ def dec_hook(tp: Any, value: object) -> object:
     if build is None:
         raise TypeError(f"no decoder for {tp!r}")
     return build(value)
+
+
+class _Head(msgspec.Struct):
+    apiVersion: str = ""  # noqa: N815 (the JSON name)
+    kind: str = ""
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+_HEAD = json_decoder(_Head)
+
+
+def decode_head(data: bytes) -> RawObject:
+    """The ``apiVersion``, ``kind`` and ``metadata`` of the JSON object in ``data`` (see the
+    module docstring)."""
+    try:
+        head = _HEAD.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ApiError(f"undecodable response body: {exc}", reason="DecodeError") from exc
+    head.metadata.pop("managedFields", None)
+    return {"apiVersion": head.apiVersion, "kind": head.kind, "metadata": head.metadata}

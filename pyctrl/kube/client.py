@@ -55,7 +55,7 @@ from pyctrl.clock import Clock, RealClock
 from pyctrl.errors import ApiError, TooManyRequests
 from pyctrl.kube import answers
 from pyctrl.kube._kubeconfig import ConnectionSettings
-from pyctrl.kube.body import decode_object
+from pyctrl.kube.body import decode_head, decode_object
 from pyctrl.kube.config import KubeConfig, load_config
 from pyctrl.kube.httperrors import error_from_answer, error_from_pool_answer, transport_error
 from pyctrl.kube.interface import PatchBody, RawObject
@@ -321,6 +321,9 @@ class RESTClient:
             patch = _typed(resource, patch)
         ns = self._scope(resource, namespace)
         path = self._path(resource, ns, name, opts.subresource, opts.query())
+        if opts.answer == "metadata":  # the caller reads only the answer's metadata
+            return decode_head(self._request("PATCH", path, orjson.dumps(patch),
+                                             opts.content_type))
         return self._call("PATCH", path, patch, opts.content_type)
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None,

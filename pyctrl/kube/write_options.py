@@ -12,6 +12,11 @@ Contract:
   so the defaults and the validation are spelled here only: an unknown keyword raises
   TypeError; an unknown ``patch_type``, ``apply`` without a ``field_manager`` and ``force``
   without ``apply`` raise ValueError, before anything is sent or recorded.
+* ``answer="metadata"`` asks only for the patched object's ``apiVersion``, ``kind`` and
+  ``metadata`` (``managedFields`` left out), for a caller that reads nothing else of the
+  answer (a status write): the RESTClient then decodes no more of the body
+  (:func:`pyctrl.kube.body.decode_head`). A client may return the whole object instead (the
+  FakeClient does); the default, ``"object"``, is the whole object.
 * :meth:`PatchOptions.query` and :meth:`DeleteOptions.body` are what the API server receives
   (query parameters; the ``DeleteOptions`` body), the only place that spells them.
 * A test asserts that each ``...Args`` names exactly the fields of its ``...Options`` and that
@@ -26,6 +31,7 @@ from typing import Any, Literal, TypedDict
 
 __all__ = [
     "PATCH_CONTENT_TYPES",
+    "Answer",
     "DeleteArgs",
     "DeleteOptions",
     "PatchArgs",
@@ -36,6 +42,7 @@ __all__ = [
 
 PatchType = Literal["merge", "json", "strategic", "apply"]
 PropagationPolicy = Literal["Background", "Foreground", "Orphan"]
+Answer = Literal["object", "metadata"]
 
 PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
@@ -52,6 +59,7 @@ class PatchArgs(TypedDict, total=False):
     field_manager: str | None
     force: bool
     subresource: str | None
+    answer: Answer
 
 
 class DeleteArgs(TypedDict, total=False):
@@ -69,10 +77,13 @@ class PatchOptions:
     field_manager: str | None = None
     force: bool = False
     subresource: str | None = None
+    answer: Answer = "object"
 
     def __post_init__(self) -> None:
         if self.patch_type not in PATCH_CONTENT_TYPES:
             raise ValueError(f"unknown patch type {self.patch_type!r}")
+        if self.answer not in ("object", "metadata"):
+            raise ValueError(f"unknown answer {self.answer!r}: 'object' or 'metadata'")
         if self.patch_type == "apply" and not self.field_manager:
             raise ValueError("server-side apply needs a field_manager")
         if self.force and self.patch_type != "apply":

@@ -453,12 +453,13 @@ def test_the_api_server_restart_is_defined_once() -> None:
 
     from pyctrl import availability
     from pyctrl.availability import RESTART_BACKOFF, STARTUP_WINDOW, OutageGate
-    from pyctrl.cache import reflector
+    from pyctrl.cache import reflector, retries  # the Reflector's backoffs live in retries
 
     defaults = {n: p.default for n, p in inspect.signature(OutageGate).parameters.items()}
     assert (defaults["initial"], defaults["maximum"], defaults["startup_window"]) == (
         *RESTART_BACKOFF, STARTUP_WINDOW)
-    source = inspect.getsource(reflector)
+    assert "Retries(" in inspect.getsource(reflector)
+    source = inspect.getsource(retries) + inspect.getsource(reflector)
     assert all(name in source for name in ("RESTART_BACKOFF", "StartupWindow", "is_refused",
                                            "is_unavailable"))
     assert "0.25" not in source and "_STARTUP_WINDOW" not in source

@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Unpack
 
+import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
 from pyctrl import Conflict, Request, TypedClient, api
 from pyctrl.cache import OwnWrites, RecordingClient, SharedInformerFactory
+from pyctrl.kube.body import decode_head
 from pyctrl.kube.forwarding import ForwardingClient
 from pyctrl.kube.interface import Client, WatchEvent, WatchStream
 from pyctrl.kube.options import ListOptions, WatchArgs
@@ -158,3 +160,17 @@ def test_a_watch_lagging_past_the_bound_gives_the_cached_object_and_is_counted(
     assert world.writes.pending(BACKUPS) == 0  # given up: later reads do not wait again
     world.backups.get("ns", "b")  # returns at once
     assert world.metric("pyctrl_cache_own_write_wait_seconds_count") == 1
+
+
+def test_a_metadata_only_answer_is_recorded_as_the_whole_one() -> None:
+    """A status write asking for the answer's metadata only (``answer="metadata"``) leaves
+    the same pending write: resourceVersion, uid and labels all live in the metadata."""
+    whole = {"apiVersion": "example.io/v1", "kind": "Backup", "status": {"reconciles": 3},
+             "metadata": {"name": "b", "namespace": "ns", "uid": "u-1", "resourceVersion": "12",
+                          "labels": {"app": "x"}, "managedFields": [{"manager": "m"}]}}
+    pending = []
+    for answer in (whole, decode_head(orjson.dumps(whole))):
+        writes = OwnWrites(clock=FakeClock())
+        writes.record(BACKUPS, answer, "ns")
+        pending.append(writes._pending)
+    assert pending[0] == pending[1] and pending[0][("example.io", "backups")]["ns/b"].uid == "u-1"

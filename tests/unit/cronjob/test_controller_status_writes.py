@@ -8,11 +8,14 @@ again from the newer copy.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 
 from cronjob_controller.api import CRONJOBS
 from cronjob_controller.statuswrite import CACHE_WAIT_SECONDS
-from pyctrl.kube import JOBS
+from pyctrl.kube import JOBS, RawObject, Resource
+from pyctrl.kube.forwarding import ForwardingClient
+from pyctrl.kube.interface import PatchBody
+from pyctrl.kube.write_options import PatchArgs
 from tests.unit.cronjob.sync_fixture import NAMESPACE, Fixture, at, fmt, new_cronjob
 
 NOON = at("12:00")
@@ -109,3 +112,22 @@ def test_suspending_clears_the_next_schedule_with_null() -> None:
 
     assert f.status_writes()[-1]["nextScheduleTime"] is None
     assert "nextScheduleTime" not in f.status()
+
+
+def test_the_status_write_asks_for_the_answers_metadata_only() -> None:
+    """Nothing reads the patched CronJob: the RESTClient decodes only its metadata (what
+    read-your-own-writes records)."""
+    f = Fixture()
+    f.add_cronjob(new_cronjob(created=at("12:00", second=10)))
+    asked: list[dict[str, Any]] = []
+
+    class Spy(ForwardingClient):
+        def patch(self, resource: Resource, name: str, patch: PatchBody,
+                  namespace: str | None = None, **kwargs: Unpack[PatchArgs]) -> RawObject:
+            asked.append(dict(kwargs))
+            return super().patch(resource, name, patch, namespace, **kwargs)
+
+    f.reconciler.status_writer.client = Spy(f.client)
+    f.sync()
+
+    assert asked == [{"patch_type": "merge", "subresource": "status", "answer": "metadata"}]

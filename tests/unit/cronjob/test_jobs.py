@@ -91,6 +91,31 @@ def test_build_job_shares_nothing_with_the_template() -> None:
     assert template["metadata"]["labels"]["app"] == "hello"
 
 
+def test_build_job_copies_what_json_cannot_carry_too() -> None:
+    """The spec is copied by a JSON round trip; an int past 64 bits (stored past a laxer
+    schema) falls back to a deep copy, equal and unshared all the same."""
+    raw = raw_cronjob()
+    raw["spec"]["jobTemplate"]["spec"]["x-huge"] = {"n": 2**70, "list": [1.5, None, True]}
+    cj = cronjob(raw)
+    built: dict[str, Any] = jobs.build_job(cj, datetime(2024, 1, 1, tzinfo=UTC), UTC)
+    assert built["spec"] == cj.spec.job_template["spec"]
+    built["spec"]["x-huge"]["list"].append("changed")
+    assert cj.spec.job_template["spec"]["x-huge"]["list"] == [1.5, None, True]
+
+
+def test_created_job_is_the_answers_metadata() -> None:
+    answer = {"apiVersion": "batch/v1", "kind": "Job",
+              "metadata": {"name": "hello-1", "namespace": "team-a", "uid": "u-1",
+                           "resourceVersion": "42", "labels": {"app": "hello"}},
+              "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    created = jobs.created_job(answer)
+    md = created.metadata
+    assert (md.name, md.namespace, md.uid, md.resource_version) == ("hello-1", "team-a",
+                                                                    "u-1", "42")
+    assert md.labels == {"app": "hello"} and created.kind == "Job"
+    assert created.spec == Job().spec  # not decoded: the informer delivers the whole Job
+
+
 def test_build_job_without_template_metadata() -> None:
     raw = raw_cronjob()
     del raw["spec"]["jobTemplate"]["metadata"]

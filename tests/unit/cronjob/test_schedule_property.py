@@ -88,3 +88,26 @@ def test_most_recent_matches_brute_force(
         assert schedule.next_after(anchor) == expected[0]
         if len(expected) > 1:
             assert schedule.next_after(expected[-2]) == expected[-1]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    spec=specs,
+    zone_and_base=st.sampled_from(ZONE_TRANSITIONS),
+    offsets=st.lists(st.integers(min_value=-3 * 60 * 60, max_value=3 * 60 * 60),
+                     min_size=1, max_size=12),
+)
+def test_next_after_memo_answers_as_a_fresh_walk(
+    spec: str, zone_and_base: tuple[ZoneInfo, datetime], offsets: list[int]
+) -> None:
+    """One schedule asked many times (its memo of intervals in play, boundaries included:
+    each answer is asked again, and just before it) answers as a fresh schedule does."""
+    zone, base = zone_and_base
+    memoised = parse(spec, zone)
+    assert isinstance(memoised, CronSchedule)
+    for offset in offsets:
+        t = base + timedelta(seconds=offset)
+        answer = memoised.next_after(t)
+        for probe in (t, *((answer - timedelta(microseconds=1), answer) if answer else ())):
+            fresh = CronSchedule(spec, zone, memoised.fields)
+            assert memoised.next_after(probe) == fresh.next_after(probe), probe

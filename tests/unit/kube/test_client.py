@@ -137,6 +137,18 @@ def test_patch_content_types(client: RESTClient, stub: StubServer, patch_type: A
     assert req.headers["content-type"] == content_type and req.json() == body
 
 
+def test_patch_answered_with_metadata_only(client: RESTClient, stub: StubServer) -> None:
+    stub.respond = lambda req: Reply(body={"apiVersion": "v1", "kind": "ConfigMap", "data": {
+        "x": "1"}, "metadata": {"name": "a", "resourceVersion": "7", "managedFields": [{}]}})
+    got = client.patch(CONFIGMAPS, "a", {"data": {"x": "1"}}, "ns", answer="metadata")
+    assert got == {"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "a", "resourceVersion": "7"}}
+    assert client.patch(CONFIGMAPS, "a", {}, "ns")["data"] == {"x": "1"}  # the default: whole
+    stub.respond = lambda req: Reply(body=[1])
+    with pytest.raises(ApiError, match="undecodable"):
+        client.patch(CONFIGMAPS, "a", {}, "ns", answer="metadata")
+
+
 def test_server_side_apply(client: RESTClient, stub: StubServer) -> None:
     stub.respond = lambda req: Reply(body=req.json())
     client.patch(CONFIGMAPS, "a", {"metadata": {"name": "a"}}, "ns", patch_type="apply",

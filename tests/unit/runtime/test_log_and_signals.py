@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from typing import Literal
 
 import pytest
 import structlog
@@ -47,6 +48,44 @@ def test_json_logs_carry_context_logger_level_and_traceback(restore_logging: Non
     assert first["logger"] == "pyctrl.demo" and first["level"] == "info"
     assert first["timestamp"].endswith("Z")
     assert "ValueError: bad" in lines[1]["exception"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_lines_as_structlogs_own_formatter_renders_them_and_records_left_alone(
+        restore_logging: None, fmt: Literal["json", "console"]) -> None:
+    """pyctrl's formatter skips the record copy; the lines are the ones structlog's
+    ProcessorFormatter renders, and another handler still sees the record as it was."""
+    out = io.StringIO()
+    configure_logging(fmt, "info", stream=out)
+    ours = logging.getLogger().handlers[0]
+    theirs_out = io.StringIO()
+    theirs = logging.StreamHandler(theirs_out)
+    assert isinstance(ours.formatter, structlog.stdlib.ProcessorFormatter)
+    theirs.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=ours.formatter.foreign_pre_chain,
+        processors=ours.formatter.processors))
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    for handler in (theirs, Keep()):
+        logging.getLogger().addHandler(handler)
+    log = structlog.get_logger("pyctrl.demo")
+    log.info("created job", key="ops/b", job="b-1", n=3, odd=object)
+    try:
+        raise ValueError("bad")
+    except ValueError:
+        log.exception("failed", key="ops/b")
+    logging.getLogger("urllib3").warning("foreign %s", "arg")
+    # A foreign record is stamped when each handler formats it: compare structlog's lines.
+    ours_lines, theirs_lines = out.getvalue().splitlines(), theirs_out.getvalue().splitlines()
+    assert len(ours_lines) == len(theirs_lines) and len(ours_lines) >= 3
+    assert ours_lines[:-1] == theirs_lines[:-1] and "created job" in ours_lines[0]
+    assert "foreign arg" in ours_lines[-1]
+    assert isinstance(seen[0].msg, dict) and seen[0].msg["event"] == "created job"
+    assert seen[0].msg["job"] == "b-1"
 
 
 def test_console_format_and_bad_arguments(restore_logging: None) -> None:
